@@ -1,0 +1,31 @@
+//! A minibatch held in host memory, before it is uploaded to a device.
+
+/// Features and targets of one minibatch, row-major, in host memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    /// Features, `x_shape[0] × x_shape[1]` values.
+    pub x: Vec<f32>,
+    /// `[batch, features]`.
+    pub x_shape: [usize; 2],
+    /// Targets, one row per example: `y_shape[0] × y_shape[1]` values.
+    pub y: Vec<f32>,
+    /// `[batch, outputs]`.
+    pub y_shape: [usize; 2],
+}
+
+impl Batch {
+    /// Number of examples.
+    pub fn len(&self) -> usize {
+        self.x_shape[0]
+    }
+
+    /// Whether the batch has no example.
+    pub fn is_empty(&self) -> bool {
+        self.x_shape[0] == 0
+    }
+
+    /// Bytes of host memory the batch holds.
+    pub fn bytes(&self) -> usize {
+        (self.x.len() + self.y.len()) * std::mem::size_of::<f32>()
+    }
+}

@@ -1,0 +1,20 @@
+//! # ember-datasets
+//!
+//! Host-side data for ember: the d2l chapter's synthetic minibatches (X ~ N(0, 1), y = 1),
+//! a learnable synthetic regression, and the batch type the training loop uploads.
+//!
+//! ```
+//! use ember_datasets::{Batch, Synthetic};
+//! let data = Synthetic::chapter(4, 512, 7);
+//! let batch: Batch = data.batch(0);
+//! assert_eq!(batch.x_shape, [4, 512]);
+//! assert_eq!(batch.y, vec![1.0; 4]);
+//! assert_eq!(data.batch(0), batch, "same seed and index, same batch");
+//! ```
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod synthetic;
+
+pub use batch::Batch;
+pub use synthetic::Synthetic;

@@ -1,0 +1,119 @@
+//! Activations: used inside `Dense(units).activation(…)`, or added as a block of their own
+//! (Gluon's `nn.Activation('relu')`), where, as in PyTorch, they take an index in the
+//! `Sequential` but hold no parameter.
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::{Activation, Block};
+//! let y = Activation::Relu.forward(Tensor::from_floats([[-1.0, 2.0]], &Device::flex())).unwrap();
+//! assert_eq!(y.into_data().try_to_vec::<f32>().unwrap(), vec![0.0, 2.0]);
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use burn::module::{
+    Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor,
+};
+use burn::tensor::{Device, Tensor, activation};
+
+use crate::block::Block;
+use crate::error::{Error, Result};
+
+/// An element-wise activation function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// max(x, 0)
+    Relu,
+    /// 1 / (1 + e^−x)
+    Sigmoid,
+    /// tanh(x)
+    Tanh,
+}
+
+impl Activation {
+    /// Applies the function to a tensor of any rank.
+    pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
+        match self {
+            Activation::Relu => activation::relu(x),
+            Activation::Sigmoid => activation::sigmoid(x),
+            Activation::Tanh => activation::tanh(x),
+        }
+    }
+
+    /// Gluon's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Activation::Relu => "relu",
+            Activation::Sigmoid => "sigmoid",
+            Activation::Tanh => "tanh",
+        }
+    }
+}
+
+impl fmt::Display for Activation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Activation {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "relu" => Ok(Activation::Relu),
+            "sigmoid" => Ok(Activation::Sigmoid),
+            "tanh" => Ok(Activation::Tanh),
+            _ => Err(Error::InvalidValue {
+                name: "activation",
+                value: s.to_string(),
+                reason: "expected relu, sigmoid or tanh".to_string(),
+            }),
+        }
+    }
+}
+
+impl Block for Activation {
+    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
+        Ok(self.apply(x))
+    }
+
+    fn initialize(self, _init: crate::Init, _device: &Device) -> Self {
+        self
+    }
+}
+
+// An activation holds no parameter: every module operation leaves it as it is.
+impl Module for Activation {
+    fn collect_devices(&self, devices: Devices) -> Devices {
+        devices
+    }
+    fn fork(self, _device: &Device) -> Self {
+        self
+    }
+    fn to_device(self, _device: &Device) -> Self {
+        self
+    }
+    fn train(self) -> Self {
+        self
+    }
+    fn valid(&self) -> Self {
+        *self
+    }
+    fn materialize(self) -> Self {
+        self
+    }
+    fn visit<V: ModuleVisitor>(&self, _visitor: &mut V) {}
+    fn map<M: ModuleMapper>(self, _mapper: &mut M) -> Self {
+        self
+    }
+}
+
+impl ModuleDisplayDefault for Activation {
+    fn content(&self, content: Content) -> Option<Content> {
+        content.add_formatted(&format!("Activation({self})")).optional()
+    }
+}
+
+impl ModuleDisplay for Activation {}

@@ -1,0 +1,146 @@
+//! Devices by name: `auto`, `wgpu`, `flex`, `ndarray`.
+//!
+//! ```
+//! use ember::device::DeviceName;
+//! let picked = DeviceName::Flex.resolve().unwrap();
+//! assert_eq!(picked.name, DeviceName::Flex);
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use burn::tensor::{Device, DeviceKind, DeviceType};
+
+use crate::error::{Error, Result};
+
+/// A device as a user names it on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceName {
+    /// wgpu when an adapter exists (a GPU, or Mesa's lavapipe on the CPU), otherwise flex.
+    Auto,
+    /// burn's wgpu backend: asynchronous, on a GPU or on lavapipe.
+    Wgpu,
+    /// burn's flex backend: pure Rust, on the CPU, executes on the calling thread.
+    Flex,
+    /// burn's ndarray backend (deprecated by burn in favour of flex), on the CPU.
+    Ndarray,
+}
+
+impl DeviceName {
+    /// Every name, in the order `ember devices` lists them.
+    pub const ALL: [DeviceName; 4] = [Self::Auto, Self::Wgpu, Self::Flex, Self::Ndarray];
+
+    /// The name as typed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Wgpu => "wgpu",
+            Self::Flex => "flex",
+            Self::Ndarray => "ndarray",
+        }
+    }
+
+    /// Opens the device. `auto` picks wgpu when an adapter exists, else flex, and says why in
+    /// [`PickedDevice::reason`]. Asking for `wgpu` with no adapter is [`Error::NoWgpuAdapter`].
+    pub fn resolve(self) -> Result<PickedDevice> {
+        match self {
+            Self::Auto => Ok(match wgpu_adapter() {
+                Some(adapter) => PickedDevice {
+                    name: Self::Wgpu,
+                    device: Device::wgpu(DeviceKind::DefaultDevice),
+                    reason: format!("auto: picked wgpu, adapter {adapter} found"),
+                },
+                None => PickedDevice {
+                    name: Self::Flex,
+                    device: Device::flex(),
+                    reason: "auto: picked flex, no wgpu adapter found \
+                             (apt-get install -y mesa-vulkan-drivers for lavapipe)"
+                        .to_string(),
+                },
+            }),
+            Self::Wgpu => {
+                let adapter = wgpu_adapter().ok_or(Error::NoWgpuAdapter)?;
+                Ok(PickedDevice {
+                    name: Self::Wgpu,
+                    device: Device::wgpu(DeviceKind::DefaultDevice),
+                    reason: format!("wgpu on adapter {adapter}"),
+                })
+            }
+            Self::Flex => Ok(PickedDevice {
+                name: Self::Flex,
+                device: Device::flex(),
+                reason: "flex (pure-Rust CPU backend)".to_string(),
+            }),
+            #[allow(deprecated)]
+            Self::Ndarray => Ok(PickedDevice {
+                name: Self::Ndarray,
+                device: Device::ndarray(),
+                reason: "ndarray (CPU backend)".to_string(),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for DeviceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for DeviceName {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|name| name.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| Error::UnknownDevice(s.to_string()))
+    }
+}
+
+/// A device that was opened, with the name it resolved to and why.
+#[derive(Debug, Clone)]
+pub struct PickedDevice {
+    /// The concrete backend (never `Auto`).
+    pub name: DeviceName,
+    /// The burn device.
+    pub device: Device,
+    /// One line: which device, and why.
+    pub reason: String,
+}
+
+/// The name of the first wgpu adapter on this machine, or `None` when there is none.
+///
+/// Enumerating adapters does not open a device, so this never panics on a machine without
+/// a Vulkan driver.
+pub fn wgpu_adapter() -> Option<String> {
+    let devices = Device::enumerate(DeviceType::Wgpu);
+    let device = devices.iter().next()?;
+    Some(
+        device
+            .identity()
+            .map(|identity| identity.name.to_string())
+            .unwrap_or_else(|| format!("{device:?}")),
+    )
+}
+
+/// One line per usable device on this machine, as `ember devices` prints them.
+pub fn list_devices() -> Vec<(DeviceName, Result<String>)> {
+    [DeviceName::Wgpu, DeviceName::Flex, DeviceName::Ndarray]
+        .into_iter()
+        .map(|name| (name, name.resolve().map(|picked| picked.reason)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_unknown_names_are_errors() {
+        assert_eq!("FLEX".parse::<DeviceName>().unwrap(), DeviceName::Flex);
+        assert_eq!("wgpu".parse::<DeviceName>().unwrap(), DeviceName::Wgpu);
+        let err = "cuda9".parse::<DeviceName>().unwrap_err().to_string();
+        assert!(err.contains("'cuda9'") && err.contains("flex"), "{err}");
+    }
+}

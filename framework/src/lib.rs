@@ -1,0 +1,55 @@
+//! # ember
+//!
+//! A Gluon-like layer on [burn](https://burn.dev): `Block`, `Sequential`, `Dense` with
+//! deferred input size, Gluon's initializers and losses, and a `Trainer` with
+//! `step(batch_size)`. The d2l chapter's code maps to it line for line:
+//!
+//! ```
+//! use burn::prelude::*;
+//! use burn::tensor::Distribution;
+//! use ember::{Activation, Block, Dense, Init, L2Loss, Loss, Sequential, Trainer};
+//!
+//! let device = Device::flex().autodiff();
+//! // net = nn.Sequential()
+//! // net.add(nn.Dense(2048, activation='relu'), nn.Dense(512, activation='relu'), nn.Dense(1))
+//! let net: Sequential = Sequential::new()
+//!     .add(Dense::new(2048).activation(Activation::Relu))
+//!     .add(Dense::new(512).activation(Activation::Relu))
+//!     .add(Dense::new(1));
+//! // net.initialize()
+//! let mut net = net.initialize(Init::default(), &device);
+//! // trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
+//! let mut trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+//! // loss = gluon.loss.L2Loss()
+//! let loss = L2Loss;
+//! let x = Tensor::<2>::random([16, 512], Distribution::Normal(0.0, 1.0), &device);
+//! let y = Tensor::<2>::ones([16, 1], &device);
+//! // with autograd.record(): l = loss(y, net(X))
+//! let l = loss.forward(net.forward(x).unwrap(), y).unwrap();
+//! // l.backward(); trainer.step(X.shape[0])
+//! net = trainer.step(net, l.backward(), 16).unwrap();
+//! assert_eq!(net.collect_params().total(), 512 * 2048 + 2048 + 2048 * 512 + 512 + 512 + 1);
+//! ```
+#![warn(missing_docs)]
+
+pub mod activation;
+pub mod block;
+pub mod dense;
+pub mod device;
+pub mod error;
+pub mod init;
+pub mod loss;
+pub mod params;
+pub mod sequential;
+pub mod trainer;
+
+pub use activation::Activation;
+pub use block::{Block, ParamDict, ParamInfo};
+pub use dense::Dense;
+pub use device::{DeviceName, PickedDevice};
+pub use error::{Error, Result};
+pub use init::Init;
+pub use loss::{L1Loss, L2Loss, Loss, SoftmaxCrossEntropyLoss};
+pub use params::{load_parameters, save_parameters};
+pub use sequential::{Layer, NoBlock, Sequential};
+pub use trainer::{OptimizerKind, Trainer};

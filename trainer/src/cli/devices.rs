@@ -1,0 +1,15 @@
+//! `ember devices`.
+
+use ember::device::{DeviceName, list_devices};
+
+pub fn run() -> anyhow::Result<()> {
+    for (name, status) in list_devices() {
+        match status {
+            Ok(reason) => println!("{name:<8} usable    {reason}"),
+            Err(err) => println!("{name:<8} unusable  {err}"),
+        }
+    }
+    let auto = DeviceName::Auto.resolve()?;
+    println!("auto     -> {}    {}", auto.name, auto.reason);
+    Ok(())
+}

@@ -1,0 +1,39 @@
+//! Raw arguments (clap) are turned into checked values here, then library code runs.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod devices;
+
+/// ember: see, measure and control what asynchronous execution does to a training loop.
+#[derive(Debug, Parser)]
+#[command(name = "ember", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the devices usable on this machine (wgpu, flex, ndarray) and what `auto` picks.
+    Devices,
+}
+
+/// Parses the arguments, runs the command, prints the error chain on failure.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Devices => devices::run(),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
