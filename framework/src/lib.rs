@@ -35,6 +35,7 @@
 pub mod activation;
 pub mod block;
 pub mod dense;
+pub mod engine;
 pub mod device;
 pub mod error;
 pub mod init;
@@ -46,6 +47,7 @@ pub mod trainer;
 pub use activation::Activation;
 pub use block::{Block, ParamDict, ParamInfo};
 pub use dense::Dense;
+pub use engine::{Engine, Handle};
 pub use device::{DeviceName, PickedDevice};
 pub use error::{Error, Result};
 pub use init::Init;

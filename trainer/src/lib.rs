@@ -1,5 +1,11 @@
 //! # ember-trainer
 //!
-//! The training loop of ember, its sync policies, traces and plots, and the `ember` CLI.
-//! This first version provides the `ember devices` command.
+//! The training loop of ember and the sync policies it enforces, the per-batch trace, and the
+//! `ember` CLI. See [`fit::fit`] for the loop and [`policy`] for the policies.
 #![warn(missing_docs)]
+
+pub mod baseline;
+pub mod fit;
+pub mod memory;
+pub mod policy;
+pub mod trace;

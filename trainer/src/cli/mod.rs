@@ -4,7 +4,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod devices;
+mod train;
+mod workload;
 
 /// ember: see, measure and control what asynchronous execution does to a training loop.
 #[derive(Debug, Parser)]
@@ -18,6 +21,10 @@ struct Cli {
 enum Command {
     /// List the devices usable on this machine (wgpu, flex, ndarray) and what `auto` picks.
     Devices,
+    /// Train the chapter's MLP under a sync policy, and print the book's lines.
+    Train(train::TrainArgs),
+    /// Run an experiment side by side and print medians and ratios.
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the arguments, runs the command, prints the error chain on failure.
@@ -25,6 +32,8 @@ pub fn run() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Devices => devices::run(),
+        Command::Train(args) => train::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,139 @@
+//! Sync-policy semantics, proven from the per-batch trace, on flex and on wgpu (lavapipe).
+
+mod common;
+
+use burn::prelude::*;
+use common::{Copies, busy_net, run, wgpu};
+use ember::Error;
+use ember_trainer::policy::{EveryN, NoSync, Window};
+use ember_trainer::trace::{BatchRecord, Trace};
+
+/// flex: a step takes tens of milliseconds, preparing a batch well under one.
+fn flex_trace(policy: &mut dyn ember_trainer::policy::SyncPolicy, batches: usize) -> Trace {
+    let mut data = Copies::new(256, 256, batches);
+    run(&Device::flex(), busy_net(384, 4), &mut data, policy, 1e-3).unwrap()
+}
+
+/// wgpu on lavapipe is several times slower than flex: fewer, smaller batches.
+fn wgpu_trace(policy: &mut dyn ember_trainer::policy::SyncPolicy, batches: usize) -> Trace {
+    let mut data = Copies::new(128, 256, batches);
+    run(&wgpu(), busy_net(256, 3), &mut data, policy, 1e-3).unwrap()
+}
+
+fn check_complete(trace: &Trace, batches: usize) -> &[BatchRecord] {
+    let b = &trace.batches;
+    assert_eq!(b.len(), batches);
+    for r in b {
+        assert!(r.issue_start <= r.issue_end, "{r:?}");
+        assert!(r.done.is_finite() && r.observed >= r.done - 1e-6, "{r:?}");
+        assert!(r.loss.is_finite(), "{r:?}");
+    }
+    b
+}
+
+fn assert_barrier(trace: &Trace, batches: usize) {
+    let b = check_complete(trace, batches);
+    for t in 0..b.len() - 1 {
+        assert!(
+            b[t + 1].issue_start >= b[t].done,
+            "barrier: batch {} was issued at {:.4} before batch {t} finished at {:.4}",
+            t + 1,
+            b[t + 1].issue_start,
+            b[t].done
+        );
+    }
+    assert_eq!(trace.epochs[0].max_depth, 1);
+}
+
+fn assert_window2(trace: &Trace, batches: usize) {
+    let b = check_complete(trace, batches);
+    for t in 0..b.len() - 2 {
+        assert!(
+            b[t + 2].issue_start >= b[t].done,
+            "t+2: batch {} was issued at {:.4} before batch {t} finished at {:.4}",
+            t + 2,
+            b[t + 2].issue_start,
+            b[t].done
+        );
+    }
+    let overlapped = (0..b.len() - 1)
+        .filter(|&t| b[t + 1].issue_start < b[t].done)
+        .count();
+    assert!(
+        overlapped * 2 > b.len() - 1,
+        "t+2: batch t+1 should start before batch t finished for most t, got {overlapped} of {}",
+        b.len() - 1
+    );
+    assert_eq!(trace.epochs[0].max_depth, 2);
+}
+
+fn assert_none(trace: &Trace, batches: usize) {
+    let b = check_complete(trace, batches);
+    let last_issue = b.iter().map(|r| r.issue_end).fold(0.0, f64::max);
+    let half = &b[b.len() / 2 - 1];
+    assert!(
+        last_issue < half.done,
+        "none: the frontend finished issuing at {last_issue:.4}, after batch {} (half) finished at {:.4}",
+        half.batch,
+        half.done
+    );
+    assert!(trace.epochs[0].issue_time < 0.5 * trace.epochs[0].time, "{:?}", trace.epochs[0]);
+}
+
+#[test]
+fn barrier_on_flex() {
+    assert_barrier(&flex_trace(&mut Window(1), 12), 12);
+}
+
+#[test]
+fn window2_on_flex() {
+    assert_window2(&flex_trace(&mut Window(2), 12), 12);
+}
+
+#[test]
+fn none_on_flex() {
+    assert_none(&flex_trace(&mut NoSync, 12), 12);
+}
+
+#[test]
+fn barrier_on_wgpu() {
+    assert_barrier(&wgpu_trace(&mut Window(1), 8), 8);
+}
+
+#[test]
+fn window2_on_wgpu() {
+    assert_window2(&wgpu_trace(&mut Window(2), 8), 8);
+}
+
+#[test]
+fn none_on_wgpu() {
+    assert_none(&wgpu_trace(&mut NoSync, 8), 8);
+}
+
+#[test]
+fn every_n_barriers_only_on_its_batches() {
+    let trace = flex_trace(&mut EveryN(4), 12);
+    let b = check_complete(&trace, 12);
+    for t in [4usize, 8] {
+        for earlier in 0..t {
+            assert!(b[t].issue_start >= b[earlier].done, "every:4 at batch {t}");
+        }
+    }
+    // Between barriers the frontend runs ahead.
+    assert!(trace.epochs[0].max_depth >= 3, "{:?}", trace.epochs[0]);
+}
+
+#[test]
+fn a_diverging_loss_names_its_batch_where_the_policy_sees_it() {
+    let mut data = Copies::new(64, 64, 6);
+    let err = run(&Device::flex(), busy_net(64, 1), &mut data, &mut Window(1), 1e30).unwrap_err();
+    let Error::NonFiniteLoss { at, .. } = &err else {
+        panic!("expected a non-finite loss, got {err}");
+    };
+    assert!(at.starts_with("batch ") && at.ends_with("of epoch 0"), "{err}");
+
+    // Under `none` the first observation is the epoch's waitall: still an error, not a panic.
+    let mut data = Copies::new(64, 64, 6);
+    let err = run(&Device::flex(), busy_net(64, 1), &mut data, &mut NoSync, 1e30).unwrap_err();
+    assert!(matches!(err, Error::NonFiniteLoss { .. }), "{err}");
+}

@@ -1,0 +1,205 @@
+//! `ember bench`: experiments measured side by side in one run, with medians and ratios.
+
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use clap::{Args, Subcommand};
+use serde::{Deserialize, Serialize};
+use ember::{L2Loss, Trainer};
+use ember_trainer::baseline::raw_burn_epoch;
+use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+use ember_trainer::policy::PolicySpec;
+
+use super::workload::{Workload, WorkloadArgs, positive};
+
+/// Options of `ember bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    experiment: Experiment,
+}
+
+#[derive(Debug, Subcommand)]
+enum Experiment {
+    /// The chapter's training loop under barrier, t+2 and none, beside the same MLP written
+    /// straight against burn: time per epoch, issue time, increased memory, and the ratios.
+    /// Each configuration runs in a fresh process.
+    Policies(PoliciesArgs),
+    /// One configuration of `policies` in this process; prints one JSON line (used by
+    /// `policies`, which runs each configuration in a child process).
+    #[command(hide = true)]
+    One(OneArgs),
+}
+
+#[derive(Debug, Args)]
+struct PoliciesArgs {
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    /// Policies to run, comma separated.
+    #[arg(long, default_value = "barrier,t+2,none")]
+    policies: String,
+    /// Rounds; each round runs every configuration once, in a rotated order, and the medians
+    /// over rounds are reported.
+    #[arg(long, default_value_t = 1)]
+    repeat: usize,
+}
+
+#[derive(Debug, Args)]
+struct OneArgs {
+    #[command(flatten)]
+    workload: WorkloadArgs,
+    /// `raw` (burn without ember) or a sync policy.
+    #[arg(long)]
+    config: String,
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.experiment {
+        Experiment::Policies(args) => policies(args),
+        Experiment::One(args) => one(args),
+    }
+}
+
+/// One measured epoch of one configuration.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Sample {
+    time: f64,
+    issue: Option<f64>,
+    increased_mb: Option<f64>,
+    peak_mb: Option<f64>,
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n == 0 {
+        return f64::NAN;
+    }
+    if n % 2 == 1 { values[n / 2] } else { 0.5 * (values[n / 2 - 1] + values[n / 2]) }
+}
+
+/// glibc returns freed memory to the system and maps large buffers afresh depending on which
+/// thread's arena freed them, which moves an epoch by ±20% here between otherwise identical
+/// runs. Every child gets the same fixed settings, so the ratios measure ember, not malloc.
+const MALLOC_PINS: [(&str, &str); 2] =
+    [("MALLOC_TRIM_THRESHOLD_", "4294967296"), ("MALLOC_MMAP_THRESHOLD_", "33554432")];
+
+fn one(args: OneArgs) -> anyhow::Result<()> {
+    let workload = Workload::try_from(args.workload)?;
+    let picked = workload.device.resolve()?;
+    let sample = if args.config == "raw" {
+        let time = raw_burn_epoch(&picked.device, &workload.data(), workload.batches, &workload.hidden, workload.lr);
+        Sample { time, issue: None, increased_mb: None, peak_mb: None }
+    } else {
+        let spec: PolicySpec = args.config.parse()?;
+        let device = picked.device.autodiff();
+        let net = workload.net(&device);
+        let trainer = Trainer::new(&net, "sgd", workload.lr)?;
+        let mut data = SyntheticEpochs::new(workload.data(), workload.batches);
+        let mut policy = spec.build();
+        let run = fit(net, L2Loss, trainer, &device, &mut data, policy.as_mut(), &FitOptions::epochs(1), &mut ())?;
+        let e = &run.trace.epochs[0];
+        Sample { time: e.time, issue: Some(e.issue_time), increased_mb: Some(e.increased_mb), peak_mb: Some(e.peak_growth_mb) }
+    };
+    println!("{}", serde_json::to_string(&sample)?);
+    Ok(())
+}
+
+/// Runs one configuration in a fresh child process.
+fn child(workload_args: &[String], config: &str) -> anyhow::Result<Sample> {
+    let exe = std::env::current_exe().context("locating the ember binary")?;
+    let output = Command::new(exe)
+        .args(["bench", "one", "--config", config])
+        .args(workload_args)
+        .envs(MALLOC_PINS)
+        .output()
+        .context("starting a benchmark child process")?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        bail!("benchmark of {config} failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+    }
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line).with_context(|| format!("reading the result of {config}: {line:?}"))
+}
+
+fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
+    let workload_args = args.workload.to_args();
+    let workload = Workload::try_from(args.workload)?;
+    let repeat = positive("repeat", args.repeat)?;
+    let specs = args
+        .policies
+        .split(',')
+        .map(|p| p.parse::<PolicySpec>())
+        .collect::<Result<Vec<_>, _>>()?;
+    if specs.is_empty() {
+        bail!("invalid --policies {:?}: name at least one policy", args.policies);
+    }
+    let picked = workload.device.resolve()?;
+    println!("device: {}", picked.reason);
+    println!(
+        "workload: {} batches x {} x {} features, hidden {:?}, {repeat} round(s), each run in a fresh process",
+        workload.batches, workload.batch_size, workload.features, workload.hidden
+    );
+    println!(
+        "malloc pinned in every run: {}",
+        MALLOC_PINS.map(|(k, v)| format!("{k}={v}")).join(" ")
+    );
+    // Configuration 0 is raw burn; 1.. are the policies.
+    let configs: Vec<String> = std::iter::once("raw".to_string())
+        .chain(specs.iter().map(|s| s.name()))
+        .collect();
+    let names: Vec<String> = std::iter::once("raw burn (barrier)".to_string())
+        .chain(specs.iter().map(|s| s.name()))
+        .collect();
+    let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); names.len()];
+    for round in 0..repeat {
+        for k in 0..names.len() {
+            let config = (k + round) % names.len();
+            let sample = child(&workload_args, &configs[config])?;
+            println!(
+                "round {}: {:<20} time per epoch: {:.4} sec, issued in {}, increased memory: {}, peak growth {}",
+                round + 1,
+                names[config],
+                sample.time,
+                show(sample.issue, "sec"),
+                show(sample.increased_mb, "MB"),
+                show(sample.peak_mb, "MB"),
+            );
+            samples[config].push(sample);
+        }
+    }
+    println!("\nmedians over {repeat} round(s):");
+    let med = |i: usize, f: fn(&Sample) -> Option<f64>| {
+        let values: Vec<f64> = samples[i].iter().filter_map(f).collect();
+        (!values.is_empty()).then(|| median(values))
+    };
+    for (i, name) in names.iter().enumerate() {
+        println!(
+            "{name:<20} time per epoch: {:.4} sec, issue time: {}, increased memory: {}, peak growth: {}",
+            med(i, |s| Some(s.time)).unwrap_or(f64::NAN),
+            show(med(i, |s| s.issue), "sec"),
+            show(med(i, |s| s.increased_mb), "MB"),
+            show(med(i, |s| s.peak_mb), "MB"),
+        );
+    }
+    let find = |spec: PolicySpec| specs.iter().position(|s| *s == spec).map(|i| i + 1);
+    if let (Some(w2), Some(none)) = (find(PolicySpec::Window(2)), find(PolicySpec::None)) {
+        // Throughput ratio = time(none) / time(window:2), per round, then the median.
+        let ratios = samples[w2].iter().zip(&samples[none]).map(|(w, n)| n.time / w.time).collect();
+        println!("ratio window:2 / none throughput: {:.3} (target >= 0.97)", median(ratios));
+    }
+    if let Some(barrier) = find(PolicySpec::Window(1)) {
+        let ratios = samples[barrier].iter().zip(&samples[0]).map(|(b, r)| b.time / r.time).collect();
+        println!("ratio barrier / raw burn time: {:.3} (target <= 1.03)", median(ratios));
+    }
+    if let (Some(barrier), Some(none)) = (find(PolicySpec::Window(1)), find(PolicySpec::None)) {
+        let share = med(none, |s| s.issue).unwrap_or(f64::NAN) / med(none, |s| Some(s.time)).unwrap_or(f64::NAN);
+        let above = med(none, |s| s.peak_mb).unwrap_or(f64::NAN) - med(barrier, |s| s.peak_mb).unwrap_or(f64::NAN);
+        println!("none: issue time {:.1}% of its epoch; peak memory growth {above:.1} MB above barrier's", 100.0 * share);
+    }
+    Ok(())
+}
+
+fn show(value: Option<f64>, unit: &str) -> String {
+    value.map_or_else(|| "-".to_string(), |v| format!("{v:.4} {unit}"))
+}

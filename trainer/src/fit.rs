@@ -1,0 +1,281 @@
+//! The training loop: the frontend prepares and issues batches through the [`Engine`], the
+//! [`SyncPolicy`] decides how far it may run ahead, and every batch lands in the [`Trace`].
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::{Activation, Block, Dense, Init, L2Loss, Sequential, Trainer};
+//! use ember_datasets::Synthetic;
+//! use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+//! use ember_trainer::policy::Window;
+//!
+//! let device = Device::flex().autodiff();
+//! let net: Sequential = Sequential::new()
+//!     .add(Dense::new(16).activation(Activation::Relu))
+//!     .add(Dense::new(1))
+//!     .initialize(Init::default(), &device);
+//! let trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+//! let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 5);
+//! let run = fit(net, L2Loss, trainer, &device, &mut data, &mut Window(2), &FitOptions::epochs(2), &mut ())
+//!     .unwrap();
+//! assert_eq!(run.trace.batches.len(), 10);
+//! assert_eq!(run.trace.epochs.len(), 2);
+//! ```
+
+use std::time::Instant;
+
+use burn::tensor::{Device, Int, Tensor};
+use ember::engine::Engine;
+use ember::{Block, Error, Loss, Result, Trainer};
+use ember_datasets::{Batch, Synthetic};
+
+use crate::memory::{mb, rss_bytes};
+use crate::policy::{InFlight, SyncPolicy};
+use crate::trace::{BatchRecord, EpochRecord, Trace};
+
+/// A loss target built from a host batch's `y` on a device.
+pub trait Target: Sized {
+    /// Uploads the targets of `batch` to `device`.
+    fn upload(batch: &Batch, device: &Device) -> Result<Self>;
+}
+
+impl Target for Tensor<2> {
+    fn upload(batch: &Batch, device: &Device) -> Result<Self> {
+        Ok(Tensor::<1>::from_floats(batch.y.as_slice(), device).reshape(batch.y_shape))
+    }
+}
+
+impl Target for Tensor<1, Int> {
+    /// Class indices, one per example (`y_shape` must be `[batch, 1]`).
+    fn upload(batch: &Batch, device: &Device) -> Result<Self> {
+        if batch.y_shape[1] != 1 {
+            return Err(Error::Shape {
+                what: "class labels".to_string(),
+                expected: "[batch, 1]".to_string(),
+                got: batch.y_shape.to_vec(),
+            });
+        }
+        let labels: Vec<i64> = batch.y.iter().map(|&y| y as i64).collect();
+        Ok(Tensor::<1, Int>::from_ints(labels.as_slice(), device))
+    }
+}
+
+/// Host batches, epoch by epoch.
+pub trait BatchSource {
+    /// The batches of epoch `epoch`, in the order they are to be issued.
+    fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_>;
+}
+
+/// The chapter's seeded synthetic data, `batches` per epoch; each epoch gets new batches.
+#[derive(Debug, Clone)]
+pub struct SyntheticEpochs {
+    data: Synthetic,
+    batches: usize,
+}
+
+impl SyntheticEpochs {
+    /// `batches` batches per epoch from `data`.
+    pub fn new(data: Synthetic, batches: usize) -> Self {
+        Self { data, batches }
+    }
+}
+
+impl BatchSource for SyntheticEpochs {
+    fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        let first = (epoch * self.batches) as u64;
+        Box::new((0..self.batches as u64).map(move |i| Ok(self.data.batch(first + i))))
+    }
+}
+
+/// How long to train, and whether to run the book's warm-up batch first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitOptions {
+    /// Epochs to run.
+    pub epochs: usize,
+    /// One unmeasured batch before the first epoch, so that initialization (kernel
+    /// compilation, allocation) is not counted, as in the book.
+    pub warmup: bool,
+}
+
+impl FitOptions {
+    /// `epochs` epochs with the warm-up batch.
+    pub fn epochs(epochs: usize) -> Self {
+        Self {
+            epochs,
+            warmup: true,
+        }
+    }
+}
+
+/// Hears about the run as it goes: for progress lines and bars.
+pub trait Progress {
+    /// The frontend just issued `batch` of `epoch`, `elapsed` seconds into the epoch.
+    fn issued(&mut self, _epoch: usize, _batch: usize, _elapsed: f64) {}
+    /// An epoch finished.
+    fn epoch_done(&mut self, _record: &EpochRecord) {}
+}
+
+impl Progress for () {}
+
+/// What `fit` hands back.
+pub struct FitRun<B> {
+    /// The trained network.
+    pub net: B,
+    /// The trainer, with its optimizer state.
+    pub trainer: Trainer,
+    /// Every batch and epoch.
+    pub trace: Trace,
+}
+
+/// The backend's state: it lives on the engine's worker thread during the run.
+struct Backend<B, L> {
+    net: Option<B>,
+    trainer: Trainer,
+    loss: L,
+}
+
+/// Trains `net` on `data` under `policy`: any Block, any Loss, any policy.
+#[allow(clippy::too_many_arguments)]
+pub fn fit<B, L>(
+    net: B,
+    loss: L,
+    trainer: Trainer,
+    device: &Device,
+    data: &mut dyn BatchSource,
+    policy: &mut dyn SyncPolicy,
+    options: &FitOptions,
+    progress: &mut dyn Progress,
+) -> Result<FitRun<B>>
+where
+    B: Block + 'static,
+    L: Loss + Send + 'static,
+    L::Target: Target,
+{
+    let engine = Engine::new(
+        Backend {
+            net: Some(net),
+            trainer,
+            loss,
+        },
+        Some(device.clone()),
+    );
+    let name = policy.name();
+
+    if options.warmup
+        && let Some(batch) = data.batches(0).next()
+    {
+        engine.issue(train_step::<B, L>(batch?, device.clone())).wait()?;
+    }
+
+    let start = Instant::now();
+    let seconds = |at: Instant| at.saturating_duration_since(start).as_secs_f64();
+    let mut trace = Trace::default();
+    for epoch in 0..options.epochs {
+        let rss_before = rss_bytes();
+        let mut peak_rss = rss_before;
+        let mut flight = InFlight::new(epoch, rss_before);
+        let mut records: Vec<BatchRecord> = Vec::new();
+        let mut batches = data.batches(epoch);
+        let epoch_start = Instant::now();
+        let mut last_issue = epoch_start;
+        for index in 0.. {
+            policy.before_issue(index, &mut flight)?;
+            let issue_start = Instant::now();
+            let Some(batch) = batches.next() else { break };
+            let batch = batch?;
+            let data_wait = issue_start.elapsed().as_secs_f64();
+            let handle = engine.issue(train_step::<B, L>(batch, device.clone()));
+            flight.push(index, handle);
+            last_issue = Instant::now();
+            let rss = rss_bytes();
+            peak_rss = peak_rss.max(rss);
+            records.push(BatchRecord {
+                policy: name.clone(),
+                epoch,
+                batch: index,
+                issue_start: seconds(issue_start),
+                issue_end: seconds(last_issue),
+                done: f64::NAN,
+                observed: f64::NAN,
+                loss: f32::NAN,
+                rss,
+                pool_in_use: None,
+                pool_reserved: None,
+                depth: flight.depth(),
+                data_wait,
+            });
+            progress.issued(epoch, index, seconds(last_issue) - seconds(epoch_start));
+        }
+        drop(batches);
+        flight.wait_all()?;
+        let epoch_end = Instant::now();
+        let rss_after = rss_bytes();
+        peak_rss = peak_rss.max(rss_after);
+
+        let mut peak_pool: Option<u64> = None;
+        for observed in flight.take_observed() {
+            let record = &mut records[observed.batch];
+            record.done = seconds(observed.done.at);
+            record.observed = seconds(observed.at);
+            record.loss = observed.done.value;
+            let pool = observed.handle.pool();
+            record.pool_in_use = pool.map(|p| p.in_use);
+            record.pool_reserved = pool.map(|p| p.reserved);
+            if let Some(pool) = pool {
+                peak_pool = Some(peak_pool.unwrap_or(0).max(pool.in_use));
+            }
+        }
+        let losses: f64 = records.iter().map(|r| f64::from(r.loss)).sum();
+        let epoch_record = EpochRecord {
+            policy: name.clone(),
+            epoch,
+            batches: records.len(),
+            time: (epoch_end - epoch_start).as_secs_f64(),
+            issue_time: (last_issue - epoch_start).as_secs_f64(),
+            increased_mb: mb(rss_after as f64 - rss_before as f64),
+            peak_growth_mb: mb(peak_rss as f64 - rss_before as f64),
+            peak_pool_mb: peak_pool.map(|p| mb(p as f64)),
+            mean_loss: losses / records.len().max(1) as f64,
+            max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
+        };
+        progress.epoch_done(&epoch_record);
+        trace.batches.extend(records);
+        trace.epochs.push(epoch_record);
+    }
+
+    let backend = engine.finish()?;
+    let net = backend
+        .net
+        .ok_or_else(|| Error::Execution("the network was lost in a failed step".to_string()))?;
+    Ok(FitRun {
+        net,
+        trainer: backend.trainer,
+        trace,
+    })
+}
+
+/// One training step on the backend: upload, forward, loss, backward, `step(batch_size)`.
+/// Returns the per-example loss, whose readback marks the batch as done.
+fn train_step<B, L>(
+    batch: Batch,
+    device: Device,
+) -> impl FnOnce(&mut Backend<B, L>) -> Result<Tensor<1>> + Send + 'static
+where
+    B: Block + 'static,
+    L: Loss + Send + 'static,
+    L::Target: Target,
+{
+    move |backend: &mut Backend<B, L>| {
+        let size = batch.len();
+        let x = Tensor::<1>::from_floats(batch.x.as_slice(), &device).reshape(batch.x_shape);
+        let y = L::Target::upload(&batch, &device)?;
+        drop(batch);
+        let net = backend
+            .net
+            .take()
+            .ok_or_else(|| Error::Execution("the network was lost in a failed step".to_string()))?;
+        let l = backend.loss.forward(net.forward(x)?, y)?;
+        let grads = l.backward();
+        backend.net = Some(backend.trainer.step(net, grads, size)?);
+        Ok(l)
+    }
+}

@@ -1,0 +1,315 @@
+//! Sync policies: how far the frontend may run ahead of the backend.
+//!
+//! Before the frontend starts batch `t`, the loop asks the policy, which may wait on batches
+//! still in flight through [`InFlight`]. At the end of every epoch the loop waits for all of
+//! them (`waitall`), whatever the policy.
+//!
+//! | policy            | CLI            | rule                                                  |
+//! |-------------------|----------------|-------------------------------------------------------|
+//! | [`Window`]`(1)`   | `barrier`      | batch t starts after t−1 finished (`wait_to_read`)    |
+//! | [`Window`]`(2)`   | `t+2`, `window:2` | batch t starts after t−2 finished (exercise 2)     |
+//! | [`Window`]`(k)`   | `window:K`     | batch t starts after t−k finished                     |
+//! | [`NoSync`]        | `none`         | no wait until the end of the epoch                    |
+//! | [`EveryN`]`(n)`   | `every:N`      | a full barrier before every n-th batch                |
+//! | [`MemoryBudget`]  | `memory:MB`    | wait for the oldest batch while RSS growth > MB       |
+//!
+//! A user's own policy implements [`SyncPolicy`]:
+//!
+//! ```
+//! use ember_trainer::policy::{InFlight, SyncPolicy};
+//!
+//! /// A barrier every 10 batches, and never more than 4 in flight.
+//! struct Tens;
+//! impl SyncPolicy for Tens {
+//!     fn name(&self) -> String { "tens".into() }
+//!     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> ember::Result<()> {
+//!         if batch % 10 == 0 { flight.wait_all() } else { flight.wait_while_longer_than(4) }
+//!     }
+//! }
+//! ```
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+use ember::engine::{Completed, Handle};
+use ember::{Error, Result};
+
+use crate::memory::rss_bytes;
+
+/// Decides, before each batch is issued, which in-flight batches must finish first.
+pub trait SyncPolicy: Send {
+    /// A short name for logs, traces and plots (`barrier`, `window:2`, …).
+    fn name(&self) -> String;
+
+    /// Called before the frontend starts batch `batch` (counted from 0 in each epoch).
+    fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()>;
+}
+
+/// A batch whose completion the loop has observed.
+pub(crate) struct Observed {
+    pub(crate) batch: usize,
+    pub(crate) handle: Handle,
+    pub(crate) done: Completed,
+    pub(crate) at: Instant,
+}
+
+/// Batches issued but not yet observed by the policy, oldest first.
+///
+/// Every wait checks the batch's loss: a NaN or infinite loss is an error naming the batch, at
+/// the first point the policy observes it.
+pub struct InFlight {
+    epoch: usize,
+    queue: VecDeque<(usize, Handle)>,
+    rss_baseline: u64,
+    observed: Vec<Observed>,
+}
+
+impl InFlight {
+    pub(crate) fn new(epoch: usize, rss_baseline: u64) -> Self {
+        Self {
+            epoch,
+            queue: VecDeque::new(),
+            rss_baseline,
+            observed: Vec::new(),
+        }
+    }
+
+    pub(crate) fn push(&mut self, batch: usize, handle: Handle) {
+        self.queue.push_back((batch, handle));
+    }
+
+    pub(crate) fn take_observed(&mut self) -> Vec<Observed> {
+        std::mem::take(&mut self.observed)
+    }
+
+    /// Batches issued and not yet observed.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Whether nothing is waiting to be observed.
+    pub fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+
+    /// Batches the device has not finished yet: the in-flight depth.
+    pub fn depth(&self) -> usize {
+        self.queue.iter().filter(|(_, h)| !h.is_done()).count()
+    }
+
+    /// The number of the oldest batch not yet observed.
+    pub fn oldest(&self) -> Option<usize> {
+        self.queue.front().map(|(batch, _)| *batch)
+    }
+
+    /// Growth of the process's resident memory since the epoch started, in bytes.
+    pub fn memory_growth(&self) -> i64 {
+        rss_bytes() as i64 - self.rss_baseline as i64
+    }
+
+    /// Waits for the oldest batch (Gluon's `wait_to_read` on its loss).
+    pub fn wait_oldest(&mut self) -> Result<()> {
+        let Some((batch, handle)) = self.queue.pop_front() else {
+            return Ok(());
+        };
+        let done = handle.wait_completed()?;
+        if !done.value.is_finite() {
+            return Err(Error::NonFiniteLoss {
+                at: format!("batch {batch} of epoch {}", self.epoch),
+                value: done.value,
+            });
+        }
+        self.observed.push(Observed {
+            batch,
+            handle,
+            done,
+            at: Instant::now(),
+        });
+        Ok(())
+    }
+
+    /// Waits for every batch numbered `batch` or lower.
+    pub fn wait_through(&mut self, batch: usize) -> Result<()> {
+        while self.oldest().is_some_and(|oldest| oldest <= batch) {
+            self.wait_oldest()?;
+        }
+        Ok(())
+    }
+
+    /// Waits until at most `n` batches remain unobserved.
+    pub fn wait_while_longer_than(&mut self, n: usize) -> Result<()> {
+        while self.len() > n {
+            self.wait_oldest()?;
+        }
+        Ok(())
+    }
+
+    /// `waitall`: waits for every batch in flight.
+    pub fn wait_all(&mut self) -> Result<()> {
+        self.wait_while_longer_than(0)
+    }
+}
+
+/// Batch t starts only after batch t−k finished. `Window(1)` is the barrier, `Window(2)` the
+/// book's t/t+2 overlap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window(pub usize);
+
+/// No wait until the end of the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoSync;
+
+/// A full barrier before every n-th batch (Keras' `steps_per_execution`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EveryN(pub usize);
+
+/// Waits for the oldest batch while the process has grown by more than this many MB since the
+/// epoch began.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryBudget(pub f64);
+
+impl SyncPolicy for Window {
+    fn name(&self) -> String {
+        match self.0 {
+            1 => "barrier".to_string(),
+            k => format!("window:{k}"),
+        }
+    }
+
+    fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
+        match batch.checked_sub(self.0) {
+            Some(last_needed) => flight.wait_through(last_needed),
+            None => Ok(()),
+        }
+    }
+}
+
+impl SyncPolicy for NoSync {
+    fn name(&self) -> String {
+        "none".to_string()
+    }
+
+    fn before_issue(&mut self, _batch: usize, _flight: &mut InFlight) -> Result<()> {
+        Ok(())
+    }
+}
+
+impl SyncPolicy for EveryN {
+    fn name(&self) -> String {
+        format!("every:{}", self.0)
+    }
+
+    fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
+        if batch > 0 && batch % self.0 == 0 {
+            flight.wait_all()
+        } else {
+            Ok(())
+        }
+    }
+}
+
+impl SyncPolicy for MemoryBudget {
+    fn name(&self) -> String {
+        format!("memory:{}", self.0)
+    }
+
+    fn before_issue(&mut self, _batch: usize, flight: &mut InFlight) -> Result<()> {
+        let budget = self.0 * 1024.0 * 1024.0;
+        while !flight.is_empty() && flight.memory_growth() as f64 > budget {
+            flight.wait_oldest()?;
+        }
+        Ok(())
+    }
+}
+
+/// A built-in policy, as parsed from the command line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PolicySpec {
+    /// `barrier`, `t+2`, `window:K`.
+    Window(usize),
+    /// `none`.
+    None,
+    /// `every:N`.
+    EveryN(usize),
+    /// `memory:MB`.
+    MemoryBudget(f64),
+}
+
+/// The valid forms, for help texts and errors.
+pub const POLICY_FORMS: &str = "barrier | t+2 | window:K (K >= 1) | none | every:N (N >= 1) | memory:MB (MB > 0)";
+
+impl PolicySpec {
+    /// The policy object.
+    pub fn build(self) -> Box<dyn SyncPolicy> {
+        match self {
+            PolicySpec::Window(k) => Box::new(Window(k)),
+            PolicySpec::None => Box::new(NoSync),
+            PolicySpec::EveryN(n) => Box::new(EveryN(n)),
+            PolicySpec::MemoryBudget(mb) => Box::new(MemoryBudget(mb)),
+        }
+    }
+
+    /// The name the built policy reports.
+    pub fn name(self) -> String {
+        self.build().name()
+    }
+}
+
+impl fmt::Display for PolicySpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+impl FromStr for PolicySpec {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let text = s.trim().to_ascii_lowercase();
+        let bad = || Error::InvalidValue {
+            name: "sync policy",
+            value: s.to_string(),
+            reason: format!("expected one of: {POLICY_FORMS}"),
+        };
+        let count = |v: &str| v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(bad);
+        match text.split_once(':') {
+            None => match text.as_str() {
+                "barrier" => Ok(PolicySpec::Window(1)),
+                "t+2" | "overlap" => Ok(PolicySpec::Window(2)),
+                "none" => Ok(PolicySpec::None),
+                _ => Err(bad()),
+            },
+            Some(("window", k)) => count(k).map(PolicySpec::Window),
+            Some(("every", n)) => count(n).map(PolicySpec::EveryN),
+            Some(("memory", mb)) => mb
+                .parse::<f64>()
+                .ok()
+                .filter(|mb| mb.is_finite() && *mb > 0.0)
+                .map(PolicySpec::MemoryBudget)
+                .ok_or_else(bad),
+            Some(_) => Err(bad()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_and_bad_ones_list_the_valid_forms() {
+        assert_eq!("barrier".parse::<PolicySpec>().unwrap(), PolicySpec::Window(1));
+        assert_eq!("T+2".parse::<PolicySpec>().unwrap(), PolicySpec::Window(2));
+        assert_eq!("window:8".parse::<PolicySpec>().unwrap(), PolicySpec::Window(8));
+        assert_eq!("every:10".parse::<PolicySpec>().unwrap(), PolicySpec::EveryN(10));
+        assert_eq!("memory:256".parse::<PolicySpec>().unwrap(), PolicySpec::MemoryBudget(256.0));
+        assert_eq!("none".parse::<PolicySpec>().unwrap().name(), "none");
+        assert_eq!(PolicySpec::Window(1).name(), "barrier");
+        for bad in ["window:0", "sometimes", "every:x", "memory:-5", "window:", "t+3"] {
+            let err = bad.parse::<PolicySpec>().unwrap_err().to_string();
+            assert!(err.contains(bad) && err.contains("window:K"), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! Per-batch and per-epoch records of a run, and their CSV / JSON Lines files.
+//!
+//! Times are seconds since the run started (after the warm-up batch).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// One batch, from the frontend's issue to the policy's observation of its completion.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BatchRecord {
+    /// The policy's name.
+    pub policy: String,
+    /// Epoch, from 0.
+    pub epoch: usize,
+    /// Batch within the epoch, from 0.
+    pub batch: usize,
+    /// When the frontend started on this batch (before its data was prepared).
+    pub issue_start: f64,
+    /// When the frontend finished issuing it.
+    pub issue_end: f64,
+    /// When the backend finished it (the device readback of its loss completed).
+    pub done: f64,
+    /// When the loop (the policy, or the epoch's `waitall`) observed that completion.
+    pub observed: f64,
+    /// Its mean loss.
+    pub loss: f32,
+    /// Process RSS right after it was issued, in bytes.
+    pub rss: u64,
+    /// Device pool bytes in use at its completion (absent on CPU backends).
+    pub pool_in_use: Option<u64>,
+    /// Device pool bytes reserved at its completion (absent on CPU backends).
+    pub pool_reserved: Option<u64>,
+    /// Batches issued and not yet finished by the device, this one included, right after it
+    /// was issued.
+    pub depth: usize,
+    /// Seconds the frontend waited for this batch's data.
+    pub data_wait: f64,
+}
+
+/// One epoch, as the book reports it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EpochRecord {
+    /// The policy's name.
+    pub policy: String,
+    /// Epoch, from 0.
+    pub epoch: usize,
+    /// Batches in the epoch.
+    pub batches: usize,
+    /// Time per epoch: first issue to all complete, in seconds.
+    pub time: f64,
+    /// Frontend issue time: first issue to last issue, in seconds.
+    pub issue_time: f64,
+    /// RSS after the epoch's `waitall` minus RSS before it, in MB (the book's "increased
+    /// memory").
+    pub increased_mb: f64,
+    /// Highest RSS seen during the epoch minus RSS before it, in MB.
+    pub peak_growth_mb: f64,
+    /// Highest device pool in use during the epoch, in MB (absent on CPU backends).
+    pub peak_pool_mb: Option<f64>,
+    /// Mean of the batch losses.
+    pub mean_loss: f64,
+    /// Deepest in-flight queue seen.
+    pub max_depth: usize,
+}
+
+/// Everything a run recorded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    /// Every batch, in issue order.
+    pub batches: Vec<BatchRecord>,
+    /// Every epoch.
+    pub epochs: Vec<EpochRecord>,
+}
+
+impl Trace {
+    /// Appends another run's records (for example another policy's).
+    pub fn extend(&mut self, other: Trace) {
+        self.batches.extend(other.batches);
+        self.epochs.extend(other.epochs);
+    }
+
+    /// Writes the trace. `*.jsonl` gives one JSON object per line, each with a `kind` of
+    /// `batch` or `epoch`; any other name gives CSV: batches in the file itself, epochs beside
+    /// it in `<stem>.epochs.csv`. Files are written to a temporary name and renamed.
+    pub fn write(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            let mut out = Vec::new();
+            for batch in &self.batches {
+                writeln!(out, "{}", tagged("batch", batch))?;
+            }
+            for epoch in &self.epochs {
+                writeln!(out, "{}", tagged("epoch", epoch))?;
+            }
+            write_atomically(path, &out)?;
+            Ok(vec![path.to_path_buf()])
+        } else {
+            let epochs_path = path.with_file_name(format!(
+                "{}.epochs.csv",
+                path.file_stem().unwrap_or_default().to_string_lossy()
+            ));
+            write_atomically(path, csv(&self.batches).as_bytes())?;
+            write_atomically(&epochs_path, csv(&self.epochs).as_bytes())?;
+            Ok(vec![path.to_path_buf(), epochs_path])
+        }
+    }
+}
+
+fn tagged(kind: &str, record: &impl Serialize) -> String {
+    let mut value = serde_json::to_value(record).expect("records serialize");
+    if let serde_json::Value::Object(map) = &mut value {
+        map.insert("kind".to_string(), kind.into());
+    }
+    value.to_string()
+}
+
+/// CSV of flat records: the header from the field names, empty cells for absent values.
+pub fn csv<T: Serialize>(rows: &[T]) -> String {
+    let mut out = String::new();
+    for (i, row) in rows.iter().enumerate() {
+        let serde_json::Value::Object(map) = serde_json::to_value(row).expect("records serialize")
+        else {
+            continue;
+        };
+        if i == 0 {
+            out.push_str(&map.keys().cloned().collect::<Vec<_>>().join(","));
+            out.push('\n');
+        }
+        let cells: Vec<String> = map
+            .values()
+            .map(|v| match v {
+                serde_json::Value::Null => String::new(),
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+            .collect();
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let written = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
