@@ -231,6 +231,7 @@ where
             batches: records.len(),
             time: (epoch_end - epoch_start).as_secs_f64(),
             issue_time: (last_issue - epoch_start).as_secs_f64(),
+            rss_before,
             increased_mb: mb(rss_after as f64 - rss_before as f64),
             peak_growth_mb: mb(peak_rss as f64 - rss_before as f64),
             peak_pool_mb: peak_pool.map(|p| mb(p as f64)),

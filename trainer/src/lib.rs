@@ -5,7 +5,9 @@
 #![warn(missing_docs)]
 
 pub mod baseline;
+pub mod compare;
 pub mod fit;
 pub mod memory;
+pub mod plot;
 pub mod policy;
 pub mod trace;

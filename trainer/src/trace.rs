@@ -6,10 +6,10 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One batch, from the frontend's issue to the policy's observation of its completion.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchRecord {
     /// The policy's name.
     pub policy: String,
@@ -41,7 +41,7 @@ pub struct BatchRecord {
 }
 
 /// One epoch, as the book reports it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochRecord {
     /// The policy's name.
     pub policy: String,
@@ -53,6 +53,8 @@ pub struct EpochRecord {
     pub time: f64,
     /// Frontend issue time: first issue to last issue, in seconds.
     pub issue_time: f64,
+    /// RSS before the epoch, in bytes: the baseline of its memory growth.
+    pub rss_before: u64,
     /// RSS after the epoch's `waitall` minus RSS before it, in MB (the book's "increased
     /// memory").
     pub increased_mb: f64,
@@ -105,6 +107,29 @@ impl Trace {
             write_atomically(&epochs_path, csv(&self.epochs).as_bytes())?;
             Ok(vec![path.to_path_buf(), epochs_path])
         }
+    }
+}
+
+impl Trace {
+    /// Reads a trace written as JSON Lines by [`Trace::write`].
+    pub fn read_jsonl(path: &Path) -> std::io::Result<Trace> {
+        let invalid = |line: usize, e: serde_json::Error| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("{}: line {line}: {e}", path.display()),
+            )
+        };
+        let mut trace = Trace::default();
+        for (index, line) in fs::read_to_string(path)?.lines().enumerate() {
+            let value: serde_json::Value =
+                serde_json::from_str(line).map_err(|e| invalid(index + 1, e))?;
+            if value["kind"] == "epoch" {
+                trace.epochs.push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
+            } else {
+                trace.batches.push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
+            }
+        }
+        Ok(trace)
     }
 }
 

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod compare;
 mod devices;
 mod train;
 mod workload;
@@ -25,6 +26,8 @@ enum Command {
     Train(train::TrainArgs),
     /// Run an experiment side by side and print medians and ratios.
     Bench(bench::BenchArgs),
+    /// Run the same workload under several policies and plot how they compare.
+    Compare(compare::CompareArgs),
 }
 
 /// Parses the arguments, runs the command, prints the error chain on failure.
@@ -34,6 +37,7 @@ pub fn run() -> ExitCode {
         Command::Devices => devices::run(),
         Command::Train(args) => train::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Compare(args) => compare::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,180 @@
+//! Comparing sync policies: one summary row per policy, computed from the runs' traces, and
+//! the files `ember compare` writes (`summary.csv`, `trace.csv`, `summary.md`).
+//!
+//! ```
+//! use ember_trainer::compare::{PolicyRun, summarize};
+//! use ember_trainer::trace::Trace;
+//! let runs = vec![PolicyRun { policy: "none".into(), round: 0, trace: Trace::default() }];
+//! assert!(summarize(&runs).is_empty(), "a run without epochs has nothing to summarize");
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::trace::{BatchRecord, Trace, csv, write_atomically};
+
+/// The trace of one run of one policy.
+#[derive(Debug, Clone)]
+pub struct PolicyRun {
+    /// The policy's name (`barrier`, `window:2`, …).
+    pub policy: String,
+    /// Which round of the comparison, from 0.
+    pub round: usize,
+    /// What the run recorded.
+    pub trace: Trace,
+}
+
+/// One policy, over all its runs and epochs: medians, except peaks, which are maxima.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PolicySummary {
+    /// The policy's name.
+    pub policy: String,
+    /// Epochs measured, over all rounds.
+    pub epochs: usize,
+    /// Median time per epoch, in seconds.
+    pub time_per_epoch: f64,
+    /// Median frontend issue time per epoch, in seconds.
+    pub issue_time: f64,
+    /// Median increased memory (RSS after the epoch minus before), in MB.
+    pub increased_mb: f64,
+    /// Highest RSS growth seen in any epoch, in MB.
+    pub peak_growth_mb: f64,
+    /// Highest device pool in use, in MB (empty on CPU backends).
+    pub peak_pool_mb: Option<f64>,
+    /// Loss of the last batch of the last epoch of the last round.
+    pub final_loss: f32,
+    /// Batches per epoch divided by the median time per epoch.
+    pub batches_per_s: f64,
+}
+
+/// The median of `values` (NaN when empty).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => 0.5 * (values[n / 2 - 1] + values[n / 2]),
+    }
+}
+
+/// One summary per policy, in the order the policies first appear in `runs`.
+pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
+    let mut order: Vec<&str> = Vec::new();
+    for run in runs {
+        if !order.contains(&run.policy.as_str()) {
+            order.push(&run.policy);
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|policy| {
+            let mine: Vec<&PolicyRun> = runs.iter().filter(|r| r.policy == policy).collect();
+            let epochs: Vec<_> = mine.iter().flat_map(|r| &r.trace.epochs).collect();
+            if epochs.is_empty() {
+                return None;
+            }
+            let time = median(epochs.iter().map(|e| e.time).collect());
+            let batches = median(epochs.iter().map(|e| e.batches as f64).collect());
+            let pools: Vec<f64> = epochs.iter().filter_map(|e| e.peak_pool_mb).collect();
+            let last_run = mine.iter().max_by_key(|r| r.round).expect("one run at least");
+            Some(PolicySummary {
+                policy: policy.to_string(),
+                epochs: epochs.len(),
+                time_per_epoch: time,
+                issue_time: median(epochs.iter().map(|e| e.issue_time).collect()),
+                increased_mb: median(epochs.iter().map(|e| e.increased_mb).collect()),
+                peak_growth_mb: epochs.iter().map(|e| e.peak_growth_mb).fold(f64::MIN, f64::max),
+                peak_pool_mb: pools.into_iter().reduce(f64::max),
+                final_loss: last_run.trace.batches.last().map_or(f32::NAN, |b| b.loss),
+                batches_per_s: batches / time,
+            })
+        })
+        .collect()
+}
+
+/// A row of `trace.csv`: the round, then the batch record.
+#[derive(Serialize)]
+struct TraceRow<'a> {
+    round: usize,
+    #[serde(flatten)]
+    batch: &'a BatchRecord,
+}
+
+/// Writes `summary.csv`, `trace.csv` and `summary.md` into `dir`, each atomically.
+pub fn write_tables(dir: &Path, runs: &[PolicyRun], summaries: &[PolicySummary], context: &str) -> std::io::Result<()> {
+    write_atomically(&dir.join("summary.csv"), csv(summaries).as_bytes())?;
+    let rows: Vec<TraceRow<'_>> = runs
+        .iter()
+        .flat_map(|run| run.trace.batches.iter().map(|batch| TraceRow { round: run.round, batch }))
+        .collect();
+    write_atomically(&dir.join("trace.csv"), csv(&rows).as_bytes())?;
+    write_atomically(&dir.join("summary.md"), markdown(summaries, context).as_bytes())
+}
+
+/// The summary as a Markdown table a person reads.
+pub fn markdown(summaries: &[PolicySummary], context: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Sync policies compared\n\n{context}\n");
+    let _ = writeln!(
+        out,
+        "| policy | time per epoch (s) | frontend issue time (s) | increased memory (MB) | peak memory growth (MB) | peak device pool (MB) | final loss | batches/s |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for s in summaries {
+        let pool = s.peak_pool_mb.map_or_else(|| "-".to_string(), |p| format!("{p:.1}"));
+        let _ = writeln!(
+            out,
+            "| {} | {:.3} | {:.3} | {:.1} | {:.1} | {} | {:.4} | {:.2} |",
+            s.policy, s.time_per_epoch, s.issue_time, s.increased_mb, s.peak_growth_mb, pool, s.final_loss, s.batches_per_s
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTime per epoch runs from the first issue to the end of the epoch's waitall; the issue time ends when the \
+         frontend issued its last batch. Memory is the process's resident set, measured in a fresh process per run; \
+         growth is relative to the start of the epoch."
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::EpochRecord;
+
+    fn epoch(policy: &str, time: f64, peak: f64) -> EpochRecord {
+        EpochRecord {
+            policy: policy.into(),
+            epoch: 0,
+            batches: 10,
+            time,
+            issue_time: time / 2.0,
+            rss_before: 0,
+            increased_mb: 1.0,
+            peak_growth_mb: peak,
+            peak_pool_mb: None,
+            mean_loss: 0.5,
+            max_depth: 1,
+        }
+    }
+
+    #[test]
+    fn summaries_take_medians_and_peak_maxima_per_policy() {
+        let run = |policy: &str, round, time, peak| PolicyRun {
+            policy: policy.into(),
+            round,
+            trace: Trace { batches: vec![], epochs: vec![epoch(policy, time, peak)] },
+        };
+        let runs = vec![run("none", 0, 2.0, 50.0), run("barrier", 0, 4.0, 1.0), run("none", 1, 3.0, 70.0), run("none", 2, 10.0, 60.0)];
+        let s = summarize(&runs);
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].policy, "none");
+        assert_eq!(s[0].time_per_epoch, 3.0);
+        assert_eq!(s[0].peak_growth_mb, 70.0);
+        assert_eq!(s[0].epochs, 3);
+        assert!((s[0].batches_per_s - 10.0 / 3.0).abs() < 1e-12);
+        assert_eq!(s[1].time_per_epoch, 4.0);
+    }
+}
