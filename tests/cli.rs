@@ -22,21 +22,46 @@ fn devices_lists_wgpu_flex_and_ndarray() {
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     for name in ["wgpu", "flex", "ndarray", "auto"] {
-        assert!(stdout.lines().any(|l| l.starts_with(name)), "{name} missing:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{stdout}"
+        );
     }
     // CI installs lavapipe: wgpu must be usable, and auto must pick it.
-    assert!(stdout.lines().any(|l| l.starts_with("wgpu") && l.contains("usable ")), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("wgpu") && l.contains("usable ")),
+        "{stdout}"
+    );
     assert!(stdout.contains("auto     -> wgpu"), "{stdout}");
 }
 
 #[test]
 fn train_prints_the_books_lines_and_writes_metrics() {
     let dir = tempfile::tempdir().unwrap();
-    for (metrics, extra) in [("trace.csv", "trace.epochs.csv"), ("trace.jsonl", "trace.jsonl")] {
+    for (metrics, extra) in [
+        ("trace.csv", "trace.epochs.csv"),
+        ("trace.jsonl", "trace.jsonl"),
+    ] {
         let path = dir.path().join(metrics);
         let out = ember(&[
-            "train", "--device", "flex", "--sync", "t+2", "--batches", "50", "--batch-size", "16",
-            "--hidden", "32,16", "--features", "8", "--epochs", "2", "--metrics",
+            "train",
+            "--device",
+            "flex",
+            "--sync",
+            "t+2",
+            "--batches",
+            "50",
+            "--batch-size",
+            "16",
+            "--hidden",
+            "32,16",
+            "--features",
+            "8",
+            "--epochs",
+            "2",
+            "--metrics",
             path.to_str().unwrap(),
         ]);
         let (stdout, stderr) = text(&out);
@@ -48,12 +73,21 @@ fn train_prints_the_books_lines_and_writes_metrics() {
         let written = std::fs::read_to_string(dir.path().join(extra)).unwrap();
         if metrics.ends_with(".csv") {
             let rows = std::fs::read_to_string(&path).unwrap();
-            assert_eq!(rows.lines().count(), 1 + 100, "header + 2 epochs x 50 batches");
-            assert!(rows.starts_with("policy,epoch,batch,issue_start,issue_end,done"), "{rows}");
+            assert_eq!(
+                rows.lines().count(),
+                1 + 100,
+                "header + 2 epochs x 50 batches"
+            );
+            assert!(
+                rows.starts_with("policy,epoch,batch,issue_start,issue_end,done"),
+                "{rows}"
+            );
             assert_eq!(written.lines().count(), 1 + 2);
         } else {
-            let kinds: Vec<serde_json::Value> =
-                written.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            let kinds: Vec<serde_json::Value> = written
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
             assert_eq!(kinds.iter().filter(|v| v["kind"] == "batch").count(), 100);
             assert_eq!(kinds.iter().filter(|v| v["kind"] == "epoch").count(), 2);
         }
@@ -75,7 +109,10 @@ fn bad_values_are_clear_errors_with_a_nonzero_exit() {
         let out = ember(args);
         let (stdout, stderr) = text(&out);
         assert!(!out.status.success(), "{args:?} should fail:\n{stdout}");
-        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in:\n{stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected {needle:?} in:\n{stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
     }
 }
@@ -83,26 +120,59 @@ fn bad_values_are_clear_errors_with_a_nonzero_exit() {
 #[test]
 fn a_diverging_run_stops_with_the_batch_named() {
     let out = ember(&[
-        "train", "--device", "flex", "--lr", "1e30", "--batches", "20", "--batch-size", "16",
-        "--hidden", "16", "--features", "8",
+        "train",
+        "--device",
+        "flex",
+        "--lr",
+        "1e30",
+        "--batches",
+        "20",
+        "--batch-size",
+        "16",
+        "--hidden",
+        "16",
+        "--features",
+        "8",
     ]);
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}");
-    assert!(stderr.contains("loss is") && stderr.contains("batch "), "{stderr}");
+    assert!(
+        stderr.contains("loss is") && stderr.contains("batch "),
+        "{stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
 #[test]
 fn bench_policies_runs_each_configuration_and_prints_the_ratios() {
     let out = ember(&[
-        "bench", "policies", "--device", "flex", "--batches", "4", "--batch-size", "16",
-        "--hidden", "16", "--features", "8", "--repeat", "2",
+        "bench",
+        "policies",
+        "--device",
+        "flex",
+        "--batches",
+        "4",
+        "--batch-size",
+        "16",
+        "--hidden",
+        "16",
+        "--features",
+        "8",
+        "--repeat",
+        "2",
     ]);
     let (stdout, stderr) = text(&out);
     assert!(out.status.success(), "{stdout}{stderr}");
     // Two rounds of four configurations, each its own line.
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("round ")).count(), 8, "{stdout}");
-    for line in ["ratio window:2 / none throughput: ", "ratio barrier / raw burn time: "] {
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("round ")).count(),
+        8,
+        "{stdout}"
+    );
+    for line in [
+        "ratio window:2 / none throughput: ",
+        "ratio barrier / raw burn time: ",
+    ] {
         let value = stdout
             .lines()
             .find_map(|l| l.strip_prefix(line))

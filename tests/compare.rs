@@ -20,14 +20,25 @@ fn read_csv(path: &Path) -> Vec<HashMap<String, String>> {
     lines
         .map(|line| {
             let cells: Vec<&str> = line.split(',').collect();
-            assert_eq!(cells.len(), header.len(), "ragged row in {}: {line}", path.display());
-            header.iter().cloned().zip(cells.into_iter().map(String::from)).collect()
+            assert_eq!(
+                cells.len(),
+                header.len(),
+                "ragged row in {}: {line}",
+                path.display()
+            );
+            header
+                .iter()
+                .cloned()
+                .zip(cells.into_iter().map(String::from))
+                .collect()
         })
         .collect()
 }
 
 fn num(row: &HashMap<String, String>, key: &str) -> f64 {
-    row[key].parse().unwrap_or_else(|_| panic!("{key} = {:?} is not a number", row[key]))
+    row[key]
+        .parse()
+        .unwrap_or_else(|_| panic!("{key} = {:?} is not a number", row[key]))
 }
 
 fn compare_writes_everything(device: &str, batches: usize) {
@@ -35,13 +46,29 @@ fn compare_writes_everything(device: &str, batches: usize) {
     let out = dir.path().join("plots");
     let batches_arg = batches.to_string();
     let run = ember(&[
-        "compare", "--device", device, "--batches", &batches_arg, "--batch-size", "32",
-        "--features", "16", "--hidden", "64,32", "--out", out.to_str().unwrap(), "--sweep", "1,2",
+        "compare",
+        "--device",
+        device,
+        "--batches",
+        &batches_arg,
+        "--batch-size",
+        "32",
+        "--features",
+        "16",
+        "--hidden",
+        "64,32",
+        "--out",
+        out.to_str().unwrap(),
+        "--sweep",
+        "1,2",
     ]);
     let stdout = String::from_utf8_lossy(&run.stdout);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{stdout}{stderr}");
-    assert!(stdout.contains("] none, round 1"), "progress names the policy:\n{stdout}");
+    assert!(
+        stdout.contains("] none, round 1"),
+        "progress names the policy:\n{stdout}"
+    );
 
     let mut names: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
@@ -51,8 +78,17 @@ fn compare_writes_everything(device: &str, batches: usize) {
     assert_eq!(
         names,
         [
-            "memory.png", "memory.svg", "summary.csv", "summary.md", "sweep.png", "sweep.svg",
-            "time.png", "time.svg", "timeline.png", "timeline.svg", "trace.csv",
+            "memory.png",
+            "memory.svg",
+            "summary.csv",
+            "summary.md",
+            "sweep.png",
+            "sweep.svg",
+            "time.png",
+            "time.svg",
+            "timeline.png",
+            "timeline.svg",
+            "trace.csv",
         ],
         "exactly the promised files, no leftovers"
     );
@@ -61,12 +97,27 @@ fn compare_writes_everything(device: &str, batches: usize) {
         let png = image::open(out.join(format!("{plot}.png"))).unwrap();
         assert_eq!((png.width(), png.height()), (1200, 750), "{plot}.png");
         let svg = std::fs::read_to_string(out.join(format!("{plot}.svg"))).unwrap();
-        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{plot}.svg");
+        assert!(
+            svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+            "{plot}.svg"
+        );
         let needed: &[&str] = match plot {
             "time" => &["barrier", "window:2", "none", "seconds", "sync policy"],
-            "memory" => &["barrier", "window:2", "none", "batch (issue order)", "MB: RSS growth"],
+            "memory" => &[
+                "barrier",
+                "window:2",
+                "none",
+                "batch (issue order)",
+                "MB: RSS growth",
+            ],
             "timeline" => &["barrier", "window:2", "none", "wall time", "batches"],
-            _ => &["k=1 (barrier)", "k=2", "none", "peak memory growth (MB)", "time per epoch (s)"],
+            _ => &[
+                "k=1 (barrier)",
+                "k=2",
+                "none",
+                "peak memory growth (MB)",
+                "time per epoch (s)",
+            ],
         };
         for text in needed {
             assert!(svg.contains(text), "{plot}.svg lacks {text:?}");
@@ -76,29 +127,55 @@ fn compare_writes_everything(device: &str, batches: usize) {
     let trace = read_csv(&out.join("trace.csv"));
     let summary = read_csv(&out.join("summary.csv"));
     let policies: Vec<&str> = summary.iter().map(|r| r["policy"].as_str()).collect();
-    assert_eq!(policies, ["barrier", "window:2", "none"], "the sweep reuses barrier and window:2");
+    assert_eq!(
+        policies,
+        ["barrier", "window:2", "none"],
+        "the sweep reuses barrier and window:2"
+    );
     for row in &summary {
         let policy = &row["policy"];
-        let mine: Vec<&HashMap<String, String>> = trace.iter().filter(|b| &b["policy"] == policy).collect();
+        let mine: Vec<&HashMap<String, String>> =
+            trace.iter().filter(|b| &b["policy"] == policy).collect();
         assert_eq!(mine.len(), batches, "one trace row per batch of {policy}");
-        let first_issue = mine.iter().map(|b| num(b, "issue_start")).fold(f64::INFINITY, f64::min);
+        let first_issue = mine
+            .iter()
+            .map(|b| num(b, "issue_start"))
+            .fold(f64::INFINITY, f64::min);
         let last_issue = mine.iter().map(|b| num(b, "issue_end")).fold(0.0, f64::max);
         let last_done = mine.iter().map(|b| num(b, "done")).fold(0.0, f64::max);
         let time = num(row, "time_per_epoch");
         let issue = num(row, "issue_time");
-        assert!(time >= last_done - first_issue - 1e-6, "{policy}: epoch {time} shorter than its batches");
-        assert!((issue - (last_issue - first_issue)).abs() < 0.01, "{policy}: issue time {issue}");
-        assert!((num(row, "batches_per_s") - batches as f64 / time).abs() < 1e-6 * batches as f64 / time);
+        assert!(
+            time >= last_done - first_issue - 1e-6,
+            "{policy}: epoch {time} shorter than its batches"
+        );
+        assert!(
+            (issue - (last_issue - first_issue)).abs() < 0.01,
+            "{policy}: issue time {issue}"
+        );
+        assert!(
+            (num(row, "batches_per_s") - batches as f64 / time).abs()
+                < 1e-6 * batches as f64 / time
+        );
         let final_loss = num(mine.last().unwrap(), "loss");
-        assert!((num(row, "final_loss") - final_loss).abs() < 1e-6, "{policy}: final loss");
+        assert!(
+            (num(row, "final_loss") - final_loss).abs() < 1e-6,
+            "{policy}: final loss"
+        );
         if device == "wgpu" {
-            assert!(!row["peak_pool_mb"].is_empty(), "wgpu reports its device pool");
+            assert!(
+                !row["peak_pool_mb"].is_empty(),
+                "wgpu reports its device pool"
+            );
         } else {
             assert!(row["peak_pool_mb"].is_empty(), "flex has no device pool");
         }
     }
     let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(markdown.contains("| barrier |") && markdown.contains("time per epoch (s)"), "{markdown}");
+    assert!(
+        markdown.contains("| barrier |") && markdown.contains("time per epoch (s)"),
+        "{markdown}"
+    );
 }
 
 #[test]
@@ -118,13 +195,35 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
     std::fs::write(&file, b"keep me").unwrap();
     let fresh = dir.path().join("fresh");
     let under_file = file.join("sub");
-    let small = ["--device", "flex", "--batches", "2", "--batch-size", "4", "--features", "4", "--hidden", "4"];
+    let small = [
+        "--device",
+        "flex",
+        "--batches",
+        "2",
+        "--batch-size",
+        "4",
+        "--features",
+        "4",
+        "--hidden",
+        "4",
+    ];
     let cases: [(Vec<&str>, &str); 5] = [
-        (vec!["--out", fresh.to_str().unwrap(), "--policies", "barrier,sometimes"], "sometimes"),
+        (
+            vec![
+                "--out",
+                fresh.to_str().unwrap(),
+                "--policies",
+                "barrier,sometimes",
+            ],
+            "sometimes",
+        ),
         (vec!["--out", file.to_str().unwrap()], "is a file"),
         (vec!["--out", under_file.to_str().unwrap()], "cannot create"),
         (vec!["--out", "/proc/ember-compare-test"], "cannot create"),
-        (vec!["--out", fresh.to_str().unwrap(), "--sweep", ""], "at least one window size"),
+        (
+            vec!["--out", fresh.to_str().unwrap(), "--sweep", ""],
+            "at least one window size",
+        ),
     ];
     for (args, needle) in cases {
         let mut all = vec!["compare"];
@@ -133,7 +232,10 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         let out = ember(&all);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} should fail");
-        assert!(stderr.contains(needle), "{args:?}: expected {needle:?} in:\n{stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: expected {needle:?} in:\n{stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{args:?}:\n{stderr}");
     }
     assert!(!fresh.exists(), "a refused run creates nothing");

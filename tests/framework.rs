@@ -25,7 +25,10 @@ fn write_pytorch_file(path: &Path, tensors: &[(&str, Vec<usize>, Vec<f32>)]) {
     let views: Vec<(String, TensorView<'_>)> = bytes
         .iter()
         .map(|(name, shape, data)| {
-            (name.clone(), TensorView::new(Dtype::F32, shape.clone(), data).unwrap())
+            (
+                name.clone(),
+                TensorView::new(Dtype::F32, shape.clone(), data).unwrap(),
+            )
         })
         .collect();
     safetensors::serialize_to_file(views, None, path).unwrap();
@@ -51,7 +54,10 @@ fn read_file(path: &Path) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
 fn assert_close(got: &[f32], want: &[f64], what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (g, w) in got.iter().zip(want) {
-        assert!((f64::from(*g) - w).abs() < 1e-5, "{what}: got {got:?}, want {want:?}");
+        assert!(
+            (f64::from(*g) - w).abs() < 1e-5,
+            "{what}: got {got:?}, want {want:?}"
+        );
     }
 }
 
@@ -112,7 +118,12 @@ fn gluon_reference_on(device: &Device) {
     let values: Vec<f32> = l.clone().into_data().try_to_vec().unwrap();
     assert_close(
         &values,
-        &[0.669_324_576_854_705_8, 0.317_604_482_173_919_7, 0.691_488_027_572_631_8, 3.718_264_579_772_949],
+        &[
+            0.669_324_576_854_705_8,
+            0.317_604_482_173_919_7,
+            0.691_488_027_572_631_8,
+            3.718_264_579_772_949,
+        ],
         "L2Loss per example",
     );
     net = trainer.step(net, l.backward(), 4).unwrap();
@@ -121,12 +132,36 @@ fn gluon_reference_on(device: &Device) {
     save_parameters(&net, &after).unwrap();
     let saved = read_file(&after);
     let expect: [(&str, Vec<usize>, Vec<f64>); 4] = [
-        ("0.weight", vec![3, 2], vec![0.189_271_003, -0.137_871_503_8, 0.167_779_996_99, 0.299_180_001, -0.456_034_988, 0.643_098_771_6]),
-        ("0.bias", vec![3], vec![0.037_142_500_28, -0.097_680_002_45, 0.038_100_000_47]),
-        ("1.weight", vec![1, 3], vec![0.695_389_747_6, -0.701_949_477_2, 0.904_577_493_7]),
+        (
+            "0.weight",
+            vec![3, 2],
+            vec![
+                0.189_271_003,
+                -0.137_871_503_8,
+                0.167_779_996_99,
+                0.299_180_001,
+                -0.456_034_988,
+                0.643_098_771_6,
+            ],
+        ),
+        (
+            "0.bias",
+            vec![3],
+            vec![0.037_142_500_28, -0.097_680_002_45, 0.038_100_000_47],
+        ),
+        (
+            "1.weight",
+            vec![1, 3],
+            vec![0.695_389_747_6, -0.701_949_477_2, 0.904_577_493_7],
+        ),
         ("1.bias", vec![1], vec![0.097_774_997_35]),
     ];
-    assert_eq!(saved.len(), 4, "exactly the four parameters: {:?}", saved.keys());
+    assert_eq!(
+        saved.len(),
+        4,
+        "exactly the four parameters: {:?}",
+        saved.keys()
+    );
     for (name, shape, values) in expect {
         let (got_shape, got) = &saved[name];
         assert_eq!(got_shape, &shape, "{name} is saved as (units, in_units)");
@@ -176,10 +211,19 @@ fn save_then_load_round_trips_into_a_deferred_net() {
     let net = Sequential::<ember::NoBlock>::new()
         .add(Dense::new(16).activation(Activation::Tanh))
         .add(Activation::Relu)
-        .add(Sequential::new().add(Dense::new(8)).add(Dense::new(2).use_bias(false)))
+        .add(
+            Sequential::new()
+                .add(Dense::new(8))
+                .add(Dense::new(2).use_bias(false)),
+        )
         .initialize(Init::Xavier, &device);
     let x = Tensor::<2>::random([5, 7], Distribution::Normal(0.0, 1.0), &device);
-    let before: Vec<f32> = net.forward(x.clone()).unwrap().into_data().try_to_vec().unwrap();
+    let before: Vec<f32> = net
+        .forward(x.clone())
+        .unwrap()
+        .into_data()
+        .try_to_vec()
+        .unwrap();
     assert_eq!(
         net.collect_params().names(),
         ["0.weight", "0.bias", "2.0.weight", "2.0.bias", "2.1.weight"],
@@ -189,15 +233,21 @@ fn save_then_load_round_trips_into_a_deferred_net() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("net.safetensors");
     save_parameters(&net, &path).unwrap();
-    let shapes: HashMap<String, Vec<usize>> =
-        read_file(&path).into_iter().map(|(k, (s, _))| (k, s)).collect();
+    let shapes: HashMap<String, Vec<usize>> = read_file(&path)
+        .into_iter()
+        .map(|(k, (s, _))| (k, s))
+        .collect();
     assert_eq!(shapes["0.weight"], vec![16, 7]);
     assert_eq!(shapes["2.1.weight"], vec![2, 8]);
 
     let fresh = Sequential::<ember::NoBlock>::new()
         .add(Dense::new(16).activation(Activation::Tanh))
         .add(Activation::Relu)
-        .add(Sequential::new().add(Dense::new(8)).add(Dense::new(2).use_bias(false)));
+        .add(
+            Sequential::new()
+                .add(Dense::new(8))
+                .add(Dense::new(2).use_bias(false)),
+        );
     let loaded = load_parameters(fresh, &path, &device).unwrap();
     let after: Vec<f32> = loaded.forward(x).unwrap().into_data().try_to_vec().unwrap();
     assert_eq!(before, after);
@@ -220,7 +270,10 @@ fn a_wrong_shape_missing_or_extra_name_in_a_file_is_listed() {
     let err = load_parameters(tiny_net(), &path, &device).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::ParameterMismatch { .. }), "{text}");
-    assert!(text.contains("mis-shaped: 0.bias is [4] in the file but [3]"), "{text}");
+    assert!(
+        text.contains("mis-shaped: 0.bias is [4] in the file but [3]"),
+        "{text}"
+    );
     assert!(text.contains("missing: 1.bias"), "{text}");
     assert!(text.contains("extra: 9.weight"), "{text}");
 }
@@ -286,7 +339,10 @@ fn chapter_mlp_learns_on(device: &Device, batch: usize, steps: usize) {
         losses.push(l.clone().mean().into_scalar::<f32>());
         net = trainer.step(net, l.backward(), batch).unwrap();
     }
-    assert_eq!(net.collect_params().get("0.weight").unwrap().shape, [2048, 512]);
+    assert_eq!(
+        net.collect_params().get("0.weight").unwrap().shape,
+        [2048, 512]
+    );
     eprintln!("losses: {losses:?}");
     // The data cycles through 4 batches: compare each batch with itself, first visit to last.
     let first: f32 = losses[..4].iter().sum::<f32>() / 4.0;

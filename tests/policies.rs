@@ -137,14 +137,31 @@ fn every_n_barriers_only_on_its_batches() {
 #[test]
 fn a_diverging_loss_names_its_batch_where_the_policy_sees_it() {
     let mut data = Copies::new(64, 64, 6);
-    let err = run(&Device::flex(), busy_net(64, 1), &mut data, &mut Window(1), 1e30).unwrap_err();
+    let err = run(
+        &Device::flex(),
+        busy_net(64, 1),
+        &mut data,
+        &mut Window(1),
+        1e30,
+    )
+    .unwrap_err();
     let Error::NonFiniteLoss { at, .. } = &err else {
         panic!("expected a non-finite loss, got {err}");
     };
-    assert!(at.starts_with("batch ") && at.ends_with("of epoch 0"), "{err}");
+    assert!(
+        at.starts_with("batch ") && at.ends_with("of epoch 0"),
+        "{err}"
+    );
 
     // Under `none` the first observation is the epoch's waitall: still an error, not a panic.
     let mut data = Copies::new(64, 64, 6);
-    let err = run(&Device::flex(), busy_net(64, 1), &mut data, &mut NoSync, 1e30).unwrap_err();
+    let err = run(
+        &Device::flex(),
+        busy_net(64, 1),
+        &mut data,
+        &mut NoSync,
+        1e30,
+    )
+    .unwrap_err();
     assert!(matches!(err, Error::NonFiniteLoss { .. }), "{err}");
 }

@@ -15,11 +15,7 @@ enum Target {
     /// y = 1, as in the chapter: nothing to learn beyond a constant.
     Ones,
     /// y = X·w + b + noise, with w and b drawn once from the seed.
-    Linear {
-        w: Vec<f32>,
-        b: f32,
-        noise: f32,
-    },
+    Linear { w: Vec<f32>, b: f32, noise: f32 },
 }
 
 /// A seeded generator of minibatches.
@@ -45,7 +41,7 @@ impl Synthetic {
     /// A learnable regression: `y = X·w + b + ε`, `w ~ N(0, 1/features)`, `b ~ N(0, 1)`,
     /// `ε ~ N(0, noise²)`.
     pub fn regression(batch_size: usize, features: usize, noise: f32, seed: u64) -> Self {
-        let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed_0f_7a26e7);
+        let mut rng = StdRng::seed_from_u64(seed ^ 0x0000_5eed_0f7a_26e7);
         let scale = 1.0 / (features.max(1) as f32).sqrt();
         let w = (0..features)
             .map(|_| {
@@ -123,7 +119,10 @@ mod tests {
         let n = a.x.len() as f32;
         let mean = a.x.iter().sum::<f32>() / n;
         let var = a.x.iter().map(|v| (v - mean) * (v - mean)).sum::<f32>() / n;
-        assert!(mean.abs() < 0.02 && (var - 1.0).abs() < 0.05, "mean {mean} var {var}");
+        assert!(
+            mean.abs() < 0.02 && (var - 1.0).abs() < 0.05,
+            "mean {mean} var {var}"
+        );
         assert_eq!(a.bytes(), data.batch_bytes());
     }
 

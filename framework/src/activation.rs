@@ -112,7 +112,9 @@ impl Module for Activation {
 
 impl ModuleDisplayDefault for Activation {
     fn content(&self, content: Content) -> Option<Content> {
-        content.add_formatted(&format!("Activation({self})")).optional()
+        content
+            .add_formatted(&format!("Activation({self})"))
+            .optional()
     }
 }
 

@@ -149,8 +149,18 @@ impl ParamDict {
 
 impl fmt::Display for ParamDict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let width = self.params.iter().map(|p| p.name.len()).max().unwrap_or(4).max(9);
-        writeln!(f, "{:<width$}  {:<16}  {:>12}", "parameter", "shape", "count")?;
+        let width = self
+            .params
+            .iter()
+            .map(|p| p.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(9);
+        writeln!(
+            f,
+            "{:<width$}  {:<16}  {:>12}",
+            "parameter", "shape", "count"
+        )?;
         for p in &self.params {
             let dims: Vec<String> = p.shape.iter().map(usize::to_string).collect();
             let shape = format!("({})", dims.join(", "));
@@ -173,7 +183,8 @@ struct ParamCollector {
 
 impl ModuleVisitor for ParamCollector {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path.push((name.to_string(), container_type.to_string()));
+        self.path
+            .push((name.to_string(), container_type.to_string()));
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {

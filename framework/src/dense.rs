@@ -313,29 +313,47 @@ mod tests {
         dense.forward(Tensor::ones([2, 3], &device)).unwrap();
         let err = dense.forward(Tensor::ones([2, 7], &device)).unwrap_err();
         let text = err.to_string();
-        assert!(text.contains("7 features") && text.contains("expects 3"), "{text}");
+        assert!(
+            text.contains("7 features") && text.contains("expects 3"),
+            "{text}"
+        );
     }
 
     #[test]
     fn declared_in_units_initialize_at_once_and_gluon_init_has_zero_bias() {
         let device = Device::flex();
-        let dense = Dense::new(6).in_units(5).initialize(Init::Uniform(0.07), &device);
+        let dense = Dense::new(6)
+            .in_units(5)
+            .initialize(Init::Uniform(0.07), &device);
         let linear = dense.linear().expect("created at initialize");
         let weight: Vec<f32> = linear.weight.val().into_data().try_to_vec().unwrap();
         assert!(weight.iter().all(|w| w.abs() <= 0.07));
         assert!(weight.iter().any(|w| *w != 0.0));
-        let bias: Vec<f32> = linear.bias.as_ref().unwrap().val().into_data().try_to_vec().unwrap();
+        let bias: Vec<f32> = linear
+            .bias
+            .as_ref()
+            .unwrap()
+            .val()
+            .into_data()
+            .try_to_vec()
+            .unwrap();
         assert_eq!(bias, vec![0.0; 6]);
     }
 
     #[test]
     fn flatten_false_applies_to_the_last_axis() {
         let device = Device::flex();
-        let dense = Dense::new(2).flatten(false).initialize(Init::default(), &device);
-        let y: Tensor<3> = dense.forward_nd(Tensor::<3>::ones([4, 3, 5], &device)).unwrap();
+        let dense = Dense::new(2)
+            .flatten(false)
+            .initialize(Init::default(), &device);
+        let y: Tensor<3> = dense
+            .forward_nd(Tensor::<3>::ones([4, 3, 5], &device))
+            .unwrap();
         assert_eq!(y.dims(), [4, 3, 2]);
         let flat = Dense::new(2).initialize(Init::default(), &device);
-        let y: Tensor<2> = flat.forward_nd(Tensor::<3>::ones([4, 3, 5], &device)).unwrap();
+        let y: Tensor<2> = flat
+            .forward_nd(Tensor::<3>::ones([4, 3, 5], &device))
+            .unwrap();
         assert_eq!(y.dims(), [4, 2]);
         assert_eq!(flat.known_in_units(), Some(15));
     }

@@ -86,7 +86,9 @@ impl Completion {
     fn lock(&self) -> MutexGuard<'_, Slot> {
         // A poisoned lock only means another thread panicked while holding it; the slot itself
         // is always in a consistent state.
-        self.slot.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.slot
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn complete(&self, result: std::result::Result<Completed, String>) {
@@ -111,7 +113,10 @@ impl Completion {
             if let Some(value) = ready(&slot) {
                 return value;
             }
-            slot = self.ready.wait(slot).unwrap_or_else(|poison| poison.into_inner());
+            slot = self
+                .ready
+                .wait(slot)
+                .unwrap_or_else(|poison| poison.into_inner());
         }
     }
 }
@@ -173,7 +178,11 @@ type Readback = Pin<Box<dyn Future<Output = std::result::Result<TensorData, Stri
 
 enum Watch {
     /// The readback finished when the worker first polled it (flex, ndarray).
-    Ready(std::result::Result<TensorData, String>, Instant, Arc<Completion>),
+    Ready(
+        std::result::Result<TensorData, String>,
+        Instant,
+        Arc<Completion>,
+    ),
     /// The readback is queued on the device; the watcher blocks on it.
     Pending(Readback, Arc<Completion>),
 }
@@ -265,9 +274,9 @@ impl<S: Send + 'static> Engine<S> {
     fn shutdown(&mut self) -> Result<S> {
         self.jobs.take();
         let state = self.worker.take().map(|worker| {
-            worker
-                .join()
-                .map_err(|panic| Error::Execution(format!("backend worker panicked: {}", panic_text(&panic))))
+            worker.join().map_err(|panic| {
+                Error::Execution(format!("backend worker panicked: {}", panic_text(&panic)))
+            })
         });
         if let Some(watcher) = self.watcher.take() {
             let _ = watcher.join();
@@ -305,7 +314,8 @@ fn backend_worker<S>(mut state: S, jobs: Receiver<Job<S>>, watch: Sender<Watch>)
                 .complete(Err(format!("not run: an earlier unit failed: {reason}")));
             continue;
         }
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (job.work)(&mut state)));
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (job.work)(&mut state)));
         let tensor = match outcome {
             Ok(Ok(tensor)) => tensor,
             Ok(Err(err)) => {
@@ -429,7 +439,13 @@ mod tests {
         let later = engine.issue(move |_| Ok(Tensor::<1>::ones([2], &d)));
         assert_eq!(ok.wait().unwrap(), 1.0);
         assert!(bad.wait().unwrap_err().to_string().contains("injected"));
-        assert!(later.wait().unwrap_err().to_string().contains("earlier unit failed"));
+        assert!(
+            later
+                .wait()
+                .unwrap_err()
+                .to_string()
+                .contains("earlier unit failed")
+        );
         assert!(engine.wait_all().is_err());
     }
 

@@ -67,7 +67,10 @@ impl Loss for L2Loss {
     fn forward(&self, pred: Tensor<2>, target: Tensor<2>) -> Result<Tensor<1>> {
         let target = reshape_like(&pred, target, "L2Loss")?;
         let diff = pred - target;
-        Ok((diff.clone() * diff).mean_dim(1).squeeze_dim(1).mul_scalar(0.5))
+        Ok((diff.clone() * diff)
+            .mean_dim(1)
+            .squeeze_dim(1)
+            .mul_scalar(0.5))
     }
 }
 
@@ -118,7 +121,10 @@ mod tests {
             .into_data()
             .try_to_vec()
             .unwrap();
-        assert!((l[0] - 0.407_605_96).abs() < 1e-5 && (l[1] - 0.094_924_89).abs() < 1e-5, "{l:?}");
+        assert!(
+            (l[0] - 0.407_605_96).abs() < 1e-5 && (l[1] - 0.094_924_89).abs() < 1e-5,
+            "{l:?}"
+        );
         let l1: Vec<f32> = L1Loss
             .forward(
                 Tensor::from_floats([[1.0, -2.0]], &device),
@@ -135,7 +141,10 @@ mod tests {
     fn mismatched_labels_are_errors() {
         let device = Device::flex();
         let err = L2Loss
-            .forward(Tensor::zeros([4, 1], &device), Tensor::zeros([3, 1], &device))
+            .forward(
+                Tensor::zeros([4, 1], &device),
+                Tensor::zeros([3, 1], &device),
+            )
             .unwrap_err();
         assert!(err.to_string().contains("[3, 1]"), "{err}");
     }

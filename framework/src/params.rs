@@ -46,7 +46,12 @@ use crate::init::Init;
 /// Writes every parameter of `net` to a safetensors file at `path`, atomically.
 pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
-    if let Some(deferred) = net.collect_params().params.into_iter().find(|p| !p.is_known()) {
+    if let Some(deferred) = net
+        .collect_params()
+        .params
+        .into_iter()
+        .find(|p| !p.is_known())
+    {
         return Err(Error::DeferredInitialization {
             param: deferred.name,
             shape: deferred.shape,
@@ -138,7 +143,9 @@ fn check_names_and_shapes<B: Block>(
     }
     for (name, shape) in in_file {
         if expected.get(name).is_none() {
-            problems.push(format!("extra: {name} {shape:?} is not a parameter of the network"));
+            problems.push(format!(
+                "extra: {name} {shape:?} is not a parameter of the network"
+            ));
         }
     }
     if problems.is_empty() {

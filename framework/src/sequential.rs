@@ -47,6 +47,9 @@ pub struct Sequential<U: Block = NoBlock> {
 }
 
 /// One child of a [`Sequential`].
+// A Dense is larger than an Activation; boxing it would cost an indirection on every forward
+// for a few hundred bytes saved per layer.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Layer<U: Block = NoBlock> {
     /// A fully connected layer.
@@ -71,7 +74,9 @@ impl<U: Block> Sequential<U> {
         Self { layers: Vec::new() }
     }
 
-    /// Appends a built-in layer or a nested `Sequential` (`net.add(…)`).
+    /// Appends a built-in layer or a nested `Sequential` (`net.add(…)`). Named after Gluon's
+    /// `add`, which the book's code calls, not after `std::ops::Add`.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(mut self, layer: impl Into<Layer<U>>) -> Self {
         self.layers.push(layer.into());
         self

@@ -24,8 +24,8 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::decay::WeightDecayConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
-use burn::tensor::Tensor;
 use burn::tensor::Gradients;
+use burn::tensor::Tensor;
 
 use crate::error::{Error, Result};
 

@@ -10,7 +10,12 @@ use ember_trainer::policy::{NoSync, SyncPolicy, Window};
 
 /// Batches of 256 × 4096 floats (4 MiB) in host memory, and a backend that needs far longer
 /// per batch than the frontend needs to copy one.
-fn growth_mb(device: &Device, policy: &mut dyn SyncPolicy, batches: usize, width: usize) -> (f64, f64) {
+fn growth_mb(
+    device: &Device,
+    policy: &mut dyn SyncPolicy,
+    batches: usize,
+    width: usize,
+) -> (f64, f64) {
     let mut data = Copies::new(256, 4096, batches);
     let batch_mb = data.template.bytes() as f64 / (1024.0 * 1024.0);
     let trace = run(device, busy_net(width, 4), &mut data, policy, 1e-3).unwrap();
@@ -39,4 +44,3 @@ pub fn check(device: &Device, batches: usize, width: usize) {
         "barrier: RSS grew {barrier:.1} MB, expected at most 3 x {batch_mb:.1} MB"
     );
 }
-

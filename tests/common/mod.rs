@@ -60,6 +60,15 @@ pub fn run(
     let device = device.clone().autodiff();
     let net = net.initialize(Init::default(), &device);
     let trainer = Trainer::new(&net, "sgd", lr)?;
-    fit(net, L2Loss, trainer, &device, data, policy, &FitOptions::epochs(1), &mut ())
-        .map(|run| run.trace)
+    fit(
+        net,
+        L2Loss,
+        trainer,
+        &device,
+        data,
+        policy,
+        &FitOptions::epochs(1),
+        &mut (),
+    )
+    .map(|run| run.trace)
 }

@@ -78,14 +78,20 @@ pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
             let time = median(epochs.iter().map(|e| e.time).collect());
             let batches = median(epochs.iter().map(|e| e.batches as f64).collect());
             let pools: Vec<f64> = epochs.iter().filter_map(|e| e.peak_pool_mb).collect();
-            let last_run = mine.iter().max_by_key(|r| r.round).expect("one run at least");
+            let last_run = mine
+                .iter()
+                .max_by_key(|r| r.round)
+                .expect("one run at least");
             Some(PolicySummary {
                 policy: policy.to_string(),
                 epochs: epochs.len(),
                 time_per_epoch: time,
                 issue_time: median(epochs.iter().map(|e| e.issue_time).collect()),
                 increased_mb: median(epochs.iter().map(|e| e.increased_mb).collect()),
-                peak_growth_mb: epochs.iter().map(|e| e.peak_growth_mb).fold(f64::MIN, f64::max),
+                peak_growth_mb: epochs
+                    .iter()
+                    .map(|e| e.peak_growth_mb)
+                    .fold(f64::MIN, f64::max),
                 peak_pool_mb: pools.into_iter().reduce(f64::max),
                 final_loss: last_run.trace.batches.last().map_or(f32::NAN, |b| b.loss),
                 batches_per_s: batches / time,
@@ -103,14 +109,27 @@ struct TraceRow<'a> {
 }
 
 /// Writes `summary.csv`, `trace.csv` and `summary.md` into `dir`, each atomically.
-pub fn write_tables(dir: &Path, runs: &[PolicyRun], summaries: &[PolicySummary], context: &str) -> std::io::Result<()> {
+pub fn write_tables(
+    dir: &Path,
+    runs: &[PolicyRun],
+    summaries: &[PolicySummary],
+    context: &str,
+) -> std::io::Result<()> {
     write_atomically(&dir.join("summary.csv"), csv(summaries).as_bytes())?;
     let rows: Vec<TraceRow<'_>> = runs
         .iter()
-        .flat_map(|run| run.trace.batches.iter().map(|batch| TraceRow { round: run.round, batch }))
+        .flat_map(|run| {
+            run.trace.batches.iter().map(|batch| TraceRow {
+                round: run.round,
+                batch,
+            })
+        })
         .collect();
     write_atomically(&dir.join("trace.csv"), csv(&rows).as_bytes())?;
-    write_atomically(&dir.join("summary.md"), markdown(summaries, context).as_bytes())
+    write_atomically(
+        &dir.join("summary.md"),
+        markdown(summaries, context).as_bytes(),
+    )
 }
 
 /// The summary as a Markdown table a person reads.
@@ -123,11 +142,20 @@ pub fn markdown(summaries: &[PolicySummary], context: &str) -> String {
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
     for s in summaries {
-        let pool = s.peak_pool_mb.map_or_else(|| "-".to_string(), |p| format!("{p:.1}"));
+        let pool = s
+            .peak_pool_mb
+            .map_or_else(|| "-".to_string(), |p| format!("{p:.1}"));
         let _ = writeln!(
             out,
             "| {} | {:.3} | {:.3} | {:.1} | {:.1} | {} | {:.4} | {:.2} |",
-            s.policy, s.time_per_epoch, s.issue_time, s.increased_mb, s.peak_growth_mb, pool, s.final_loss, s.batches_per_s
+            s.policy,
+            s.time_per_epoch,
+            s.issue_time,
+            s.increased_mb,
+            s.peak_growth_mb,
+            pool,
+            s.final_loss,
+            s.batches_per_s
         );
     }
     let _ = writeln!(
@@ -165,9 +193,17 @@ mod tests {
         let run = |policy: &str, round, time, peak| PolicyRun {
             policy: policy.into(),
             round,
-            trace: Trace { batches: vec![], epochs: vec![epoch(policy, time, peak)] },
+            trace: Trace {
+                batches: vec![],
+                epochs: vec![epoch(policy, time, peak)],
+            },
         };
-        let runs = vec![run("none", 0, 2.0, 50.0), run("barrier", 0, 4.0, 1.0), run("none", 1, 3.0, 70.0), run("none", 2, 10.0, 60.0)];
+        let runs = vec![
+            run("none", 0, 2.0, 50.0),
+            run("barrier", 0, 4.0, 1.0),
+            run("none", 1, 3.0, 70.0),
+            run("none", 2, 10.0, 60.0),
+        ];
         let s = summarize(&runs);
         assert_eq!(s.len(), 2);
         assert_eq!(s[0].policy, "none");

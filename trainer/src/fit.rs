@@ -163,7 +163,9 @@ where
     if options.warmup
         && let Some(batch) = data.batches(0).next()
     {
-        engine.issue(train_step::<B, L>(batch?, device.clone())).wait()?;
+        engine
+            .issue(train_step::<B, L>(batch?, device.clone()))
+            .wait()?;
     }
 
     let start = Instant::now();

@@ -83,6 +83,9 @@ fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
 
+/// A curve's points, (x, y) in data coordinates.
+type Curve = Vec<(f64, f64)>;
+
 /// The chart type every figure draws on.
 type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
@@ -90,7 +93,16 @@ type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoor
 /// diamond, square.
 fn marker_outline(i: usize) -> Vec<(i32, i32)> {
     match i % 4 {
-        0 => vec![(-3, -6), (3, -6), (6, -3), (6, 3), (3, 6), (-3, 6), (-6, 3), (-6, -3)],
+        0 => vec![
+            (-3, -6),
+            (3, -6),
+            (6, -3),
+            (6, 3),
+            (3, 6),
+            (-3, 6),
+            (-6, 3),
+            (-6, -3),
+        ],
         1 => vec![(0, -7), (7, 6), (-7, 6)],
         2 => vec![(0, -7), (7, 0), (0, 7), (-7, 0)],
         _ => vec![(-5, -5), (5, -5), (5, 5), (-5, 5)],
@@ -110,7 +122,11 @@ fn draw_markers<DB: DrawingBackend>(
     style: ShapeStyle,
 ) -> Result<(), String> {
     chart
-        .draw_series(points.into_iter().map(|p| EmptyElement::at(p) + Polygon::new(marker_outline(i), style)))
+        .draw_series(
+            points
+                .into_iter()
+                .map(|p| EmptyElement::at(p) + Polygon::new(marker_outline(i), style)),
+        )
         .map(drop)
         .map_err(err)
 }
@@ -121,10 +137,15 @@ fn err(e: impl std::fmt::Display) -> String {
 
 /// Writes the title and the subtitle (device and workload) at the top of `root`, and returns
 /// the area below them.
-fn framed<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, title: &str, subtitle: &str) -> Result<DrawingArea<DB, Shift>, String> {
+fn framed<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    subtitle: &str,
+) -> Result<DrawingArea<DB, Shift>, String> {
     let (top, body) = root.split_vertically(70);
     top.titled(title, (FONT, TITLE)).map_err(err)?;
-    top.draw(&Text::new(subtitle.to_string(), (12, 45), (FONT, TICK))).map_err(err)?;
+    top.draw(&Text::new(subtitle.to_string(), (12, 45), (FONT, TICK)))
+        .map_err(err)?;
     Ok(body)
 }
 
@@ -154,7 +175,10 @@ fn chart<'a, DB: DrawingBackend>(
 }
 
 /// Draws the legend of the labelled series.
-fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut Chart<'a, DB>, position: SeriesLabelPosition) -> Result<(), String> {
+fn legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
     chart
         .configure_series_labels()
         .position(position)
@@ -177,7 +201,7 @@ fn sparse(points: &[(f64, f64)], count: usize) -> Vec<(f64, f64)> {
     picked
 }
 
-/// 1. Time per epoch per policy, with the frontend's issue time beside it.
+/// Figure 1, `time`: time per epoch per policy, with the frontend's issue time beside it.
 pub struct TimeFigure<'a> {
     /// The policies, in order.
     pub summaries: &'a [PolicySummary],
@@ -195,7 +219,11 @@ impl Figure for TimeFigure<'_> {
             .fold(0.0, f64::max)
             .max(1e-3)
             * 1.2;
-        let body = framed(root, "Time to issue vs time to compute, per epoch", self.subtitle)?;
+        let body = framed(
+            root,
+            "Time to issue vs time to compute, per epoch",
+            self.subtitle,
+        )?;
         let names: Vec<String> = self.summaries.iter().map(|s| s.policy.clone()).collect();
         let mut chart = ChartBuilder::on(&body)
             .margin(20)
@@ -210,7 +238,11 @@ impl Figure for TimeFigure<'_> {
             .x_labels(2 * n + 1)
             .x_label_formatter(&|x| {
                 let i = x.floor() as usize;
-                if (x - i as f64 - 0.5).abs() < 0.26 { names.get(i).cloned().unwrap_or_default() } else { String::new() }
+                if (x - i as f64 - 0.5).abs() < 0.26 {
+                    names.get(i).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
             })
             .x_desc("sync policy")
             .y_desc("seconds")
@@ -219,17 +251,27 @@ impl Figure for TimeFigure<'_> {
             .draw()
             .map_err(err)?;
         let compute = BLACK.mix(0.75).filled();
-        let issue = ShapeStyle { color: BLACK.to_rgba(), filled: false, stroke_width: 2 };
+        let issue = ShapeStyle {
+            color: BLACK.to_rgba(),
+            filled: false,
+            stroke_width: 2,
+        };
         chart
             .draw_series(self.summaries.iter().enumerate().map(|(i, s)| {
-                Rectangle::new([(i as f64 + 0.12, 0.0), (i as f64 + 0.48, s.time_per_epoch)], compute)
+                Rectangle::new(
+                    [(i as f64 + 0.12, 0.0), (i as f64 + 0.48, s.time_per_epoch)],
+                    compute,
+                )
             }))
             .map_err(err)?
             .label("time per epoch (first issue to all complete)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 7), (x + 18, y + 7)], compute));
         chart
             .draw_series(self.summaries.iter().enumerate().map(|(i, s)| {
-                Rectangle::new([(i as f64 + 0.52, 0.0), (i as f64 + 0.88, s.issue_time)], issue)
+                Rectangle::new(
+                    [(i as f64 + 0.52, 0.0), (i as f64 + 0.88, s.issue_time)],
+                    issue,
+                )
             }))
             .map_err(err)?
             .label("frontend issue time (first to last issue)")
@@ -237,8 +279,16 @@ impl Figure for TimeFigure<'_> {
         chart
             .draw_series(self.summaries.iter().enumerate().flat_map(|(i, s)| {
                 [
-                    Text::new(format!("{:.2} s", s.time_per_epoch), (i as f64 + 0.14, s.time_per_epoch + top * 0.04), (FONT, TICK)),
-                    Text::new(format!("{:.2} s", s.issue_time), (i as f64 + 0.54, s.issue_time + top * 0.04), (FONT, TICK)),
+                    Text::new(
+                        format!("{:.2} s", s.time_per_epoch),
+                        (i as f64 + 0.14, s.time_per_epoch + top * 0.04),
+                        (FONT, TICK),
+                    ),
+                    Text::new(
+                        format!("{:.2} s", s.issue_time),
+                        (i as f64 + 0.54, s.issue_time + top * 0.04),
+                        (FONT, TICK),
+                    ),
                 ]
             }))
             .map_err(err)?;
@@ -246,7 +296,8 @@ impl Figure for TimeFigure<'_> {
     }
 }
 
-/// 2. Memory growth over the batches of each policy: process RSS, and the device pool.
+/// Figure 2, `memory`: memory growth over the batches of each policy: process RSS, and the
+/// device pool.
 pub struct MemoryFigure<'a> {
     /// The first round of each policy.
     pub runs: &'a [&'a PolicyRun],
@@ -264,7 +315,10 @@ impl MemoryFigure<'_> {
                 let mut points = Vec::new();
                 for epoch in &run.trace.epochs {
                     for b in run.trace.batches.iter().filter(|b| b.epoch == epoch.epoch) {
-                        points.push((x, (b.rss as f64 - epoch.rss_before as f64) / (1024.0 * 1024.0)));
+                        points.push((
+                            x,
+                            (b.rss as f64 - epoch.rss_before as f64) / (1024.0 * 1024.0),
+                        ));
                         x += 1.0;
                     }
                 }
@@ -281,7 +335,10 @@ impl MemoryFigure<'_> {
                     .batches
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, b)| b.pool_in_use.map(|p| (i as f64, p as f64 / (1024.0 * 1024.0))))
+                    .filter_map(|(i, b)| {
+                        b.pool_in_use
+                            .map(|p| (i as f64, p as f64 / (1024.0 * 1024.0)))
+                    })
                     .collect()
             })
             .collect()
@@ -296,8 +353,18 @@ impl Figure for MemoryFigure<'_> {
         let x_max = all.clone().map(|p| p.0).fold(1.0, f64::max);
         let y_min = all.clone().map(|p| p.1).fold(0.0, f64::min);
         let y_max = all.map(|p| p.1).fold(1.0, f64::max) * 1.15;
-        let body = framed(root, "Memory growth while batches are issued", self.subtitle)?;
-        let mut chart = chart(&body, 0f64..x_max, y_min..y_max, "batch (issue order)", "MB: RSS growth since the epoch began, pool in use")?;
+        let body = framed(
+            root,
+            "Memory growth while batches are issued",
+            self.subtitle,
+        )?;
+        let mut chart = chart(
+            &body,
+            0f64..x_max,
+            y_min..y_max,
+            "batch (issue order)",
+            "MB: RSS growth since the epoch began, pool in use",
+        )?;
         for (i, run) in self.runs.iter().enumerate() {
             let style = color(i).stroke_width(2);
             chart
@@ -322,8 +389,10 @@ impl Figure for MemoryFigure<'_> {
     }
 }
 
-/// 3. Batches issued and batches completed against wall time: the chapter's frontend/backend
-/// figure from real data. The gap between the two curves is the in-flight depth.
+/// Figure 3, `timeline`: batches issued and batches completed against wall time: the chapter's
+/// frontend/backend figure from real data. The gap between the two curves is the in-flight depth.
+///
+/// Each curve is a staircase of (seconds, batches).
 pub struct TimelineFigure<'a> {
     /// The first round of each policy.
     pub runs: &'a [&'a PolicyRun],
@@ -333,12 +402,23 @@ pub struct TimelineFigure<'a> {
 
 impl Figure for TimelineFigure<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
-        let curves: Vec<(Vec<(f64, f64)>, Vec<(f64, f64)>)> = self
+        // (issued, completed) per policy.
+        let curves: Vec<(Curve, Curve)> = self
             .runs
             .iter()
             .map(|run| {
-                let first = run.trace.batches.iter().map(|b| b.issue_start).fold(f64::INFINITY, f64::min);
-                let mut issued: Vec<f64> = run.trace.batches.iter().map(|b| b.issue_end - first).collect();
+                let first = run
+                    .trace
+                    .batches
+                    .iter()
+                    .map(|b| b.issue_start)
+                    .fold(f64::INFINITY, f64::min);
+                let mut issued: Vec<f64> = run
+                    .trace
+                    .batches
+                    .iter()
+                    .map(|b| b.issue_end - first)
+                    .collect();
                 let mut done: Vec<f64> = run.trace.batches.iter().map(|b| b.done - first).collect();
                 issued.sort_by(f64::total_cmp);
                 done.sort_by(f64::total_cmp);
@@ -357,7 +437,13 @@ impl Figure for TimelineFigure<'_> {
         let x_max = all.clone().map(|p| p.0).fold(1e-3, f64::max) * 1.02;
         let y_max = all.map(|p| p.1).fold(1.0, f64::max) * 1.1;
         let body = framed(root, "Frontend issue vs backend completion", self.subtitle)?;
-        let mut chart = chart(&body, 0f64..x_max, 0f64..y_max, "wall time since the epoch's first issue (s)", "batches")?;
+        let mut chart = chart(
+            &body,
+            0f64..x_max,
+            0f64..y_max,
+            "wall time since the epoch's first issue (s)",
+            "batches",
+        )?;
         for (i, (run, (issued, done))) in self.runs.iter().zip(&curves).enumerate() {
             let style = color(i).stroke_width(2);
             chart
@@ -381,7 +467,8 @@ impl Figure for TimelineFigure<'_> {
     }
 }
 
-/// 4. Time per epoch against peak memory growth, one labelled point per window size.
+/// Figure 4, `sweep`: time per epoch against peak memory growth, one labelled point per window
+/// size.
 pub struct SweepFigure<'a> {
     /// The sweep's policies (window:k for each k, and none).
     pub summaries: &'a [PolicySummary],
@@ -394,7 +481,10 @@ impl Figure for SweepFigure<'_> {
         let xs = self.summaries.iter().map(|s| s.peak_growth_mb);
         let ys = self.summaries.iter().map(|s| s.time_per_epoch);
         let (x_lo, x_hi) = (xs.clone().fold(0.0, f64::min), xs.fold(1.0, f64::max));
-        let (y_lo, y_hi) = (ys.clone().fold(f64::INFINITY, f64::min), ys.fold(0.0, f64::max));
+        let (y_lo, y_hi) = (
+            ys.clone().fold(f64::INFINITY, f64::min),
+            ys.fold(0.0, f64::max),
+        );
         let pad_x = (x_hi - x_lo).max(1.0) * 0.15;
         let pad_y = (y_hi - y_lo).max(y_hi * 0.05).max(1e-3) * 0.3;
         let body = framed(root, "How much overlap buys how much memory", self.subtitle)?;
@@ -405,9 +495,16 @@ impl Figure for SweepFigure<'_> {
             "peak memory growth (MB)",
             "time per epoch (s)",
         )?;
-        let points: Vec<(f64, f64)> = self.summaries.iter().map(|s| (s.peak_growth_mb, s.time_per_epoch)).collect();
+        let points: Vec<(f64, f64)> = self
+            .summaries
+            .iter()
+            .map(|s| (s.peak_growth_mb, s.time_per_epoch))
+            .collect();
         chart
-            .draw_series(LineSeries::new(points.clone(), BLACK.mix(0.4).stroke_width(1)))
+            .draw_series(LineSeries::new(
+                points.clone(),
+                BLACK.mix(0.4).stroke_width(1),
+            ))
             .map_err(err)?;
         for (i, (s, p)) in self.summaries.iter().zip(points).enumerate() {
             let style = color(i).filled();
@@ -418,7 +515,11 @@ impl Figure for SweepFigure<'_> {
                 None => s.policy.clone(),
             };
             chart
-                .draw_series(std::iter::once(Text::new(label, (p.0 + pad_x * 0.08, p.1 + pad_y * 0.15), (FONT, LABEL))))
+                .draw_series(std::iter::once(Text::new(
+                    label,
+                    (p.0 + pad_x * 0.08, p.1 + pad_y * 0.15),
+                    (FONT, LABEL),
+                )))
                 .map_err(err)?;
         }
         Ok(())

@@ -202,7 +202,7 @@ impl SyncPolicy for EveryN {
     }
 
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
-        if batch > 0 && batch % self.0 == 0 {
+        if batch > 0 && batch.is_multiple_of(self.0) {
             flight.wait_all()
         } else {
             Ok(())
@@ -238,7 +238,8 @@ pub enum PolicySpec {
 }
 
 /// The valid forms, for help texts and errors.
-pub const POLICY_FORMS: &str = "barrier | t+2 | window:K (K >= 1) | none | every:N (N >= 1) | memory:MB (MB > 0)";
+pub const POLICY_FORMS: &str =
+    "barrier | t+2 | window:K (K >= 1) | none | every:N (N >= 1) | memory:MB (MB > 0)";
 
 impl PolicySpec {
     /// The policy object.
@@ -300,16 +301,38 @@ mod tests {
 
     #[test]
     fn policies_parse_and_bad_ones_list_the_valid_forms() {
-        assert_eq!("barrier".parse::<PolicySpec>().unwrap(), PolicySpec::Window(1));
+        assert_eq!(
+            "barrier".parse::<PolicySpec>().unwrap(),
+            PolicySpec::Window(1)
+        );
         assert_eq!("T+2".parse::<PolicySpec>().unwrap(), PolicySpec::Window(2));
-        assert_eq!("window:8".parse::<PolicySpec>().unwrap(), PolicySpec::Window(8));
-        assert_eq!("every:10".parse::<PolicySpec>().unwrap(), PolicySpec::EveryN(10));
-        assert_eq!("memory:256".parse::<PolicySpec>().unwrap(), PolicySpec::MemoryBudget(256.0));
+        assert_eq!(
+            "window:8".parse::<PolicySpec>().unwrap(),
+            PolicySpec::Window(8)
+        );
+        assert_eq!(
+            "every:10".parse::<PolicySpec>().unwrap(),
+            PolicySpec::EveryN(10)
+        );
+        assert_eq!(
+            "memory:256".parse::<PolicySpec>().unwrap(),
+            PolicySpec::MemoryBudget(256.0)
+        );
         assert_eq!("none".parse::<PolicySpec>().unwrap().name(), "none");
         assert_eq!(PolicySpec::Window(1).name(), "barrier");
-        for bad in ["window:0", "sometimes", "every:x", "memory:-5", "window:", "t+3"] {
+        for bad in [
+            "window:0",
+            "sometimes",
+            "every:x",
+            "memory:-5",
+            "window:",
+            "t+3",
+        ] {
             let err = bad.parse::<PolicySpec>().unwrap_err().to_string();
-            assert!(err.contains(bad) && err.contains("window:K"), "{bad}: {err}");
+            assert!(
+                err.contains(bad) && err.contains("window:K"),
+                "{bad}: {err}"
+            );
         }
     }
 }

@@ -124,9 +124,13 @@ impl Trace {
             let value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| invalid(index + 1, e))?;
             if value["kind"] == "epoch" {
-                trace.epochs.push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
+                trace
+                    .epochs
+                    .push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
             } else {
-                trace.batches.push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
+                trace
+                    .batches
+                    .push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
             }
         }
         Ok(trace)

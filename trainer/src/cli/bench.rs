@@ -4,11 +4,11 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use serde::{Deserialize, Serialize};
 use ember::{L2Loss, Trainer};
 use ember_trainer::baseline::raw_burn_epoch;
 use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
 use ember_trainer::policy::PolicySpec;
+use serde::{Deserialize, Serialize};
 
 use super::workload::{Workload, WorkloadArgs, positive};
 
@@ -75,21 +75,38 @@ fn median(mut values: Vec<f64>) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    if n % 2 == 1 { values[n / 2] } else { 0.5 * (values[n / 2 - 1] + values[n / 2]) }
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        0.5 * (values[n / 2 - 1] + values[n / 2])
+    }
 }
 
 /// glibc returns freed memory to the system and maps large buffers afresh depending on which
 /// thread's arena freed them, which moves an epoch by ±20% here between otherwise identical
 /// runs. Every child gets the same fixed settings, so the ratios measure ember, not malloc.
-const MALLOC_PINS: [(&str, &str); 2] =
-    [("MALLOC_TRIM_THRESHOLD_", "4294967296"), ("MALLOC_MMAP_THRESHOLD_", "33554432")];
+const MALLOC_PINS: [(&str, &str); 2] = [
+    ("MALLOC_TRIM_THRESHOLD_", "4294967296"),
+    ("MALLOC_MMAP_THRESHOLD_", "33554432"),
+];
 
 fn one(args: OneArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
     let picked = workload.device.resolve()?;
     let sample = if args.config == "raw" {
-        let time = raw_burn_epoch(&picked.device, &workload.data(), workload.batches, &workload.hidden, workload.lr);
-        Sample { time, issue: None, increased_mb: None, peak_mb: None }
+        let time = raw_burn_epoch(
+            &picked.device,
+            &workload.data(),
+            workload.batches,
+            &workload.hidden,
+            workload.lr,
+        );
+        Sample {
+            time,
+            issue: None,
+            increased_mb: None,
+            peak_mb: None,
+        }
     } else {
         let spec: PolicySpec = args.config.parse()?;
         let device = picked.device.autodiff();
@@ -97,9 +114,23 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
         let trainer = Trainer::new(&net, "sgd", workload.lr)?;
         let mut data = SyntheticEpochs::new(workload.data(), workload.batches);
         let mut policy = spec.build();
-        let run = fit(net, L2Loss, trainer, &device, &mut data, policy.as_mut(), &FitOptions::epochs(1), &mut ())?;
+        let run = fit(
+            net,
+            L2Loss,
+            trainer,
+            &device,
+            &mut data,
+            policy.as_mut(),
+            &FitOptions::epochs(1),
+            &mut (),
+        )?;
         let e = &run.trace.epochs[0];
-        Sample { time: e.time, issue: Some(e.issue_time), increased_mb: Some(e.increased_mb), peak_mb: Some(e.peak_growth_mb) }
+        Sample {
+            time: e.time,
+            issue: Some(e.issue_time),
+            increased_mb: Some(e.increased_mb),
+            peak_mb: Some(e.peak_growth_mb),
+        }
     };
     println!("{}", serde_json::to_string(&sample)?);
     Ok(())
@@ -116,7 +147,10 @@ fn child(workload_args: &[String], config: &str) -> anyhow::Result<Sample> {
         .context("starting a benchmark child process")?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
-        bail!("benchmark of {config} failed: {}", String::from_utf8_lossy(&output.stderr).trim());
+        bail!(
+            "benchmark of {config} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
     }
     let line = stdout.lines().last().unwrap_or_default();
     serde_json::from_str(line).with_context(|| format!("reading the result of {config}: {line:?}"))
@@ -132,7 +166,10 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
         .map(|p| p.parse::<PolicySpec>())
         .collect::<Result<Vec<_>, _>>()?;
     if specs.is_empty() {
-        bail!("invalid --policies {:?}: name at least one policy", args.policies);
+        bail!(
+            "invalid --policies {:?}: name at least one policy",
+            args.policies
+        );
     }
     let picked = workload.device.resolve()?;
     println!("device: {}", picked.reason);
@@ -185,17 +222,36 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
     let find = |spec: PolicySpec| specs.iter().position(|s| *s == spec).map(|i| i + 1);
     if let (Some(w2), Some(none)) = (find(PolicySpec::Window(2)), find(PolicySpec::None)) {
         // Throughput ratio = time(none) / time(window:2), per round, then the median.
-        let ratios = samples[w2].iter().zip(&samples[none]).map(|(w, n)| n.time / w.time).collect();
-        println!("ratio window:2 / none throughput: {:.3} (target >= 0.97)", median(ratios));
+        let ratios = samples[w2]
+            .iter()
+            .zip(&samples[none])
+            .map(|(w, n)| n.time / w.time)
+            .collect();
+        println!(
+            "ratio window:2 / none throughput: {:.3} (target >= 0.97)",
+            median(ratios)
+        );
     }
     if let Some(barrier) = find(PolicySpec::Window(1)) {
-        let ratios = samples[barrier].iter().zip(&samples[0]).map(|(b, r)| b.time / r.time).collect();
-        println!("ratio barrier / raw burn time: {:.3} (target <= 1.03)", median(ratios));
+        let ratios = samples[barrier]
+            .iter()
+            .zip(&samples[0])
+            .map(|(b, r)| b.time / r.time)
+            .collect();
+        println!(
+            "ratio barrier / raw burn time: {:.3} (target <= 1.03)",
+            median(ratios)
+        );
     }
     if let (Some(barrier), Some(none)) = (find(PolicySpec::Window(1)), find(PolicySpec::None)) {
-        let share = med(none, |s| s.issue).unwrap_or(f64::NAN) / med(none, |s| Some(s.time)).unwrap_or(f64::NAN);
-        let above = med(none, |s| s.peak_mb).unwrap_or(f64::NAN) - med(barrier, |s| s.peak_mb).unwrap_or(f64::NAN);
-        println!("none: issue time {:.1}% of its epoch; peak memory growth {above:.1} MB above barrier's", 100.0 * share);
+        let share = med(none, |s| s.issue).unwrap_or(f64::NAN)
+            / med(none, |s| Some(s.time)).unwrap_or(f64::NAN);
+        let above = med(none, |s| s.peak_mb).unwrap_or(f64::NAN)
+            - med(barrier, |s| s.peak_mb).unwrap_or(f64::NAN);
+        println!(
+            "none: issue time {:.1}% of its epoch; peak memory growth {above:.1} MB above barrier's",
+            100.0 * share
+        );
     }
     Ok(())
 }

@@ -50,23 +50,44 @@ fn sweep_policies(sweep: &str) -> anyhow::Result<Vec<PolicySpec>> {
             k.parse::<usize>()
                 .ok()
                 .filter(|k| *k >= 1)
-                .with_context(|| format!("invalid --sweep {sweep:?}: {k:?} is not a window size >= 1"))
+                .with_context(|| {
+                    format!("invalid --sweep {sweep:?}: {k:?} is not a window size >= 1")
+                })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     if ks.is_empty() {
-        bail!("invalid --sweep {sweep:?}: a sweep needs at least one window size, like --sweep 1,2,4,8");
+        bail!(
+            "invalid --sweep {sweep:?}: a sweep needs at least one window size, like --sweep 1,2,4,8"
+        );
     }
-    Ok(ks.into_iter().map(PolicySpec::Window).chain([PolicySpec::None]).collect())
+    Ok(ks
+        .into_iter()
+        .map(PolicySpec::Window)
+        .chain([PolicySpec::None])
+        .collect())
 }
 
 /// Creates `out` if needed and checks that it is a writable directory.
 fn prepare_out(out: &Path) -> anyhow::Result<()> {
     if out.exists() && !out.is_dir() {
-        bail!("invalid --out {}: it is a file, not a directory", out.display());
+        bail!(
+            "invalid --out {}: it is a file, not a directory",
+            out.display()
+        );
     }
-    std::fs::create_dir_all(out).with_context(|| format!("invalid --out {}: cannot create the directory", out.display()))?;
+    std::fs::create_dir_all(out).with_context(|| {
+        format!(
+            "invalid --out {}: cannot create the directory",
+            out.display()
+        )
+    })?;
     let probe = out.join(format!(".ember-write-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| format!("invalid --out {}: the directory is not writable", out.display()))?;
+    std::fs::write(&probe, b"").with_context(|| {
+        format!(
+            "invalid --out {}: the directory is not writable",
+            out.display()
+        )
+    })?;
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
@@ -93,7 +114,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
             configs.push(*spec);
         }
     }
-    let scratch = args.out.join(format!(".ember-compare-{}", std::process::id()));
+    let scratch = args
+        .out
+        .join(format!(".ember-compare-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let runs = run_all(&configs, repeat, epochs, &workload_args, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
@@ -101,7 +124,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
 
     let subtitle = format!(
         "{}, {} batches x {} x {} features, hidden {:?}, {} epoch(s), {} round(s)",
-        picked.name, workload.batches, workload.batch_size, workload.features, workload.hidden, epochs, repeat
+        picked.name,
+        workload.batches,
+        workload.batch_size,
+        workload.features,
+        workload.hidden,
+        epochs,
+        repeat
     );
     let summaries = summarize(&runs);
     let pick = |specs: &[PolicySpec]| -> Vec<PolicySummary> {
@@ -121,24 +150,62 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .filter_map(|m| main_runs.iter().find(|r| r.policy == m.name()))
         .collect();
 
-    write_tables(&args.out, &runs, &summaries, &format!("Device and workload: {subtitle}."))
-        .with_context(|| format!("writing the tables into {}", args.out.display()))?;
+    write_tables(
+        &args.out,
+        &runs,
+        &summaries,
+        &format!("Device and workload: {subtitle}."),
+    )
+    .with_context(|| format!("writing the tables into {}", args.out.display()))?;
     let mut written = vec![
         args.out.join("summary.csv"),
         args.out.join("trace.csv"),
         args.out.join("summary.md"),
     ];
-    let plot = |result: Result<Vec<PathBuf>, String>| result.map_err(|e| anyhow::anyhow!("drawing a plot: {e}"));
-    written.extend(plot(render(&TimeFigure { summaries: &main_summaries, subtitle: &subtitle }, &args.out, "time"))?);
-    written.extend(plot(render(&MemoryFigure { runs: &first_rounds, subtitle: &subtitle }, &args.out, "memory"))?);
-    written.extend(plot(render(&TimelineFigure { runs: &first_rounds, subtitle: &subtitle }, &args.out, "timeline"))?);
+    let plot = |result: Result<Vec<PathBuf>, String>| {
+        result.map_err(|e| anyhow::anyhow!("drawing a plot: {e}"))
+    };
+    written.extend(plot(render(
+        &TimeFigure {
+            summaries: &main_summaries,
+            subtitle: &subtitle,
+        },
+        &args.out,
+        "time",
+    ))?);
+    written.extend(plot(render(
+        &MemoryFigure {
+            runs: &first_rounds,
+            subtitle: &subtitle,
+        },
+        &args.out,
+        "memory",
+    ))?);
+    written.extend(plot(render(
+        &TimelineFigure {
+            runs: &first_rounds,
+            subtitle: &subtitle,
+        },
+        &args.out,
+        "timeline",
+    ))?);
     if let Some(sweep) = &sweep {
         let sweep_summaries = pick(sweep);
-        written.extend(plot(render(&SweepFigure { summaries: &sweep_summaries, subtitle: &subtitle }, &args.out, "sweep"))?);
+        written.extend(plot(render(
+            &SweepFigure {
+                summaries: &sweep_summaries,
+                subtitle: &subtitle,
+            },
+            &args.out,
+            "sweep",
+        ))?);
     }
 
     println!();
-    print!("{}", ember_trainer::compare::markdown(&summaries, &format!("Device and workload: {subtitle}.")));
+    print!(
+        "{}",
+        ember_trainer::compare::markdown(&summaries, &format!("Device and workload: {subtitle}."))
+    );
     println!();
     for path in written {
         println!("wrote {}", path.display());
@@ -190,10 +257,19 @@ fn run_all(
             let status = child.wait().context("waiting for ember train")?;
             let errors = errors.join().unwrap_or_default();
             if !status.success() {
-                bail!("the run of {name} (round {}) failed: {}", round + 1, errors.trim());
+                bail!(
+                    "the run of {name} (round {}) failed: {}",
+                    round + 1,
+                    errors.trim()
+                );
             }
-            let trace = Trace::read_jsonl(&metrics).with_context(|| format!("reading the trace of {name}"))?;
-            runs.push(PolicyRun { policy: name, round, trace });
+            let trace = Trace::read_jsonl(&metrics)
+                .with_context(|| format!("reading the trace of {name}"))?;
+            runs.push(PolicyRun {
+                policy: name,
+                round,
+                trace,
+            });
         }
     }
     Ok(runs)

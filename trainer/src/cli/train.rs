@@ -51,7 +51,7 @@ impl Progress for BookLines {
         if let Some(bar) = &self.bar {
             bar.set_message(format!("epoch {}", epoch + 1));
             bar.set_position(done as u64);
-        } else if done % 50 == 0 {
+        } else if done.is_multiple_of(50) {
             println!("batch {done}, time {elapsed:.4} sec");
         }
     }

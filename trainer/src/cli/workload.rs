@@ -82,13 +82,23 @@ impl TryFrom<WorkloadArgs> for Workload {
             .split(',')
             .filter(|s| !s.trim().is_empty())
             .map(|s| {
-                s.trim().parse::<usize>().ok().filter(|n| *n > 0).with_context(|| {
-                    format!("invalid --hidden {:?}: expected positive sizes like 2048,512", args.hidden)
-                })
+                s.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .with_context(|| {
+                        format!(
+                            "invalid --hidden {:?}: expected positive sizes like 2048,512",
+                            args.hidden
+                        )
+                    })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         if args.data != "synthetic" {
-            bail!("invalid --data {:?}: only `synthetic` is available in this version", args.data);
+            bail!(
+                "invalid --data {:?}: only `synthetic` is available in this version",
+                args.data
+            );
         }
         if !(args.lr.is_finite() && args.lr > 0.0) {
             bail!("invalid --lr {}: must be a finite number above 0", args.lr);
