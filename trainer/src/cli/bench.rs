@@ -4,9 +4,8 @@ use std::process::Command;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
-use ember::{L2Loss, Trainer};
 use ember_trainer::baseline::raw_burn_epoch;
-use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+use ember_trainer::compare::median;
 use ember_trainer::policy::PolicySpec;
 use serde::{Deserialize, Serialize};
 
@@ -69,19 +68,6 @@ struct Sample {
     peak_mb: Option<f64>,
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        0.5 * (values[n / 2 - 1] + values[n / 2])
-    }
-}
-
 /// glibc returns freed memory to the system and maps large buffers afresh depending on which
 /// thread's arena freed them, which moves an epoch by ±20% here between otherwise identical
 /// runs. Every child gets the same fixed settings, so the ratios measure ember, not malloc.
@@ -110,20 +96,7 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
     } else {
         let spec: PolicySpec = args.config.parse()?;
         let device = picked.device.autodiff();
-        let net = workload.net(&device);
-        let trainer = Trainer::new(&net, "sgd", workload.lr)?;
-        let mut data = SyntheticEpochs::new(workload.data(), workload.batches);
-        let mut policy = spec.build();
-        let run = fit(
-            net,
-            L2Loss,
-            trainer,
-            &device,
-            &mut data,
-            policy.as_mut(),
-            &FitOptions::epochs(1),
-            &mut (),
-        )?;
+        let run = workload.fit(&device, spec.build().as_mut(), 1, &mut ())?;
         let e = &run.trace.epochs[0];
         Sample {
             time: e.time,

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use ember::{Block, L2Loss, Trainer};
-use ember_trainer::fit::{FitOptions, Progress, SyntheticEpochs, fit};
+use ember::Block;
+use ember_trainer::fit::Progress;
 use ember_trainer::policy::PolicySpec;
 use ember_trainer::trace::EpochRecord;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -87,9 +87,6 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     println!("device: {}", picked.reason);
     let device = picked.device.autodiff();
 
-    let net = workload.net(&device);
-    let trainer = Trainer::new(&net, "sgd", workload.lr)?;
-    let mut data = SyntheticEpochs::new(workload.data(), workload.batches);
     println!(
         "training {} batches x {} of {} features, policy {}, {} epoch(s)",
         workload.batches,
@@ -108,16 +105,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         bar,
         batches: workload.batches,
     };
-    let run = fit(
-        net,
-        L2Loss,
-        trainer,
-        &device,
-        &mut data,
-        policy.as_mut(),
-        &FitOptions::epochs(epochs),
-        &mut progress,
-    )?;
+    let run = workload.fit(&device, policy.as_mut(), epochs, &mut progress)?;
     if let Some(path) = &args.metrics {
         let written = run
             .trace

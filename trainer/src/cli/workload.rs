@@ -2,8 +2,10 @@
 
 use anyhow::{Context, bail};
 use clap::Args;
-use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
+use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Sequential, Trainer};
 use ember_datasets::Synthetic;
+use ember_trainer::fit::{FitOptions, FitRun, Progress, SyntheticEpochs, fit};
+use ember_trainer::policy::SyncPolicy;
 
 /// The chapter's MLP on the chapter's synthetic data.
 #[derive(Debug, Args)]
@@ -119,6 +121,24 @@ impl Workload {
     /// The chapter's data.
     pub fn data(&self) -> Synthetic {
         Synthetic::chapter(self.batch_size, self.features, self.seed)
+    }
+
+    /// Trains a fresh chapter MLP on `device` (an autodiff device) for `epochs` epochs under
+    /// `policy`, with SGD at the workload's rate.
+    pub fn fit(
+        &self,
+        device: &burn::tensor::Device,
+        policy: &mut dyn SyncPolicy,
+        epochs: usize,
+        progress: &mut dyn Progress,
+    ) -> anyhow::Result<FitRun<Sequential>> {
+        let net = self.net(device);
+        let trainer = Trainer::new(&net, "sgd", self.lr)?;
+        let mut data = SyntheticEpochs::new(self.data(), self.batches);
+        let options = FitOptions::epochs(epochs);
+        Ok(fit(
+            net, L2Loss, trainer, device, &mut data, policy, &options, progress,
+        )?)
     }
 
     /// Dense(h, relu) for each hidden size, then Dense(1), initialized on `device`.
