@@ -6,8 +6,8 @@ use std::path::Path;
 use burn::prelude::*;
 use burn::tensor::Distribution;
 use ember::{
-    Activation, Block, Dense, DeviceName, Error, Init, L2Loss, Loss, Sequential, Trainer,
-    load_parameters, save_parameters,
+    Activation, Block, Dense, DeviceName, Error, Init, L2Loss, Loss, OptimizerKind, Sequential,
+    Trainer, load_parameters, save_parameters,
 };
 use ember_datasets::Synthetic;
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
@@ -185,6 +185,96 @@ fn wgpu() -> Device {
 #[test]
 fn gluon_loss_and_sgd_step_match_mxnet_on_wgpu() {
     gluon_reference_on(&wgpu().autodiff());
+}
+
+/// Two `step(4)`s of `optimizer` from the reference's fixed weights; the saved parameters.
+fn two_steps(
+    device: &Device,
+    optimizer: OptimizerKind,
+    lr: f64,
+) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed.safetensors");
+    write_pytorch_file(&fixed, &tiny_weights());
+    let mut net = load_parameters(tiny_net(), &fixed, device).unwrap();
+    let x = Tensor::<2>::from_floats([[1.0, 2.0], [-1.0, 0.5], [0.3, -0.7], [2.0, 1.0]], device);
+    let y = Tensor::<2>::from_floats([[1.0], [0.0], [-1.0], [2.0]], device);
+    let mut trainer = Trainer::new(&net, optimizer, lr).unwrap();
+    for _ in 0..2 {
+        let l = L2Loss
+            .forward(net.forward(x.clone()).unwrap(), y.clone())
+            .unwrap();
+        net = trainer.step(net, l.backward(), 4).unwrap();
+    }
+    let after = dir.path().join("after.safetensors");
+    save_parameters(&net, &after).unwrap();
+    read_file(&after)
+}
+
+// Reference: MXNet 1.9.1, same net, weights and data as above, two iterations of
+// `with autograd.record(): l = loss(net(X), y)`, `l.backward()`, `trainer.step(4)` with
+//   gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1, 'momentum': 0.9, 'wd': 0.01})
+//   gluon.Trainer(net.collect_params(), 'adam', {'learning_rate': 0.01})
+// printed (flattened, rounded to 9 digits):
+//   sgd:  dense0_weight [0.335254729, -0.030272797, -0.035331979, 0.150280938, -0.382972956, 0.697171807]
+//         dense0_bias [0.076368272, -0.214282602, 0.039695475]
+//         dense1_weight [0.697847664, -0.573756516, 0.901806533]   dense1_bias [0.155765176]
+//   adam: dense2_weight [0.11998529, -0.180010304, 0.28001672, 0.380023301, -0.480007887, 0.619960964]
+//         dense2_bias [0.029973561, -0.039980542, 0.049720977]
+//         dense3_weight [0.680736601, -0.780032337, 0.91978997]      dense3_bias [0.069952942]
+#[test]
+fn sgd_with_momentum_and_weight_decay_and_adam_match_mxnet() {
+    let device = Device::flex().autodiff();
+    let sgd = two_steps(
+        &device,
+        OptimizerKind::sgd()
+            .with_momentum(0.9)
+            .with_weight_decay(0.01),
+        0.1,
+    );
+    let expect_sgd: [(&str, Vec<f64>); 4] = [
+        (
+            "0.weight",
+            vec![
+                0.335254729,
+                -0.030272797,
+                -0.035331979,
+                0.150280938,
+                -0.382972956,
+                0.697171807,
+            ],
+        ),
+        ("0.bias", vec![0.076368272, -0.214282602, 0.039695475]),
+        ("1.weight", vec![0.697847664, -0.573756516, 0.901806533]),
+        ("1.bias", vec![0.155765176]),
+    ];
+    for (name, values) in expect_sgd {
+        assert_close(
+            &sgd[name].1,
+            &values,
+            &format!("sgd(momentum 0.9, wd 0.01) {name}"),
+        );
+    }
+    let adam = two_steps(&device, OptimizerKind::adam(), 0.01);
+    let expect_adam: [(&str, Vec<f64>); 4] = [
+        (
+            "0.weight",
+            vec![
+                0.11998529,
+                -0.180010304,
+                0.28001672,
+                0.380023301,
+                -0.480007887,
+                0.619960964,
+            ],
+        ),
+        ("0.bias", vec![0.029973561, -0.039980542, 0.049720977]),
+        ("1.weight", vec![0.680736601, -0.780032337, 0.91978997]),
+        ("1.bias", vec![0.069952942]),
+    ];
+    for (name, values) in expect_adam {
+        assert_close(&adam[name].1, &values, &format!("adam {name}"));
+    }
 }
 
 #[test]
