@@ -5,5 +5,5 @@ mod common;
 
 #[test]
 fn queued_batches_pile_up_under_none_but_not_under_barrier() {
-    common::memory::check(&common::wgpu(), 12, 256);
+    common::memory::check(&common::wgpu(), 12, 256, 256);
 }

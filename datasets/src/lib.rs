@@ -1,7 +1,8 @@
 //! # ember-datasets
 //!
 //! Host-side data for ember: the d2l chapter's synthetic minibatches (X ~ N(0, 1), y = 1),
-//! a learnable synthetic regression, and the batch type the training loop uploads.
+//! a learnable synthetic regression, MNIST/Fashion-MNIST IDX files, and a [`DataLoader`] with a
+//! seeded shuffle and prefetch, all producing the host [`Batch`] the training loop uploads.
 //!
 //! ```
 //! use ember_datasets::{Batch, Synthetic};
@@ -14,7 +15,14 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod error;
+pub mod examples;
+pub mod idx;
+pub mod loader;
 pub mod synthetic;
 
 pub use batch::Batch;
+pub use error::{DatasetError, Result};
+pub use examples::Examples;
+pub use loader::DataLoader;
 pub use synthetic::Synthetic;

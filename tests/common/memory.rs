@@ -8,15 +8,16 @@ use burn::prelude::*;
 use crate::common::{Copies, busy_net, run};
 use ember_trainer::policy::{NoSync, SyncPolicy, Window};
 
-/// Batches of 256 × 4096 floats (4 MiB) in host memory, and a backend that needs far longer
-/// per batch than the frontend needs to copy one.
+/// Batches of `rows` × 4096 floats in host memory, and a backend that needs far longer per
+/// batch than the frontend needs to copy one.
 fn growth_mb(
     device: &Device,
     policy: &mut dyn SyncPolicy,
     batches: usize,
+    rows: usize,
     width: usize,
 ) -> (f64, f64) {
-    let mut data = Copies::new(256, 4096, batches);
+    let mut data = Copies::new(rows, 4096, batches);
     let batch_mb = data.template.bytes() as f64 / (1024.0 * 1024.0);
     let trace = run(device, busy_net(width, 4), &mut data, policy, 1e-3).unwrap();
     if std::env::var_os("EMBER_TEST_TRACE").is_some() {
@@ -28,12 +29,12 @@ fn growth_mb(
     (trace.epochs[0].peak_growth_mb, batch_mb)
 }
 
-pub fn check(device: &Device, batches: usize, width: usize) {
+pub fn check(device: &Device, batches: usize, rows: usize, width: usize) {
     // Prime the process: wgpu's staging buffers and the allocator's arenas grow over the first
     // batches of a process whatever the policy; the check is about batches queued later.
-    growth_mb(device, &mut Window(1), 4, width);
-    let (barrier, batch_mb) = growth_mb(device, &mut Window(1), batches, width);
-    let (none, _) = growth_mb(device, &mut NoSync, batches, width);
+    growth_mb(device, &mut Window(1), 4, rows, width);
+    let (barrier, batch_mb) = growth_mb(device, &mut Window(1), batches, rows, width);
+    let (none, _) = growth_mb(device, &mut NoSync, batches, rows, width);
     let queued = batches as f64 * batch_mb;
     assert!(
         none >= 0.5 * queued,

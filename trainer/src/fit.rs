@@ -86,6 +86,12 @@ impl BatchSource for SyntheticEpochs {
     }
 }
 
+impl BatchSource for ember_datasets::DataLoader {
+    fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        Box::new(self.epoch(epoch).map(Ok))
+    }
+}
+
 /// How long to train, and whether to run the book's warm-up batch first.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitOptions {

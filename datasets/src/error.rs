@@ -1,0 +1,54 @@
+//! The errors of `ember-datasets`: each names the file and the place in it.
+
+use std::path::PathBuf;
+
+/// A dataset that could not be read, or a loader asked for something impossible.
+#[derive(Debug, thiserror::Error)]
+pub enum DatasetError {
+    /// The file could not be opened or read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file's content is not what its format requires.
+    #[error("{path}: {at}: {message}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// Where: a byte offset, a line, a header field.
+        at: String,
+        /// What is wrong, with the value found.
+        message: String,
+    },
+    /// Two files that belong together disagree (image and label counts).
+    #[error("{first} has {first_count} {what} but {second} has {second_count}")]
+    Mismatch {
+        /// What is counted (examples, rows).
+        what: &'static str,
+        /// The first file.
+        first: PathBuf,
+        /// Its count.
+        first_count: usize,
+        /// The second file.
+        second: PathBuf,
+        /// Its count.
+        second_count: usize,
+    },
+    /// A loader setting that cannot work (batch size 0, a batch larger than the data with
+    /// drop_last…).
+    #[error("invalid {name} {value}: {reason}")]
+    InvalidValue {
+        /// The setting.
+        name: &'static str,
+        /// The value given.
+        value: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// `Result` with [`DatasetError`].
+pub type Result<T, E = DatasetError> = std::result::Result<T, E>;

@@ -1,0 +1,246 @@
+//! The IDX format of MNIST and Fashion-MNIST, raw or gzipped.
+//!
+//! An IDX file is a big-endian header (two zero bytes, a type byte, the number of dimensions,
+//! then one u32 per dimension) followed by the values. Images are `ubyte` of rank 3
+//! (magic `0x00000803`), labels `ubyte` of rank 1 (magic `0x00000801`). A gzip file is
+//! recognized by its own magic bytes, whatever its name.
+//!
+//! ```no_run
+//! use ember_datasets::idx::read_pair;
+//! let train = read_pair(
+//!     "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz",
+//!     "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz",
+//! ).unwrap();
+//! assert_eq!(train.features(), 784);
+//! ```
+
+use std::io::Read;
+use std::path::Path;
+
+use flate2::read::GzDecoder;
+
+use crate::error::{DatasetError, Result};
+use crate::examples::Examples;
+
+/// A decoded IDX array of unsigned bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdxArray {
+    /// The dimensions, outermost first.
+    pub dims: Vec<usize>,
+    /// The values, row-major.
+    pub data: Vec<u8>,
+}
+
+/// Reads a file's bytes, decompressing it when it starts with gzip's magic bytes.
+fn read_bytes(path: &Path) -> Result<Vec<u8>> {
+    let io = |source| DatasetError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let raw = std::fs::read(path).map_err(io)?;
+    if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        GzDecoder::new(raw.as_slice())
+            .read_to_end(&mut out)
+            .map_err(|e| DatasetError::Format {
+                path: path.to_path_buf(),
+                at: "gzip stream".to_string(),
+                message: format!("cannot decompress: {e}"),
+            })?;
+        Ok(out)
+    } else {
+        Ok(raw)
+    }
+}
+
+/// Reads an unsigned-byte IDX file of the given rank.
+pub fn read_idx(path: impl AsRef<Path>, rank: usize) -> Result<IdxArray> {
+    let path = path.as_ref();
+    let bytes = read_bytes(path)?;
+    let format = |at: String, message: String| DatasetError::Format {
+        path: path.to_path_buf(),
+        at,
+        message,
+    };
+    if bytes.len() < 4 {
+        return Err(format(
+            "header".into(),
+            format!(
+                "truncated: {} bytes, an IDX header needs at least 4",
+                bytes.len()
+            ),
+        ));
+    }
+    let magic = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    let expected = 0x0000_0800 | rank as u32;
+    if magic != expected {
+        return Err(format(
+            "magic number (bytes 0-3)".into(),
+            format!(
+                "found 0x{magic:08x}, expected 0x{expected:08x} (unsigned bytes of rank {rank})"
+            ),
+        ));
+    }
+    let header = 4 + 4 * rank;
+    if bytes.len() < header {
+        return Err(format(
+            "header".into(),
+            format!(
+                "truncated: {} bytes, the header of rank {rank} needs {header}",
+                bytes.len()
+            ),
+        ));
+    }
+    let dims: Vec<usize> = (0..rank)
+        .map(|d| {
+            let at = 4 + 4 * d;
+            u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize
+        })
+        .collect();
+    let count: usize = dims.iter().product();
+    let body = bytes.len() - header;
+    if body != count {
+        return Err(format(
+            format!("data (from byte {header})"),
+            format!(
+                "{} {body} bytes of data, the dimensions {dims:?} need {count}",
+                if body < count {
+                    "truncated:"
+                } else {
+                    "too long:"
+                }
+            ),
+        ));
+    }
+    Ok(IdxArray {
+        dims,
+        data: bytes[header..].to_vec(),
+    })
+}
+
+/// Reads an images file (rank 3) and a labels file (rank 1) into examples: pixels scaled to
+/// [0, 1], one row of `rows × cols` features per image, labels as class indices (10 classes).
+pub fn read_pair(images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Result<Examples> {
+    let (images, labels) = (images.as_ref(), labels.as_ref());
+    let x = read_idx(images, 3)?;
+    let y = read_idx(labels, 1)?;
+    if x.dims[0] != y.dims[0] {
+        return Err(DatasetError::Mismatch {
+            what: "examples",
+            first: images.to_path_buf(),
+            first_count: x.dims[0],
+            second: labels.to_path_buf(),
+            second_count: y.dims[0],
+        });
+    }
+    let features = x.dims[1] * x.dims[2];
+    Examples::classification(
+        x.data.iter().map(|&p| f32::from(p) / 255.0).collect(),
+        features,
+        y.data.iter().map(|&c| usize::from(c)).collect(),
+        10,
+    )
+    .map_err(|e| match e {
+        DatasetError::InvalidValue { reason, .. } => DatasetError::Format {
+            path: labels.to_path_buf(),
+            at: "labels".to_string(),
+            message: reason,
+        },
+        other => other,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// An IDX file of unsigned bytes with the given dimensions.
+    pub(crate) fn idx_bytes(dims: &[u32], data: &[u8]) -> Vec<u8> {
+        let mut out = vec![0, 0, 0x08, dims.len() as u8];
+        for d in dims {
+            out.extend(d.to_be_bytes());
+        }
+        out.extend(data);
+        out
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    }
+
+    #[test]
+    fn raw_and_gzipped_files_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let pixels: Vec<u8> = (0..3 * 2 * 2).map(|v| (v * 20) as u8).collect();
+        let images = idx_bytes(&[3, 2, 2], &pixels);
+        let labels = idx_bytes(&[3], &[7, 0, 9]);
+        std::fs::write(dir.path().join("x"), &images).unwrap();
+        std::fs::write(dir.path().join("y"), &labels).unwrap();
+        std::fs::write(dir.path().join("x.gz"), gzip(&images)).unwrap();
+        std::fs::write(dir.path().join("y.gz"), gzip(&labels)).unwrap();
+        let raw = read_pair(dir.path().join("x"), dir.path().join("y")).unwrap();
+        let gz = read_pair(dir.path().join("x.gz"), dir.path().join("y.gz")).unwrap();
+        assert_eq!(raw, gz);
+        assert_eq!(raw.len(), 3);
+        assert_eq!(raw.features(), 4);
+        assert_eq!(
+            raw.row(1).0,
+            &[80.0 / 255.0, 100.0 / 255.0, 120.0 / 255.0, 140.0 / 255.0]
+        );
+        assert_eq!(raw.row(2).1, &[9.0]);
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_the_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let labels = write("labels", &idx_bytes(&[2], &[1, 2]));
+        let cases = [
+            (
+                write("magic", &idx_bytes(&[1, 1], &[0])),
+                "magic number",
+                "0x00000802",
+            ),
+            (write("short", &[0, 0, 8]), "header", "truncated"),
+            (
+                write("cut", &idx_bytes(&[2, 2, 2], &[0; 7])),
+                "data",
+                "truncated: 7 bytes",
+            ),
+            (
+                write("long", &idx_bytes(&[2, 2, 2], &[0; 9])),
+                "data",
+                "too long",
+            ),
+        ];
+        for (path, place, detail) in cases {
+            let err = read_pair(&path, &labels).unwrap_err().to_string();
+            assert!(
+                err.contains(&*path.to_string_lossy())
+                    && err.contains(place)
+                    && err.contains(detail),
+                "{err}"
+            );
+        }
+        let three = write("three", &idx_bytes(&[3, 1, 1], &[0, 0, 0]));
+        let err = read_pair(&three, &labels).unwrap_err().to_string();
+        assert!(err.contains("3 examples") && err.contains("has 2"), "{err}");
+        let bad_labels = write("bad-labels", &idx_bytes(&[3], &[1, 12, 2]));
+        let err = read_pair(&three, &bad_labels).unwrap_err().to_string();
+        assert!(err.contains("bad-labels") && err.contains("12"), "{err}");
+        let garbage_gz = write("garbage.gz", &[0x1f, 0x8b, 1, 2, 3]);
+        assert!(
+            read_pair(&garbage_gz, &labels)
+                .unwrap_err()
+                .to_string()
+                .contains("gzip")
+        );
+    }
+}

@@ -1,0 +1,201 @@
+//! `DataLoader`: minibatches of in-memory examples, with a seeded shuffle, `drop_last`, and a
+//! background thread that prepares up to `prefetch` host batches ahead of the training loop.
+//!
+//! ```
+//! use ember_datasets::{DataLoader, Examples};
+//! let data = Examples::regression((0..20).map(|v| v as f32).collect(), 2, vec![0.0; 10], 1).unwrap();
+//! let loader = DataLoader::new(data, 4).unwrap().shuffle(7).drop_last(true).prefetch(2);
+//! assert_eq!(loader.num_batches(), 2);
+//! let batches: Vec<_> = loader.epoch(0).collect();
+//! assert_eq!(batches.len(), 2);
+//! assert_eq!(batches[0].x_shape, [4, 2]);
+//! ```
+
+use std::sync::Arc;
+use std::sync::mpsc;
+
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+
+use crate::batch::Batch;
+use crate::error::{DatasetError, Result};
+use crate::examples::Examples;
+
+/// Minibatches of a set of examples, epoch by epoch.
+#[derive(Debug, Clone)]
+pub struct DataLoader {
+    data: Arc<Examples>,
+    batch_size: usize,
+    shuffle: Option<u64>,
+    drop_last: bool,
+    prefetch: usize,
+}
+
+impl DataLoader {
+    /// Batches of `batch_size` in order, the last one possibly smaller, no prefetch.
+    pub fn new(data: Examples, batch_size: usize) -> Result<Self> {
+        if batch_size == 0 {
+            return Err(DatasetError::InvalidValue {
+                name: "batch size",
+                value: "0".to_string(),
+                reason: "a batch needs at least one example".to_string(),
+            });
+        }
+        Ok(Self {
+            data: Arc::new(data),
+            batch_size,
+            shuffle: None,
+            drop_last: false,
+            prefetch: 0,
+        })
+    }
+
+    /// Shuffles the examples every epoch; the same seed and epoch give the same order.
+    pub fn shuffle(mut self, seed: u64) -> Self {
+        self.shuffle = Some(seed);
+        self
+    }
+
+    /// Drops the last batch when it would be smaller than the others.
+    pub fn drop_last(mut self, drop_last: bool) -> Self {
+        self.drop_last = drop_last;
+        self
+    }
+
+    /// Prepares up to `depth` batches ahead on a background thread (0: prepare on demand).
+    pub fn prefetch(mut self, depth: usize) -> Self {
+        self.prefetch = depth;
+        self
+    }
+
+    /// The examples.
+    pub fn examples(&self) -> &Examples {
+        &self.data
+    }
+
+    /// Batches per epoch.
+    pub fn num_batches(&self) -> usize {
+        let n = self.data.len();
+        if self.drop_last {
+            n / self.batch_size
+        } else {
+            n.div_ceil(self.batch_size)
+        }
+    }
+
+    /// The order in which epoch `epoch` visits the examples.
+    pub fn order(&self, epoch: usize) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.data.len()).collect();
+        if let Some(seed) = self.shuffle {
+            let mut rng = StdRng::seed_from_u64(
+                seed.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+                    .wrapping_add(epoch as u64),
+            );
+            order.shuffle(&mut rng);
+        }
+        order
+    }
+
+    /// The batches of epoch `epoch`. With a prefetch depth, a background thread prepares them;
+    /// dropping the iterator stops that thread.
+    pub fn epoch(&self, epoch: usize) -> Box<dyn Iterator<Item = Batch> + Send> {
+        let order = self.order(epoch);
+        let batches = self.num_batches();
+        let (data, size) = (self.data.clone(), self.batch_size);
+        let make = move |b: usize| {
+            let end = ((b + 1) * size).min(order.len());
+            data.batch(&order[b * size..end])
+        };
+        if self.prefetch == 0 {
+            return Box::new((0..batches).map(make));
+        }
+        let (tx, rx) = mpsc::sync_channel(self.prefetch);
+        std::thread::Builder::new()
+            .name("ember-prefetch".into())
+            .spawn(move || {
+                for b in 0..batches {
+                    if tx.send(make(b)).is_err() {
+                        break;
+                    }
+                }
+            })
+            .expect("spawning the prefetch thread");
+        Box::new(rx.into_iter())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(n: usize) -> Examples {
+        Examples::regression(
+            (0..n).map(|v| v as f32).collect(),
+            1,
+            (0..n).map(|v| v as f32).collect(),
+            1,
+        )
+        .unwrap()
+    }
+
+    fn seen(loader: &DataLoader, epoch: usize) -> Vec<Vec<f32>> {
+        loader.epoch(epoch).map(|b| b.x).collect()
+    }
+
+    #[test]
+    fn shuffle_is_a_seeded_permutation_per_epoch() {
+        let loader = DataLoader::new(numbered(50), 8).unwrap().shuffle(3);
+        let mut all: Vec<f32> = seen(&loader, 0).concat();
+        assert_ne!(
+            all,
+            (0..50).map(|v| v as f32).collect::<Vec<_>>(),
+            "shuffled"
+        );
+        all.sort_by(f32::total_cmp);
+        assert_eq!(
+            all,
+            (0..50).map(|v| v as f32).collect::<Vec<_>>(),
+            "a permutation"
+        );
+        let again = DataLoader::new(numbered(50), 8).unwrap().shuffle(3);
+        assert_eq!(seen(&loader, 0), seen(&again, 0), "same seed, same order");
+        assert_ne!(seen(&loader, 0), seen(&loader, 1), "a new order each epoch");
+        assert_ne!(
+            seen(&loader, 0),
+            seen(&DataLoader::new(numbered(50), 8).unwrap().shuffle(4), 0)
+        );
+    }
+
+    #[test]
+    fn drop_last_drops_only_the_short_batch() {
+        let keep = DataLoader::new(numbered(10), 4).unwrap();
+        let sizes: Vec<usize> = keep.epoch(0).map(|b| b.len()).collect();
+        assert_eq!(sizes, [4, 4, 2]);
+        let drop = keep.clone().drop_last(true);
+        let sizes: Vec<usize> = drop.epoch(0).map(|b| b.len()).collect();
+        assert_eq!(sizes, [4, 4]);
+        assert_eq!(drop.num_batches(), 2);
+        assert!(
+            DataLoader::new(numbered(3), 0)
+                .unwrap_err()
+                .to_string()
+                .contains("batch size 0")
+        );
+    }
+
+    #[test]
+    fn prefetch_changes_when_batches_are_made_not_which() {
+        let plain = DataLoader::new(numbered(37), 5).unwrap().shuffle(11);
+        for depth in [1, 2, 8] {
+            let ahead = plain.clone().prefetch(depth);
+            let a: Vec<Batch> = plain.epoch(2).collect();
+            let b: Vec<Batch> = ahead.epoch(2).collect();
+            assert_eq!(a, b, "prefetch depth {depth}");
+        }
+        // Dropping a prefetching iterator early ends its thread instead of blocking it.
+        let mut early = plain.prefetch(1).epoch(0);
+        assert!(early.next().is_some());
+        drop(early);
+    }
+}
