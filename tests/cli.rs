@@ -1,5 +1,7 @@
 //! The `ember` binary as a user runs it: output lines, files, and bad input.
 
+mod common;
+
 use std::process::{Command, Output};
 
 fn ember(args: &[&str]) -> Output {
@@ -179,5 +181,107 @@ fn bench_policies_runs_each_configuration_and_prints_the_ratios() {
             .unwrap_or_else(|| panic!("{line:?} missing:\n{stdout}"));
         let ratio: f64 = value.split_whitespace().next().unwrap().parse().unwrap();
         assert!(ratio.is_finite() && ratio > 0.0, "{line}{value}");
+    }
+}
+
+#[test]
+fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fashion::fashion_like(dir.path(), "train", 2000, 1);
+    common::fashion::fashion_like(dir.path(), "t10k", 300, 2);
+    let data = format!("fashion-mnist:{}", dir.path().display());
+    let params = dir.path().join("mlp.safetensors");
+    let metrics = dir.path().join("run.csv");
+    let out = ember(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--model",
+        "mlp:64",
+        "--loss",
+        "softmax-ce",
+        "--lr",
+        "0.1",
+        "--batch-size",
+        "64",
+        "--epochs",
+        "3",
+        "--sync",
+        "t+2",
+        "--save",
+        params.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let accuracy = |line: &str| -> f64 {
+        line.split("test_acc ")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let last = stdout.lines().rfind(|l| l.contains("test_acc")).unwrap();
+    assert!(
+        stdout.lines().any(|l| l.starts_with("epoch 3: train loss")),
+        "{stdout}"
+    );
+    assert!(accuracy(last) > 0.8, "{last}");
+    let epochs = std::fs::read_to_string(dir.path().join("run.epochs.csv")).unwrap();
+    assert!(
+        epochs
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("test_acc,train_acc"),
+        "{epochs}"
+    );
+
+    // Starting from the saved parameters, the first epoch is already accurate.
+    let out = ember(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--model",
+        "mlp:64",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "64",
+        "--epochs",
+        "1",
+        "--load",
+        params.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let first = stdout.lines().find(|l| l.contains("test_acc")).unwrap();
+    assert!(accuracy(first) > 0.8, "{first}");
+
+    for (args, needle) in [
+        (
+            vec!["--data", "fashion-mnist:/nonexistent"],
+            "dataset-fashion-mnist",
+        ),
+        (vec!["--data", &data, "--loss", "l2"], "--loss"),
+        (vec!["--model", "mlp:x"], "--model"),
+        (vec!["--data", "fashion-mnist:"], "--data"),
+    ] {
+        let mut all = vec!["train", "--device", "flex"];
+        all.extend(args.iter().copied());
+        let out = ember(&all);
+        let (_, stderr) = text(&out);
+        assert!(
+            !out.status.success() && stderr.contains(needle),
+            "{args:?}: {stderr}"
+        );
     }
 }

@@ -35,13 +35,7 @@ pub struct DataLoader {
 impl DataLoader {
     /// Batches of `batch_size` in order, the last one possibly smaller, no prefetch.
     pub fn new(data: Examples, batch_size: usize) -> Result<Self> {
-        if batch_size == 0 {
-            return Err(DatasetError::InvalidValue {
-                name: "batch size",
-                value: "0".to_string(),
-                reason: "a batch needs at least one example".to_string(),
-            });
-        }
+        check_batch_size(batch_size)?;
         Ok(Self {
             data: Arc::new(data),
             batch_size,
@@ -67,6 +61,19 @@ impl DataLoader {
     pub fn prefetch(mut self, depth: usize) -> Self {
         self.prefetch = depth;
         self
+    }
+
+    /// A loader over the same examples (shared, not copied) in order, with another batch size:
+    /// for evaluation passes.
+    pub fn rebatched(&self, batch_size: usize) -> Result<Self> {
+        check_batch_size(batch_size)?;
+        Ok(Self {
+            data: self.data.clone(),
+            batch_size,
+            shuffle: None,
+            drop_last: false,
+            prefetch: 0,
+        })
     }
 
     /// The examples.
@@ -123,6 +130,17 @@ impl DataLoader {
             .expect("spawning the prefetch thread");
         Box::new(rx.into_iter())
     }
+}
+
+fn check_batch_size(batch_size: usize) -> Result<()> {
+    if batch_size == 0 {
+        return Err(DatasetError::InvalidValue {
+            name: "batch size",
+            value: "0".to_string(),
+            reason: "a batch needs at least one example".to_string(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

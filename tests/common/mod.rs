@@ -1,6 +1,7 @@
 //! Workloads shared by the whole-workspace tests.
 #![allow(dead_code)]
 
+pub mod fashion;
 pub mod memory;
 
 use burn::prelude::*;

@@ -185,6 +185,7 @@ mod tests {
             peak_pool_mb: None,
             mean_loss: 0.5,
             max_depth: 1,
+            metrics: Default::default(),
         }
     }
 

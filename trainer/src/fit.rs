@@ -21,6 +21,7 @@
 //! assert_eq!(run.trace.epochs.len(), 2);
 //! ```
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 use burn::tensor::{Device, Int, Tensor};
@@ -92,23 +93,51 @@ impl BatchSource for ember_datasets::DataLoader {
     }
 }
 
-/// How long to train, and whether to run the book's warm-up batch first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FitOptions {
+/// A metric computed after every epoch on a snapshot of the network taken without autodiff
+/// (`Module::valid`), on the caller's thread: test accuracy, validation loss…
+pub struct Evaluation<B> {
+    /// The metric's name, used as its column in the epoch records (`test_acc`).
+    pub name: String,
+    /// Computes the metric.
+    pub metric: Metric<B>,
+}
+
+/// A metric of a network snapshot.
+pub type Metric<B> = Box<dyn Fn(&B) -> Result<f64>>;
+
+/// How long to train, whether to run the book's warm-up batch first, and what to evaluate
+/// after each epoch.
+pub struct FitOptions<B> {
     /// Epochs to run.
     pub epochs: usize,
     /// One unmeasured batch before the first epoch, so that initialization (kernel
     /// compilation, allocation) is not counted, as in the book.
     pub warmup: bool,
+    /// Metrics computed after each epoch; their time does not count in the epoch's.
+    pub evaluations: Vec<Evaluation<B>>,
 }
 
-impl FitOptions {
-    /// `epochs` epochs with the warm-up batch.
+impl<B> FitOptions<B> {
+    /// `epochs` epochs with the warm-up batch and no evaluation.
     pub fn epochs(epochs: usize) -> Self {
         Self {
             epochs,
             warmup: true,
+            evaluations: Vec::new(),
         }
+    }
+
+    /// Adds a metric computed after each epoch.
+    pub fn evaluate(
+        mut self,
+        name: impl Into<String>,
+        metric: impl Fn(&B) -> Result<f64> + 'static,
+    ) -> Self {
+        self.evaluations.push(Evaluation {
+            name: name.into(),
+            metric: Box::new(metric),
+        });
+        self
     }
 }
 
@@ -148,7 +177,7 @@ pub fn fit<B, L>(
     device: &Device,
     data: &mut dyn BatchSource,
     policy: &mut dyn SyncPolicy,
-    options: &FitOptions,
+    options: &FitOptions<B>,
     progress: &mut dyn Progress,
 ) -> Result<FitRun<B>>
 where
@@ -232,6 +261,13 @@ where
                 peak_pool = Some(peak_pool.unwrap_or(0).max(pool.in_use));
             }
         }
+        let mut metrics = BTreeMap::new();
+        if !options.evaluations.is_empty() {
+            let snapshot = snapshot(&engine, device)?;
+            for evaluation in &options.evaluations {
+                metrics.insert(evaluation.name.clone(), (evaluation.metric)(&snapshot)?);
+            }
+        }
         let losses: f64 = records.iter().map(|r| f64::from(r.loss)).sum();
         let epoch_record = EpochRecord {
             policy: name.clone(),
@@ -245,6 +281,7 @@ where
             peak_pool_mb: peak_pool.map(|p| mb(p as f64)),
             mean_loss: losses / records.len().max(1) as f64,
             max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
+            metrics,
         };
         progress.epoch_done(&epoch_record);
         trace.batches.extend(records);
@@ -260,6 +297,29 @@ where
         trainer: backend.trainer,
         trace,
     })
+}
+
+/// The network as it stands after every issued step, without autodiff, handed over by the
+/// backend worker.
+fn snapshot<B, L>(engine: &Engine<Backend<B, L>>, device: &Device) -> Result<B>
+where
+    B: Block + 'static,
+    L: Loss + Send + 'static,
+{
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let device = device.clone();
+    engine
+        .issue(move |backend: &mut Backend<B, L>| {
+            let net = backend.net.as_ref().ok_or_else(|| {
+                Error::Execution("the network was lost in a failed step".to_string())
+            })?;
+            let _ = sender.send(net.valid());
+            Ok(Tensor::<1>::zeros([1], &device))
+        })
+        .wait()?;
+    receiver
+        .recv()
+        .map_err(|_| Error::Execution("the backend did not hand over the network".to_string()))
 }
 
 /// One training step on the backend: upload, forward, loss, backward, `step(batch_size)`.

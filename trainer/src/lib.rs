@@ -6,6 +6,7 @@
 
 pub mod baseline;
 pub mod compare;
+pub mod evaluate;
 pub mod fit;
 pub mod memory;
 pub mod plot;

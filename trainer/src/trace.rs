@@ -2,6 +2,7 @@
 //!
 //! Times are seconds since the run started (after the warm-up batch).
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -66,6 +67,9 @@ pub struct EpochRecord {
     pub mean_loss: f64,
     /// Deepest in-flight queue seen.
     pub max_depth: usize,
+    /// The epoch's evaluations (`test_acc`…), one column each.
+    #[serde(flatten)]
+    pub metrics: BTreeMap<String, f64>,
 }
 
 /// Everything a run recorded.
@@ -121,9 +125,10 @@ impl Trace {
         };
         let mut trace = Trace::default();
         for (index, line) in fs::read_to_string(path)?.lines().enumerate() {
-            let value: serde_json::Value =
+            let mut value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| invalid(index + 1, e))?;
-            if value["kind"] == "epoch" {
+            let kind = value.as_object_mut().and_then(|map| map.remove("kind"));
+            if kind.is_some_and(|kind| kind == "epoch") {
                 trace
                     .epochs
                     .push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);

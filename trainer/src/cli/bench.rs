@@ -82,7 +82,7 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
     let sample = if args.config == "raw" {
         let time = raw_burn_epoch(
             &picked.device,
-            &workload.data(),
+            &workload.data()?,
             workload.batches,
             &workload.hidden,
             workload.lr,
@@ -96,7 +96,13 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
     } else {
         let spec: PolicySpec = args.config.parse()?;
         let device = picked.device.autodiff();
-        let run = workload.fit(&device, spec.build().as_mut(), 1, &mut ())?;
+        let run = workload.fit(
+            workload.net(&device),
+            &device,
+            spec.build().as_mut(),
+            1,
+            &mut (),
+        )?;
         let e = &run.trace.epochs[0];
         Sample {
             time: e.time,

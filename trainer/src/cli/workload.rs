@@ -1,5 +1,7 @@
 //! The chapter workload's options, shared by `train` and `bench`.
 
+use std::path::PathBuf;
+
 use anyhow::{Context, bail};
 use clap::Args;
 use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Sequential, Trainer};
@@ -28,10 +30,12 @@ pub struct WorkloadArgs {
     /// Learning rate (SGD).
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub lr: f64,
-    /// Seed of the synthetic data.
+    /// Seed of the data (synthetic batches, shuffling) and of the weights' initialization.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Data: `synthetic` (the chapter's X ~ N(0,1), y = 1).
+    /// Data: `synthetic` (the chapter's X ~ N(0,1), y = 1), or `fashion-mnist[:DIR]` (IDX
+    /// files, gzipped or raw; DIR defaults to Debian's /usr/share/datasets/fashion-mnist from
+    /// `apt-get install dataset-fashion-mnist`).
     #[arg(long, default_value = "synthetic")]
     pub data: String,
 }
@@ -55,10 +59,40 @@ impl WorkloadArgs {
     }
 }
 
+/// Where the examples come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DataSpec {
+    /// The chapter's seeded synthetic data.
+    Synthetic,
+    /// Fashion-MNIST's four IDX files in a directory.
+    FashionMnist(PathBuf),
+}
+
+/// Debian's `dataset-fashion-mnist` puts the files here.
+pub const FASHION_MNIST_DIR: &str = "/usr/share/datasets/fashion-mnist";
+
+impl std::str::FromStr for DataSpec {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        match s.split_once(':') {
+            None if s == "synthetic" => Ok(DataSpec::Synthetic),
+            None if s == "fashion-mnist" => Ok(DataSpec::FashionMnist(FASHION_MNIST_DIR.into())),
+            Some(("fashion-mnist", dir)) if !dir.is_empty() => {
+                Ok(DataSpec::FashionMnist(dir.into()))
+            }
+            _ => bail!(
+                "invalid --data {s:?}: expected synthetic, fashion-mnist or fashion-mnist:DIR"
+            ),
+        }
+    }
+}
+
 /// The checked workload.
 #[derive(Debug, Clone)]
 pub struct Workload {
     pub device: DeviceName,
+    pub data: DataSpec,
     pub batches: usize,
     pub batch_size: usize,
     pub features: usize,
@@ -96,17 +130,12 @@ impl TryFrom<WorkloadArgs> for Workload {
                     })
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        if args.data != "synthetic" {
-            bail!(
-                "invalid --data {:?}: only `synthetic` is available in this version",
-                args.data
-            );
-        }
         if !(args.lr.is_finite() && args.lr > 0.0) {
             bail!("invalid --lr {}: must be a finite number above 0", args.lr);
         }
         Ok(Self {
             device: args.device.parse()?,
+            data: args.data.parse()?,
             batches: positive("batches", args.batches)?,
             batch_size: positive("batch-size", args.batch_size)?,
             features: positive("features", args.features)?,
@@ -118,23 +147,32 @@ impl TryFrom<WorkloadArgs> for Workload {
 }
 
 impl Workload {
-    /// The chapter's data.
-    pub fn data(&self) -> Synthetic {
-        Synthetic::chapter(self.batch_size, self.features, self.seed)
+    /// The chapter's data; other data is refused by the commands that only run the chapter.
+    pub fn data(&self) -> anyhow::Result<Synthetic> {
+        match &self.data {
+            DataSpec::Synthetic => Ok(Synthetic::chapter(
+                self.batch_size,
+                self.features,
+                self.seed,
+            )),
+            other => bail!(
+                "invalid --data {other:?}: this command runs the chapter's synthetic data only"
+            ),
+        }
     }
 
-    /// Trains a fresh chapter MLP on `device` (an autodiff device) for `epochs` epochs under
-    /// `policy`, with SGD at the workload's rate.
+    /// Trains `net` (see [`Workload::net`]) on `device` (an autodiff device) for `epochs`
+    /// epochs under `policy`, with SGD at the workload's rate.
     pub fn fit(
         &self,
+        net: Sequential,
         device: &burn::tensor::Device,
         policy: &mut dyn SyncPolicy,
         epochs: usize,
         progress: &mut dyn Progress,
     ) -> anyhow::Result<FitRun<Sequential>> {
-        let net = self.net(device);
         let trainer = Trainer::new(&net, "sgd", self.lr)?;
-        let mut data = SyntheticEpochs::new(self.data(), self.batches);
+        let mut data = SyntheticEpochs::new(self.data()?, self.batches);
         let options = FitOptions::epochs(epochs);
         Ok(fit(
             net, L2Loss, trainer, device, &mut data, policy, &options, progress,

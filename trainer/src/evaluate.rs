@@ -1,0 +1,26 @@
+//! Evaluation metrics over a data loader, computed without autodiff.
+
+use burn::tensor::{Device, Tensor};
+use ember::{Block, Result};
+use ember_datasets::DataLoader;
+
+/// The share of examples whose largest output is their class label.
+///
+/// `net` should be a snapshot without autodiff (`Module::valid`) living on `device`.
+pub fn accuracy<B: Block>(net: &B, data: &DataLoader, device: &Device) -> Result<f64> {
+    let (mut correct, mut seen) = (0usize, 0usize);
+    for batch in data.epoch(0) {
+        let x = Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape(batch.x_shape);
+        let predicted = net.forward(x)?.argmax(1).into_data().convert::<i64>();
+        let predicted: Vec<i64> = predicted
+            .try_to_vec()
+            .map_err(|e| ember::Error::Execution(format!("{e:?}")))?;
+        correct += predicted
+            .iter()
+            .zip(&batch.y)
+            .filter(|(p, y)| **p == **y as i64)
+            .count();
+        seen += batch.len();
+    }
+    Ok(correct as f64 / seen.max(1) as f64)
+}
