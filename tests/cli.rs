@@ -18,6 +18,20 @@ fn text(output: &Output) -> (String, String) {
     )
 }
 
+/// Runs ember with `args`, expects a non-zero exit, an error containing `needle`, no panic;
+/// returns the error output.
+fn fails_with(args: &[&str], needle: &str) -> String {
+    let out = ember(args);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{args:?} should fail:\n{stdout}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: expected {needle:?} in:\n{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
+    stderr
+}
+
 #[test]
 fn devices_lists_wgpu_flex_and_ndarray() {
     let out = ember(&["devices"]);
@@ -108,41 +122,31 @@ fn bad_values_are_clear_errors_with_a_nonzero_exit() {
         (&["train", "--data", "imagenet"], "--data"),
     ];
     for (args, needle) in cases {
-        let out = ember(args);
-        let (stdout, stderr) = text(&out);
-        assert!(!out.status.success(), "{args:?} should fail:\n{stdout}");
-        assert!(
-            stderr.contains(needle),
-            "{args:?}: expected {needle:?} in:\n{stderr}"
-        );
-        assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
+        fails_with(args, needle);
     }
 }
 
 #[test]
 fn a_diverging_run_stops_with_the_batch_named() {
-    let out = ember(&[
-        "train",
-        "--device",
-        "flex",
-        "--lr",
-        "1e30",
-        "--batches",
-        "20",
-        "--batch-size",
-        "16",
-        "--hidden",
-        "16",
-        "--features",
-        "8",
-    ]);
-    let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}");
-    assert!(
-        stderr.contains("loss is") && stderr.contains("batch "),
-        "{stderr}"
+    let stderr = fails_with(
+        &[
+            "train",
+            "--device",
+            "flex",
+            "--lr",
+            "1e30",
+            "--batches",
+            "20",
+            "--batch-size",
+            "16",
+            "--hidden",
+            "16",
+            "--features",
+            "8",
+        ],
+        "loss is",
     );
-    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains("batch "), "{stderr}");
 }
 
 #[test]
@@ -277,11 +281,6 @@ fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
     ] {
         let mut all = vec!["train", "--device", "flex"];
         all.extend(args.iter().copied());
-        let out = ember(&all);
-        let (_, stderr) = text(&out);
-        assert!(
-            !out.status.success() && stderr.contains(needle),
-            "{args:?}: {stderr}"
-        );
+        fails_with(&all, needle);
     }
 }

@@ -77,6 +77,17 @@ fn tiny_weights() -> Vec<(&'static str, Vec<usize>, Vec<f32>)> {
     ]
 }
 
+/// The reference's net with its fixed weights (loaded from a PyTorch-layout file), X and y.
+fn reference_problem(device: &Device) -> (Sequential, Tensor<2>, Tensor<2>) {
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = dir.path().join("fixed.safetensors");
+    write_pytorch_file(&fixed, &tiny_weights());
+    let net = load_parameters(tiny_net(), &fixed, device).unwrap();
+    let x = Tensor::<2>::from_floats([[1.0, 2.0], [-1.0, 0.5], [0.3, -0.7], [2.0, 1.0]], device);
+    let y = Tensor::<2>::from_floats([[1.0], [0.0], [-1.0], [2.0]], device);
+    (net, x, y)
+}
+
 // Reference: MXNet 1.9.1, Gluon, run on this machine's Python 3.11 (numpy 1.23.5):
 //
 //   from mxnet import autograd, gluon, init, np, npx
@@ -107,12 +118,7 @@ fn tiny_weights() -> Vec<(&'static str, Vec<usize>, Vec<f32>)> {
 //   dense1_bias [0.09777499735355377]
 fn gluon_reference_on(device: &Device) {
     let dir = tempfile::tempdir().unwrap();
-    let fixed = dir.path().join("fixed.safetensors");
-    write_pytorch_file(&fixed, &tiny_weights());
-    let mut net = load_parameters(tiny_net(), &fixed, device).unwrap();
-
-    let x = Tensor::<2>::from_floats([[1.0, 2.0], [-1.0, 0.5], [0.3, -0.7], [2.0, 1.0]], device);
-    let y = Tensor::<2>::from_floats([[1.0], [0.0], [-1.0], [2.0]], device);
+    let (mut net, x, y) = reference_problem(device);
     let mut trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
     let l = L2Loss.forward(net.forward(x).unwrap(), y).unwrap();
     let values: Vec<f32> = l.clone().into_data().try_to_vec().unwrap();
@@ -194,11 +200,7 @@ fn two_steps(
     lr: f64,
 ) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
     let dir = tempfile::tempdir().unwrap();
-    let fixed = dir.path().join("fixed.safetensors");
-    write_pytorch_file(&fixed, &tiny_weights());
-    let mut net = load_parameters(tiny_net(), &fixed, device).unwrap();
-    let x = Tensor::<2>::from_floats([[1.0, 2.0], [-1.0, 0.5], [0.3, -0.7], [2.0, 1.0]], device);
-    let y = Tensor::<2>::from_floats([[1.0], [0.0], [-1.0], [2.0]], device);
+    let (mut net, x, y) = reference_problem(device);
     let mut trainer = Trainer::new(&net, optimizer, lr).unwrap();
     for _ in 0..2 {
         let l = L2Loss
