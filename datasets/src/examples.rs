@@ -1,7 +1,29 @@
 //! Examples held in memory: a feature matrix and targets (class indices or values).
 
+use std::path::Path;
+
 use crate::batch::Batch;
 use crate::error::{DatasetError, Result};
+
+/// Targets read as numbers from `path`, as class indices: each must be an integer in
+/// `0..classes`, else an error names the example and the value.
+pub(crate) fn class_labels(values: &[f32], classes: usize, path: &Path) -> Result<Vec<usize>> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(row, &v)| {
+            if v.fract() == 0.0 && v >= 0.0 && (v as usize) < classes {
+                Ok(v as usize)
+            } else {
+                Err(DatasetError::Format {
+                    path: path.to_path_buf(),
+                    at: format!("example {row}"),
+                    message: format!("label {v} is not a class index in 0..{classes}"),
+                })
+            }
+        })
+        .collect()
+}
 
 /// `len` examples of `features` values each, with their targets, row-major.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! # ember-datasets
 //!
 //! Host-side data for ember: the d2l chapter's synthetic minibatches (X ~ N(0, 1), y = 1),
-//! a learnable synthetic regression, MNIST/Fashion-MNIST IDX files, and a [`DataLoader`] with a
+//! a learnable synthetic regression, MNIST/Fashion-MNIST IDX files, CSV and NumPy `.npy` tables, and a [`DataLoader`] with a
 //! seeded shuffle and prefetch, all producing the host [`Batch`] the training loop uploads.
 //!
 //! ```
@@ -15,10 +15,12 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod csv;
 pub mod error;
 pub mod examples;
 pub mod idx;
 pub mod loader;
+pub mod npy;
 pub mod synthetic;
 
 pub use batch::Batch;

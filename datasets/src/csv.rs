@@ -1,0 +1,234 @@
+//! Tabular data from CSV: numeric cells, an optional header, the label column chosen by name or
+//! index.
+//!
+//! ```
+//! use ember_datasets::csv::{CsvOptions, Label, read_csv};
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("iris.csv");
+//! std::fs::write(&path, "a,b,species\n1.0,2.0,0\n3.0,4.0,1\n").unwrap();
+//! let data = read_csv(&path, &CsvOptions::new(Label::Name("species".into())).classes(2)).unwrap();
+//! assert_eq!((data.len(), data.features(), data.classes()), (2, 2, Some(2)));
+//! ```
+
+use std::path::Path;
+
+use crate::error::{DatasetError, Result};
+use crate::examples::{Examples, class_labels};
+
+/// Which column holds the target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Label {
+    /// The column of this header name (the file must have a header).
+    Name(String),
+    /// The column at this index, from 0.
+    Index(usize),
+    /// The last column.
+    Last,
+}
+
+/// How to read a CSV file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CsvOptions {
+    /// The target column.
+    pub label: Label,
+    /// Whether the first line is a header; `None` decides from the line itself (a header is
+    /// a first line with a cell that is not a number).
+    pub header: Option<bool>,
+    /// For classification: the number of classes; labels must then be integers in range.
+    pub classes: Option<usize>,
+}
+
+impl CsvOptions {
+    /// Regression targets from `label`, header detected.
+    pub fn new(label: Label) -> Self {
+        Self {
+            label,
+            header: None,
+            classes: None,
+        }
+    }
+
+    /// Says whether the first line is a header.
+    pub fn header(mut self, header: bool) -> Self {
+        self.header = Some(header);
+        self
+    }
+
+    /// Class indices in `0..classes` as targets.
+    pub fn classes(mut self, classes: usize) -> Self {
+        self.classes = Some(classes);
+        self
+    }
+}
+
+/// Reads a CSV file into examples. A ragged row, a non-numeric cell or a bad label is an error
+/// naming the file, the line and the column.
+pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let format = |line: usize, message: String| DatasetError::Format {
+        path: path.to_path_buf(),
+        at: format!("line {line}"),
+        message,
+    };
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty());
+    let Some((first_no, first)) = lines.next() else {
+        return Err(format(1, "the file has no rows".to_string()));
+    };
+    let cells =
+        |line: &str| -> Vec<String> { line.split(',').map(|c| c.trim().to_string()).collect() };
+    let first_cells = cells(first);
+    let has_header = options
+        .header
+        .unwrap_or_else(|| first_cells.iter().any(|c| c.parse::<f32>().is_err()));
+    let width = first_cells.len();
+    let label = match &options.label {
+        Label::Index(i) if *i < width => *i,
+        Label::Index(i) => {
+            return Err(format(
+                first_no,
+                format!("label column {i} is out of range: rows have {width} columns"),
+            ));
+        }
+        Label::Last => width - 1,
+        Label::Name(name) if has_header => {
+            first_cells.iter().position(|c| c == name).ok_or_else(|| {
+                format(
+                    first_no,
+                    format!("no column named {name:?} in the header {first_cells:?}"),
+                )
+            })?
+        }
+        Label::Name(name) => {
+            return Err(format(
+                first_no,
+                format!("label column {name:?} needs a header, and the file has none"),
+            ));
+        }
+    };
+    if width < 2 {
+        return Err(format(
+            first_no,
+            format!("rows have {width} column: a feature and a label need 2"),
+        ));
+    }
+    let body: Box<dyn Iterator<Item = (usize, &str)>> = if has_header {
+        Box::new(lines)
+    } else {
+        Box::new(std::iter::once((first_no, first)).chain(lines))
+    };
+    let (mut x, mut y) = (Vec::new(), Vec::new());
+    for (line_no, line) in body {
+        let row = cells(line);
+        if row.len() != width {
+            return Err(format(
+                line_no,
+                format!("{} columns, expected {width} (ragged row)", row.len()),
+            ));
+        }
+        for (column, cell) in row.iter().enumerate() {
+            let value: f32 = cell.parse().map_err(|_| {
+                format(
+                    line_no,
+                    format!("column {} is {cell:?}, not a number", column + 1),
+                )
+            })?;
+            if column == label {
+                y.push(value);
+            } else {
+                x.push(value);
+            }
+        }
+    }
+    let features = width - 1;
+    match options.classes {
+        None => Examples::regression(x, features, y, 1),
+        Some(classes) => {
+            let labels = class_labels(&y, classes, path)?;
+            Examples::classification(x, features, labels, classes)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn header_detection_and_label_by_name_index_or_last() {
+        let dir = tempfile::tempdir().unwrap();
+        let with = write(&dir, "with.csv", "x1,y,x2\n1,10,2\n3,20,4\n");
+        let without = write(&dir, "without.csv", "1,10,2\n3,20,4\n");
+        let by_name = read_csv(&with, &CsvOptions::new(Label::Name("y".into()))).unwrap();
+        let by_index = read_csv(&without, &CsvOptions::new(Label::Index(1))).unwrap();
+        assert_eq!(by_name, by_index);
+        assert_eq!(by_name.row(1), (&[3.0, 4.0][..], &[20.0][..]));
+        let last = read_csv(&without, &CsvOptions::new(Label::Last)).unwrap();
+        assert_eq!(last.row(0), (&[1.0, 10.0][..], &[2.0][..]));
+        let forced = read_csv(&without, &CsvOptions::new(Label::Last).header(true)).unwrap();
+        assert_eq!(forced.len(), 1, "a forced header eats the first row");
+    }
+
+    #[test]
+    fn bad_rows_name_the_line_and_the_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            (
+                "ragged.csv",
+                "a,b,c\n1,2,3\n4,5\n",
+                Label::Last,
+                None,
+                "line 3",
+                "ragged",
+            ),
+            (
+                "text.csv",
+                "1,2,3\n4,five,6\n",
+                Label::Last,
+                None,
+                "line 2",
+                "\"five\"",
+            ),
+            (
+                "name.csv",
+                "a,b\n1,2\n",
+                Label::Name("c".into()),
+                None,
+                "line 1",
+                "no column named \"c\"",
+            ),
+            (
+                "class.csv",
+                "a,b\n1,2\n1,7\n",
+                Label::Last,
+                Some(5),
+                "example 1",
+                "label 7",
+            ),
+            ("empty.csv", "\n\n", Label::Last, None, "line 1", "no rows"),
+        ];
+        for (name, text, label, classes, place, detail) in cases {
+            let path = write(&dir, name, text);
+            let mut options = CsvOptions::new(label);
+            options.classes = classes;
+            let err = read_csv(&path, &options).unwrap_err().to_string();
+            assert!(
+                err.contains(name) && err.contains(place) && err.contains(detail),
+                "{err}"
+            );
+        }
+    }
+}
