@@ -18,6 +18,14 @@ fn text(output: &Output) -> (String, String) {
     )
 }
 
+/// Runs ember with `args`, expects success, and returns the standard output.
+fn succeeds(args: &[&str]) -> String {
+    let out = ember(args);
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{args:?} failed:\n{stdout}{stderr}");
+    stdout
+}
+
 /// Runs ember with `args`, expects a non-zero exit, an error containing `needle`, no panic;
 /// returns the error output.
 fn fails_with(args: &[&str], needle: &str) -> String {
@@ -34,9 +42,7 @@ fn fails_with(args: &[&str], needle: &str) -> String {
 
 #[test]
 fn devices_lists_wgpu_flex_and_ndarray() {
-    let out = ember(&["devices"]);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let stdout = succeeds(&["devices"]);
     for name in ["wgpu", "flex", "ndarray", "auto"] {
         assert!(
             stdout.lines().any(|l| l.starts_with(name)),
@@ -61,7 +67,7 @@ fn train_prints_the_books_lines_and_writes_metrics() {
         ("trace.jsonl", "trace.jsonl"),
     ] {
         let path = dir.path().join(metrics);
-        let out = ember(&[
+        let stdout = succeeds(&[
             "train",
             "--device",
             "flex",
@@ -80,8 +86,6 @@ fn train_prints_the_books_lines_and_writes_metrics() {
             "--metrics",
             path.to_str().unwrap(),
         ]);
-        let (stdout, stderr) = text(&out);
-        assert!(out.status.success(), "{stdout}{stderr}");
         assert!(stdout.contains("batch 50, time "), "{stdout}");
         assert!(stdout.contains("time per epoch: "), "{stdout}");
         assert!(stdout.contains("increased memory: "), "{stdout}");
@@ -151,7 +155,7 @@ fn a_diverging_run_stops_with_the_batch_named() {
 
 #[test]
 fn bench_policies_runs_each_configuration_and_prints_the_ratios() {
-    let out = ember(&[
+    let stdout = succeeds(&[
         "bench",
         "policies",
         "--device",
@@ -167,8 +171,6 @@ fn bench_policies_runs_each_configuration_and_prints_the_ratios() {
         "--repeat",
         "2",
     ]);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}{stderr}");
     // Two rounds of four configurations, each its own line.
     assert_eq!(
         stdout.lines().filter(|l| l.starts_with("round ")).count(),
@@ -196,7 +198,7 @@ fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
     let data = format!("fashion-mnist:{}", dir.path().display());
     let params = dir.path().join("mlp.safetensors");
     let metrics = dir.path().join("run.csv");
-    let out = ember(&[
+    let stdout = succeeds(&[
         "train",
         "--device",
         "flex",
@@ -219,8 +221,6 @@ fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
         "--metrics",
         metrics.to_str().unwrap(),
     ]);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}{stderr}");
     let accuracy = |line: &str| -> f64 {
         line.split("test_acc ")
             .nth(1)
@@ -248,7 +248,7 @@ fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
     );
 
     // Starting from the saved parameters, the first epoch is already accurate.
-    let out = ember(&[
+    let stdout = succeeds(&[
         "train",
         "--device",
         "flex",
@@ -265,8 +265,6 @@ fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
         "--load",
         params.to_str().unwrap(),
     ]);
-    let (stdout, stderr) = text(&out);
-    assert!(out.status.success(), "{stdout}{stderr}");
     let first = stdout.lines().find(|l| l.contains("test_acc")).unwrap();
     assert!(accuracy(first) > 0.8, "{first}");
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use burn::tensor::Device;
 use clap::Args;
-use ember::{Activation, Block, Dense, Init, Sequential, SoftmaxCrossEntropyLoss, Trainer};
+use ember::{Block, Init, Sequential, SoftmaxCrossEntropyLoss, Trainer};
 use ember_datasets::idx::read_pair;
 use ember_datasets::{DataLoader, Examples};
 use ember_trainer::evaluate::accuracy;
@@ -15,7 +15,7 @@ use ember_trainer::policy::{PolicySpec, SyncPolicy};
 use ember_trainer::trace::EpochRecord;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::workload::{DataSpec, Workload, WorkloadArgs, positive};
+use super::workload::{DataSpec, Workload, WorkloadArgs, mlp, positive};
 
 const POLICY_HELP: &str = "\
 How far the frontend may run ahead of the backend:
@@ -273,13 +273,7 @@ fn train_fashion(
         policy.name()
     );
     let device = eval_device.clone().autodiff();
-    let mut net: Sequential = Sequential::new();
-    for &units in &workload.hidden {
-        net = net.add(Dense::new(units).activation(Activation::Relu));
-    }
-    let mut net = net
-        .add(Dense::new(10))
-        .initialize(Init::Normal(0.01), &device);
+    let mut net = mlp(&workload.hidden, 10, Init::Normal(0.01), &device);
     if let Some(path) = load {
         net = net.load_parameters(path, &device)?;
     }

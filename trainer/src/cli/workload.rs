@@ -181,10 +181,21 @@ impl Workload {
 
     /// Dense(h, relu) for each hidden size, then Dense(1), initialized on `device`.
     pub fn net(&self, device: &burn::tensor::Device) -> Sequential {
-        let mut net: Sequential = Sequential::new();
-        for &units in &self.hidden {
-            net = net.add(Dense::new(units).activation(Activation::Relu));
-        }
-        net.add(Dense::new(1)).initialize(Init::default(), device)
+        mlp(&self.hidden, 1, Init::default(), device)
     }
+}
+
+/// Dense(h, relu) for each hidden size, then Dense(outputs), initialized with `init` on
+/// `device`.
+pub fn mlp(
+    hidden: &[usize],
+    outputs: usize,
+    init: Init,
+    device: &burn::tensor::Device,
+) -> Sequential {
+    let mut net: Sequential = Sequential::new();
+    for &units in hidden {
+        net = net.add(Dense::new(units).activation(Activation::Relu));
+    }
+    net.add(Dense::new(outputs)).initialize(init, device)
 }
