@@ -18,6 +18,7 @@ pub mod batch;
 pub mod csv;
 pub mod error;
 pub mod examples;
+pub mod fashion_mnist;
 pub mod idx;
 pub mod loader;
 pub mod npy;

@@ -128,7 +128,8 @@ impl DataLoader {
                 }
             })
             .expect("spawning the prefetch thread");
-        Box::new(rx.into_iter())
+        // `take` lets the iterator report its end (size_hint) before blocking on the channel.
+        Box::new(rx.into_iter().take(batches))
     }
 }
 
@@ -210,6 +211,14 @@ mod tests {
             let a: Vec<Batch> = plain.epoch(2).collect();
             let b: Vec<Batch> = ahead.epoch(2).collect();
             assert_eq!(a, b, "prefetch depth {depth}");
+        }
+        // Both report where the epoch ends, so that the loop asks no policy about a batch
+        // that does not exist.
+        for loader in [plain.clone(), plain.clone().prefetch(3)] {
+            let mut batches = loader.epoch(0);
+            assert_eq!(batches.size_hint().1, Some(8));
+            batches.by_ref().for_each(drop);
+            assert_eq!(batches.size_hint().1, Some(0));
         }
         // Dropping a prefetching iterator early ends its thread instead of blocking it.
         let mut early = plain.prefetch(1).epoch(0);

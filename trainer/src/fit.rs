@@ -215,6 +215,10 @@ where
         let epoch_start = Instant::now();
         let mut last_issue = epoch_start;
         for index in 0.. {
+            // No policy call for a batch that does not exist, where the source can tell.
+            if batches.size_hint().1 == Some(0) {
+                break;
+            }
             policy.before_issue(index, &mut flight)?;
             let issue_start = Instant::now();
             let Some(batch) = batches.next() else { break };

@@ -43,7 +43,11 @@ pub trait SyncPolicy: Send {
     /// A short name for logs, traces and plots (`barrier`, `window:2`, …).
     fn name(&self) -> String;
 
-    /// Called before the frontend starts batch `batch` (counted from 0 in each epoch).
+    /// Called before the frontend starts batch `batch` (counted from 0 in each epoch), before
+    /// the batch is prepared. When the data source cannot tell where its epoch ends (its
+    /// iterator's `size_hint` has no upper bound), it is also called once with the epoch's
+    /// batch count, just before the end-of-epoch `waitall`. `DataLoader` and the synthetic
+    /// sources always tell.
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()>;
 }
 
@@ -102,6 +106,12 @@ impl InFlight {
     /// The number of the oldest batch not yet observed.
     pub fn oldest(&self) -> Option<usize> {
         self.queue.front().map(|(batch, _)| *batch)
+    }
+
+    /// The latest batch this epoch whose completion was observed, with its mean loss: what a
+    /// policy that prints the loss has just waited for.
+    pub fn last_observed(&self) -> Option<(usize, f32)> {
+        self.observed.last().map(|o| (o.batch, o.done.value))
     }
 
     /// Growth of the process's resident memory since the epoch started, in bytes.

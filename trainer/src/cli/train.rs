@@ -7,8 +7,7 @@ use anyhow::{Context, bail};
 use burn::tensor::Device;
 use clap::Args;
 use ember::{Block, Init, Sequential, SoftmaxCrossEntropyLoss, Trainer};
-use ember_datasets::idx::read_pair;
-use ember_datasets::{DataLoader, Examples};
+use ember_datasets::DataLoader;
 use ember_trainer::evaluate::accuracy;
 use ember_trainer::fit::{FitOptions, FitRun, Progress, fit};
 use ember_trainer::policy::{PolicySpec, SyncPolicy};
@@ -71,32 +70,6 @@ fn parse_model(model: &str) -> anyhow::Result<Vec<usize>> {
                 .with_context(|| format!("invalid --model {model:?}: {h:?} is not a layer size"))
         })
         .collect()
-}
-
-/// Fashion-MNIST's train and test sets from the directory's IDX files, gzipped or raw.
-fn load_fashion(dir: &Path) -> anyhow::Result<(Examples, Examples)> {
-    let file = |name: &str| -> anyhow::Result<PathBuf> {
-        [format!("{name}.gz"), name.to_string()]
-            .into_iter()
-            .map(|n| dir.join(n))
-            .find(|p| p.exists())
-            .with_context(|| {
-                format!(
-                    "no {name}(.gz) in {}: install Debian's dataset-fashion-mnist \
-                     (apt-get install dataset-fashion-mnist) or pass --data fashion-mnist:DIR",
-                    dir.display()
-                )
-            })
-    };
-    let train = read_pair(
-        file("train-images-idx3-ubyte")?,
-        file("train-labels-idx1-ubyte")?,
-    )?;
-    let test = read_pair(
-        file("t10k-images-idx3-ubyte")?,
-        file("t10k-labels-idx1-ubyte")?,
-    )?;
-    Ok((train, test))
 }
 
 /// The book's progress lines, or a bar on a terminal.
@@ -261,7 +234,7 @@ fn train_fashion(
     save: &Option<PathBuf>,
     load: &Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    let (train, test) = load_fashion(dir)?;
+    let (train, test) = ember_datasets::fashion_mnist::load(dir)?;
     println!(
         "training on Fashion-MNIST from {}: {} train, {} test examples; mlp {:?}, batch {}, lr {}, policy {}, {epochs} epoch(s)",
         dir.display(),

@@ -68,16 +68,15 @@ pub enum DataSpec {
     FashionMnist(PathBuf),
 }
 
-/// Debian's `dataset-fashion-mnist` puts the files here.
-pub const FASHION_MNIST_DIR: &str = "/usr/share/datasets/fashion-mnist";
-
 impl std::str::FromStr for DataSpec {
     type Err = anyhow::Error;
 
     fn from_str(s: &str) -> anyhow::Result<Self> {
         match s.split_once(':') {
             None if s == "synthetic" => Ok(DataSpec::Synthetic),
-            None if s == "fashion-mnist" => Ok(DataSpec::FashionMnist(FASHION_MNIST_DIR.into())),
+            None if s == "fashion-mnist" => Ok(DataSpec::FashionMnist(
+                ember_datasets::fashion_mnist::DEFAULT_DIR.into(),
+            )),
             Some(("fashion-mnist", dir)) if !dir.is_empty() => {
                 Ok(DataSpec::FashionMnist(dir.into()))
             }

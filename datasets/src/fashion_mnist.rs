@@ -1,0 +1,67 @@
+//! Fashion-MNIST (and MNIST, which has the same file names and format) from a directory of IDX
+//! files, gzipped or raw.
+//!
+//! Debian's `dataset-fashion-mnist` package installs the real dataset in [`DEFAULT_DIR`]; no
+//! network access is ever attempted.
+//!
+//! ```no_run
+//! use ember_datasets::fashion_mnist;
+//! let (train, test) = fashion_mnist::load(fashion_mnist::DEFAULT_DIR).unwrap();
+//! assert_eq!((train.len(), test.len()), (60_000, 10_000));
+//! assert_eq!(train.features(), 28 * 28);
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{DatasetError, Result};
+use crate::examples::Examples;
+use crate::idx::read_pair;
+
+/// Where `apt-get install dataset-fashion-mnist` puts the files.
+pub const DEFAULT_DIR: &str = "/usr/share/datasets/fashion-mnist";
+
+/// The ten class names, in label order.
+pub const CLASSES: [&str; 10] = [
+    "t-shirt",
+    "trouser",
+    "pullover",
+    "dress",
+    "coat",
+    "sandal",
+    "shirt",
+    "sneaker",
+    "bag",
+    "ankle boot",
+];
+
+/// The train and test sets in `dir`: `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
+/// `t10k-images-idx3-ubyte` and `t10k-labels-idx1-ubyte`, each with or without `.gz`.
+/// Pixels are scaled to [0, 1].
+pub fn load(dir: impl AsRef<Path>) -> Result<(Examples, Examples)> {
+    let dir = dir.as_ref();
+    let train = read_pair(
+        file(dir, "train-images-idx3-ubyte")?,
+        file(dir, "train-labels-idx1-ubyte")?,
+    )?;
+    let test = read_pair(
+        file(dir, "t10k-images-idx3-ubyte")?,
+        file(dir, "t10k-labels-idx1-ubyte")?,
+    )?;
+    Ok((train, test))
+}
+
+/// `dir/name.gz`, or else `dir/name`; an error naming both and how to get them.
+fn file(dir: &Path, name: &str) -> Result<PathBuf> {
+    [format!("{name}.gz"), name.to_string()]
+        .into_iter()
+        .map(|n| dir.join(n))
+        .find(|p| p.exists())
+        .ok_or_else(|| DatasetError::Io {
+            path: dir.join(format!("{name}(.gz)")),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "not found: install Debian's dataset-fashion-mnist \
+                 (apt-get install dataset-fashion-mnist) or give the directory holding the IDX files",
+            ),
+        })
+}
