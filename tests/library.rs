@@ -1,0 +1,199 @@
+//! ember as a library: `fit` with a Block, a Loss and a SyncPolicy that are all the user's own,
+//! on flex and on wgpu (lavapipe in CI).
+
+mod common;
+
+use burn::nn::{Linear, LinearConfig};
+use burn::prelude::*;
+use burn::tensor::activation::relu;
+use ember::{Block, Error, Init, Loss, Result, Trainer};
+use ember_datasets::Synthetic;
+use ember_trainer::compare::PolicyRun;
+use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+use ember_trainer::plot::{TimelineFigure, render};
+use ember_trainer::policy::{InFlight, SyncPolicy};
+use ember_trainer::trace::Trace;
+
+/// A user's module: a residual MLP, not built from ember's layers.
+#[derive(Module, Debug)]
+struct Residual {
+    input: Linear,
+    hidden: Linear,
+    output: Linear,
+}
+
+impl Block for Residual {
+    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
+        let h = relu(self.input.forward(x));
+        let h = h.clone() + relu(self.hidden.forward(h));
+        Ok(self.output.forward(h))
+    }
+}
+
+/// A user's loss: mean squared error per example, refusing a target of the wrong shape.
+struct Mse;
+
+impl Loss for Mse {
+    type Target = Tensor<2>;
+
+    fn forward(&self, pred: Tensor<2>, target: Tensor<2>) -> Result<Tensor<1>> {
+        if pred.dims() != target.dims() {
+            return Err(Error::Shape {
+                what: "Mse target".into(),
+                expected: format!("{:?}", pred.dims()),
+                got: target.dims().to_vec(),
+            });
+        }
+        let d = pred - target;
+        Ok((d.clone() * d).mean_dim(1).squeeze_dim(1))
+    }
+}
+
+/// A user's policy: a barrier before every third batch, at most two in flight otherwise; it
+/// records every loss it observed.
+#[derive(Default)]
+struct Thirds {
+    seen: Vec<(usize, f32)>,
+}
+
+impl SyncPolicy for Thirds {
+    fn name(&self) -> String {
+        "thirds".into()
+    }
+
+    fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
+        if batch > 0 && batch.is_multiple_of(3) {
+            flight.wait_all()?;
+            self.seen.extend(flight.last_observed());
+            Ok(())
+        } else {
+            flight.wait_while_longer_than(2)
+        }
+    }
+}
+
+const BATCHES: usize = 12;
+
+fn train(device: &Device) -> (Trace, Thirds, f64) {
+    let eval_device = device.clone();
+    let device = device.clone().autodiff();
+    device.seed(3);
+    let net = Residual {
+        input: LinearConfig::new(16, 32).init(&device),
+        hidden: LinearConfig::new(32, 32).init(&device),
+        output: LinearConfig::new(32, 1).init(&device),
+    }
+    .initialize(Init::Xavier, &device);
+    let trainer = Trainer::new(&net, "adam", 0.01).unwrap();
+    let data = Synthetic::regression(32, 16, 0.01, 5);
+    let held_out = data.batch(10_000);
+    let mut batches = SyntheticEpochs::new(data, BATCHES);
+    let val_mse = move |net: &Residual, device: &Device| -> Result<f64> {
+        let x = Tensor::<1>::from_floats(held_out.x.as_slice(), device).reshape(held_out.x_shape);
+        let y = Tensor::<1>::from_floats(held_out.y.as_slice(), device).reshape(held_out.y_shape);
+        Ok(f64::from(
+            Mse.forward(net.forward(x)?, y)?.mean().into_scalar::<f32>(),
+        ))
+    };
+    let untrained = val_mse(&net, &device).unwrap();
+    let options =
+        FitOptions::epochs(3).evaluate("val_mse", move |net: &Residual| val_mse(net, &eval_device));
+    let mut policy = Thirds::default();
+    let run = fit(
+        net,
+        Mse,
+        trainer,
+        &device,
+        &mut batches,
+        &mut policy,
+        &options,
+        &mut (),
+    )
+    .unwrap();
+    (run.trace, policy, untrained)
+}
+
+fn check(trace: &Trace, policy: &Thirds, untrained: f64) {
+    assert_eq!(trace.batches.len(), 3 * BATCHES);
+    assert!(trace.batches.iter().all(|b| b.policy == "thirds"));
+    for epoch in 0..3 {
+        let batches: Vec<_> = trace.batches.iter().filter(|b| b.epoch == epoch).collect();
+        for b in &batches {
+            assert!(b.loss.is_finite() && b.done >= b.issue_start, "{b:?}");
+            let earlier = &batches[..b.batch];
+            if b.batch > 0 && b.batch % 3 == 0 {
+                // The user's barrier: every earlier batch finished before this one was issued.
+                let latest = earlier.iter().map(|p| p.done).fold(f64::MIN, f64::max);
+                assert!(
+                    b.issue_start >= latest,
+                    "batch {} of epoch {epoch} started early",
+                    b.batch
+                );
+            } else if b.batch >= 3 {
+                // The user's window: batch t-3 finished before t was issued.
+                assert!(b.issue_start >= earlier[b.batch - 3].done, "{b:?}");
+            }
+        }
+    }
+    // The policy saw, at each barrier, the loss of the batch just before it.
+    assert_eq!(policy.seen.len(), 3 * ((BATCHES - 1) / 3));
+    for (batch, loss) in &policy.seen {
+        assert_eq!(batch % 3, 2, "{:?}", policy.seen);
+        let recorded = trace
+            .batches
+            .iter()
+            .find(|b| b.batch == *batch && b.loss == *loss);
+        assert!(
+            recorded.is_some(),
+            "the loss {loss} of batch {batch} is not in the trace"
+        );
+    }
+    // The user's loss trained the user's block: the held-out error fell well below the
+    // untrained network's.
+    let val: Vec<f64> = trace.epochs.iter().map(|e| e.metrics["val_mse"]).collect();
+    assert!(
+        val[2] < 0.25 * untrained,
+        "validation MSE: untrained {untrained}, per epoch {val:?}"
+    );
+    // The same trace files and plots as the CLI's.
+    let dir = tempfile::tempdir().unwrap();
+    let written = trace.write(&dir.path().join("trace.csv")).unwrap();
+    assert_eq!(written.len(), 2);
+    let csv = std::fs::read_to_string(&written[0]).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3 * BATCHES);
+    let run = PolicyRun {
+        policy: "thirds".into(),
+        round: 0,
+        trace: trace.clone(),
+    };
+    let runs = [&run];
+    let files = render(
+        &TimelineFigure {
+            runs: &runs,
+            subtitle: "user policy",
+        },
+        dir.path(),
+        "timeline",
+    )
+    .unwrap();
+    let svg = std::fs::read_to_string(
+        files
+            .iter()
+            .find(|f| f.extension().unwrap() == "svg")
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(svg.contains("thirds"));
+}
+
+#[test]
+fn user_block_loss_and_policy_on_flex() {
+    let (trace, policy, untrained) = train(&Device::flex());
+    check(&trace, &policy, untrained);
+}
+
+#[test]
+fn user_block_loss_and_policy_on_wgpu() {
+    let (trace, policy, untrained) = train(&common::wgpu());
+    check(&trace, &policy, untrained);
+}
