@@ -197,3 +197,36 @@ fn user_block_loss_and_policy_on_wgpu() {
     let (trace, policy, untrained) = train(&common::wgpu());
     check(&trace, &policy, untrained);
 }
+
+#[test]
+fn labels_beyond_the_network_outputs_are_an_error_naming_them() {
+    use ember::{Dense, Sequential, SoftmaxCrossEntropyLoss};
+    use ember_datasets::{DataLoader, Examples};
+    let device = Device::flex().autodiff();
+    // Five classes in the data, but a network with three outputs.
+    let data =
+        Examples::classification(vec![0.5; 20], 2, vec![0, 1, 2, 4, 1, 0, 2, 1, 0, 3], 5).unwrap();
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(3))
+        .initialize(Init::default(), &device);
+    let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let mut loader = DataLoader::new(data, 5).unwrap();
+    let options = FitOptions::epochs(1);
+    let err = fit(
+        net,
+        SoftmaxCrossEntropyLoss,
+        trainer,
+        &device,
+        &mut loader,
+        &mut ember_trainer::policy::Window(1),
+        &options,
+        &mut (),
+    )
+    .err()
+    .expect("labels 3 and 4 cannot index 3 outputs")
+    .to_string();
+    assert!(
+        err.contains("class label 4") && err.contains("3 outputs"),
+        "{err}"
+    );
+}

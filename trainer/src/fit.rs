@@ -37,6 +37,12 @@ use crate::trace::{BatchRecord, EpochRecord, Trace};
 pub trait Target: Sized {
     /// Uploads the targets of `batch` to `device`.
     fn upload(batch: &Batch, device: &Device) -> Result<Self>;
+
+    /// Checks the host targets against the width of the network's output, before the loss
+    /// sees them (class labels must index an output). Needs no device read.
+    fn check(_batch: &Batch, _outputs: usize) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl Target for Tensor<2> {
@@ -57,6 +63,26 @@ impl Target for Tensor<1, Int> {
         }
         let labels: Vec<i64> = batch.y.iter().map(|&y| y as i64).collect();
         Ok(Tensor::<1, Int>::from_ints(labels.as_slice(), device))
+    }
+
+    /// Every label must be a class index below the network's output width.
+    fn check(batch: &Batch, outputs: usize) -> Result<()> {
+        match batch
+            .y
+            .iter()
+            .enumerate()
+            .find(|(_, y)| !(y.fract() == 0.0 && **y >= 0.0 && (**y as usize) < outputs))
+        {
+            Some((row, y)) => Err(Error::InvalidValue {
+                name: "class label",
+                value: y.to_string(),
+                reason: format!(
+                    "example {row} of the batch: the network has {outputs} outputs, so labels \
+                     must be in 0..{outputs}"
+                ),
+            }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -341,13 +367,13 @@ where
         let size = batch.len();
         let x = Tensor::<1>::from_floats(batch.x.as_slice(), &device).reshape(batch.x_shape);
         let y = L::Target::upload(&batch, &device)?;
+        let lost = || Error::Execution("the network was lost in a failed step".to_string());
+        let pred = backend.net.as_ref().ok_or_else(lost)?.forward(x)?;
+        L::Target::check(&batch, pred.dims()[1])?;
         drop(batch);
-        let net = backend
-            .net
-            .take()
-            .ok_or_else(|| Error::Execution("the network was lost in a failed step".to_string()))?;
-        let l = backend.loss.forward(net.forward(x)?, y)?;
+        let l = backend.loss.forward(pred, y)?;
         let grads = l.backward();
+        let net = backend.net.take().ok_or_else(lost)?;
         backend.net = Some(backend.trainer.step(net, grads, size)?);
         Ok(l)
     }
