@@ -114,14 +114,29 @@ pub struct PickedDevice {
 /// Enumerating adapters does not open a device, so this never panics on a machine without
 /// a Vulkan driver.
 pub fn wgpu_adapter() -> Option<String> {
+    wgpu_adapter_info().map(|(name, _)| name)
+}
+
+/// The first wgpu adapter's name, and whether it is a card (`false` for a software
+/// rasterizer such as lavapipe, which runs on the CPU's cores).
+pub fn wgpu_adapter_info() -> Option<(String, bool)> {
     let devices = Device::enumerate(DeviceType::Wgpu);
     let device = devices.iter().next()?;
-    Some(
-        device
-            .identity()
-            .map(|identity| identity.name.to_string())
-            .unwrap_or_else(|| format!("{device:?}")),
-    )
+    Some(match device.identity() {
+        Some(identity) => (identity.name.to_string(), identity.physical.is_some()),
+        None => (format!("{device:?}"), false),
+    })
+}
+
+impl PickedDevice {
+    /// Whether the device computes on the CPU's cores: flex, ndarray, or a wgpu adapter that
+    /// is no card (lavapipe).
+    pub fn on_cpu(&self) -> bool {
+        match self.name {
+            DeviceName::Wgpu => !wgpu_adapter_info().is_some_and(|(_, card)| card),
+            _ => true,
+        }
+    }
 }
 
 /// One line per usable device on this machine, as `ember devices` prints them.
