@@ -1,6 +1,7 @@
 //! Workloads shared by the whole-workspace tests.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod fashion;
 pub mod memory;
 

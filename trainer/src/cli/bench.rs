@@ -1,25 +1,82 @@
 //! `ember bench`: experiments measured side by side in one run, with medians and ratios.
 
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context, bail};
 use clap::{Args, Subcommand};
+use ember::DeviceName;
 use ember_trainer::baseline::raw_burn_epoch;
 use ember_trainer::compare::median;
 use ember_trainer::policy::PolicySpec;
 use serde::{Deserialize, Serialize};
 
+use super::chapter::{self, EXPERIMENTS, Setup, hybridize, report};
 use super::workload::{Workload, WorkloadArgs, positive};
 
-/// Options of `ember bench`.
+/// Options of `ember bench`: with no experiment named, every experiment of the chapter.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
     #[command(subcommand)]
-    experiment: Experiment,
+    experiment: Option<Experiment>,
+    #[command(flatten)]
+    chapter: ChapterArgs,
+}
+
+/// Devices, repeats and sizes of the chapter's experiments.
+#[derive(Debug, Clone, Args)]
+pub struct ChapterArgs {
+    /// Where the training loops (memory-footprint, exercise-2) run: auto, wgpu, flex or
+    /// ndarray. `auto` is wgpu on a GPU card, and flex where wgpu would be lavapipe on the
+    /// CPU (a chapter batch takes seconds there).
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// The book's CPU, the NumPy baseline: flex, ndarray, wgpu or auto.
+    #[arg(long, default_value = "flex")]
+    cpu: String,
+    /// The book's GPU: `auto` is wgpu when an adapter exists (a card, or lavapipe), else flex.
+    #[arg(long, default_value = "auto")]
+    gpu: String,
+    /// Measurements per timing; medians are reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    /// Small sizes, so that everything runs in seconds (for tests).
+    #[arg(long)]
+    quick: bool,
+    /// Also write chapter.md and its figures into this directory.
+    #[arg(long)]
+    report: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Experiment {
+    /// 12.2.1: ten 1000x1000 random matrices and their products on the CPU, on the GPU
+    /// (issue only), and on the GPU with wait_all.
+    AsyncMatmul(ChapterArgs),
+    /// 12.2.2: z = x * y + 2 prints [[3, 3]]; the print is the blocker.
+    DependencyGraph(ChapterArgs),
+    /// 12.2.2: waitall against wait_to_read after one product.
+    Barriers(ChapterArgs),
+    /// 12.2.2: conversion to host data and to a scalar block.
+    ImplicitBlockers(ChapterArgs),
+    /// 12.2.3: 1000 x (y = x + 1), waited for one by one or once; t1, t2, t3.
+    ImprovingComputation(ChapterArgs),
+    /// 12.2.3: the training loop with and without a barrier (`ember train` in fresh processes).
+    MemoryFootprint(ChapterArgs),
+    /// Exercise 2: batch t finishes before batch t + 2 starts, beside barrier and none.
+    #[command(name = "exercise-2")]
+    Exercise2(ChapterArgs),
+    /// Exercise 3: training on the CPU and the GPU at once; a barrier on one, both ways.
+    #[command(name = "exercise-3")]
+    Exercise3(ChapterArgs),
+    /// Exercise 4: waitall against waiting for an intermediate result, several in flight.
+    #[command(name = "exercise-4")]
+    Exercise4(ChapterArgs),
+    /// 12.1: the MLP 512-256-128-2 forward 1000 times without and with kernel fusion; export.
+    Hybridize(ChapterArgs),
+    /// 12.3: products on the CPU, the GPU and both at once; run and copy to the CPU.
+    AutoParallel(ChapterArgs),
     /// The chapter's training loop under barrier, t+2 and none, beside the same MLP written
     /// straight against burn: time per epoch, issue time, increased memory, and the ratios.
     /// Each configuration runs in a fresh process.
@@ -28,6 +85,10 @@ enum Experiment {
     /// `policies`, which runs each configuration in a child process).
     #[command(hide = true)]
     One(OneArgs),
+    /// One mode of `hybridize` in this process (fusion's optimizers must be removed before
+    /// the first tensor operation).
+    #[command(hide = true)]
+    HybridizeChild(hybridize::ChildArgs),
 }
 
 #[derive(Debug, Args)]
@@ -53,10 +114,88 @@ struct OneArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    match args.experiment {
-        Experiment::Policies(args) => policies(args),
-        Experiment::One(args) => one(args),
+    let (key, chapter_args) = match args.experiment {
+        None => return chapter(&EXPERIMENTS, args.chapter),
+        Some(Experiment::Policies(args)) => return policies(args),
+        Some(Experiment::One(args)) => return one(args),
+        Some(Experiment::HybridizeChild(args)) => return hybridize::child(args),
+        Some(Experiment::AsyncMatmul(a)) => ("async-matmul", a),
+        Some(Experiment::DependencyGraph(a)) => ("dependency-graph", a),
+        Some(Experiment::Barriers(a)) => ("barriers", a),
+        Some(Experiment::ImplicitBlockers(a)) => ("implicit-blockers", a),
+        Some(Experiment::ImprovingComputation(a)) => ("improving-computation", a),
+        Some(Experiment::MemoryFootprint(a)) => ("memory-footprint", a),
+        Some(Experiment::Exercise2(a)) => ("exercise-2", a),
+        Some(Experiment::Exercise3(a)) => ("exercise-3", a),
+        Some(Experiment::Exercise4(a)) => ("exercise-4", a),
+        Some(Experiment::Hybridize(a)) => ("hybridize", a),
+        Some(Experiment::AutoParallel(a)) => ("auto-parallel", a),
+    };
+    chapter(&[key], chapter_args)
+}
+
+/// Runs the chapter's experiments named in `keys`, prints their lines, and writes the report.
+fn chapter(keys: &[&str], args: ChapterArgs) -> anyhow::Result<()> {
+    let repeat = positive("repeat", args.repeat)?;
+    let cpu = args.cpu.parse::<DeviceName>()?.resolve()?;
+    let gpu = args.gpu.parse::<DeviceName>()?.resolve()?;
+    let (train, train_reason) = match args.device.parse::<DeviceName>()? {
+        DeviceName::Auto if gpu.name == DeviceName::Wgpu && !gpu.on_cpu() => {
+            (gpu.clone(), "auto: a GPU card".to_string())
+        }
+        DeviceName::Auto => (
+            DeviceName::Flex.resolve()?,
+            "auto: wgpu here would run on the CPU, where a chapter batch takes seconds; \
+             --device wgpu runs it there anyway"
+                .to_string(),
+        ),
+        name => (name.resolve()?, "--device".to_string()),
+    };
+    if let Some(dir) = &args.report {
+        super::compare::prepare_out(dir)?;
     }
+    let scratch = std::env::temp_dir().join(format!("ember-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
+    let machine = format!(
+        "Machine: {} CPU cores. CPU device: {}. GPU device: {}. Training device: {} ({}).",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        Setup::label(&cpu),
+        Setup::label(&gpu),
+        Setup::label(&train),
+        train_reason
+    );
+    println!("{machine}");
+    let setup = Setup {
+        cpu,
+        gpu,
+        train,
+        train_reason,
+        repeat,
+        quick: args.quick,
+        scratch: scratch.clone(),
+        runs: Default::default(),
+    };
+    let mut outcomes = Vec::new();
+    let result = (|| -> anyhow::Result<()> {
+        for key in keys {
+            let outcome = chapter::run(key, &setup).with_context(|| format!("experiment {key}"))?;
+            println!();
+            for line in outcome.lines() {
+                println!("{line}");
+            }
+            outcomes.push(outcome);
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result?;
+    if let Some(dir) = &args.report {
+        println!();
+        for file in report::write(dir, &machine, &outcomes)? {
+            println!("wrote {}", file.display());
+        }
+    }
+    Ok(())
 }
 
 /// One measured epoch of one configuration.

@@ -68,7 +68,7 @@ fn sweep_policies(sweep: &str) -> anyhow::Result<Vec<PolicySpec>> {
 }
 
 /// Creates `out` if needed and checks that it is a writable directory.
-fn prepare_out(out: &Path) -> anyhow::Result<()> {
+pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
     if out.exists() && !out.is_dir() {
         bail!(
             "invalid --out {}: it is a file, not a directory",
@@ -215,7 +215,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
 
 /// Runs every configuration once per round, each in a child `ember train`, and reads back the
 /// traces.
-fn run_all(
+pub(super) fn run_all(
     configs: &[PolicySpec],
     repeat: usize,
     epochs: usize,

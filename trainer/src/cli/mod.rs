@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod chapter;
 mod compare;
 mod devices;
 mod train;

@@ -1,0 +1,211 @@
+//! `ember bench`: every experiment of the chapter in quick mode, on flex and on wgpu
+//! (lavapipe in CI), its lines parsed, and the report written with every section.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use common::cli::{fails_with, succeeds};
+
+const EXPERIMENTS: [&str; 11] = [
+    "async-matmul",
+    "dependency-graph",
+    "barriers",
+    "implicit-blockers",
+    "improving-computation",
+    "memory-footprint",
+    "exercise-2",
+    "exercise-3",
+    "exercise-4",
+    "hybridize",
+    "auto-parallel",
+];
+
+/// One experiment's printed section.
+#[derive(Debug, Default)]
+struct Section {
+    timings: BTreeMap<String, f64>,
+    notes: Vec<String>,
+    ratio: Option<f64>,
+    verdict: Option<String>,
+}
+
+/// Parses `ember bench` output: every line of a section is a header, a context line, a timing
+/// (`label: 0.1234 sec`), a ratio, a verdict, or a note.
+fn parse(stdout: &str) -> BTreeMap<String, Section> {
+    let mut sections = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in stdout.lines() {
+        if let Some(header) = line.strip_prefix("== ") {
+            let key = header.split(':').next().unwrap().to_string();
+            sections.insert(key.clone(), Section::default());
+            current = Some(key);
+            continue;
+        }
+        let Some(key) = &current else { continue };
+        let section = sections.get_mut(key).unwrap();
+        if line.is_empty() || line.starts_with("wrote ") {
+            current = None;
+        } else if let Some(rest) = line.strip_prefix("ratio ") {
+            let value = rest.rsplit(": ").next().unwrap();
+            section.ratio = Some(
+                value
+                    .parse()
+                    .unwrap_or_else(|_| panic!("ratio in {line:?}")),
+            );
+        } else if line.starts_with("book's claim ") {
+            section.verdict = Some(line.to_string());
+        } else if let Some(value) = line.strip_suffix(" sec")
+            && let Some((label, seconds)) = value.rsplit_once(": ")
+            && let Ok(seconds) = seconds.parse::<f64>()
+        {
+            assert!(seconds.is_finite() && seconds >= 0.0, "{line}");
+            section.timings.insert(label.to_string(), seconds);
+        } else if !line.starts_with("on ") {
+            section.notes.push(line.to_string());
+        }
+    }
+    sections
+}
+
+fn check(gpu: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let stdout = succeeds(&[
+        "bench",
+        "--quick",
+        "--repeat",
+        "2",
+        "--cpu",
+        "flex",
+        "--gpu",
+        gpu,
+        "--device",
+        gpu,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let sections = parse(&stdout);
+    for key in EXPERIMENTS {
+        let s = sections
+            .get(key)
+            .unwrap_or_else(|| panic!("no section {key} in:\n{stdout}"));
+        assert!(s.timings.len() >= 2, "{key}: {s:?}");
+        assert!(s.ratio.is_some_and(|r| r.is_finite()), "{key}: {s:?}");
+        let verdict = s.verdict.as_deref().unwrap_or_default();
+        assert!(
+            verdict.starts_with("book's claim held:")
+                || verdict.starts_with("book's claim did not hold:"),
+            "{key}: {verdict:?}"
+        );
+    }
+    // The dependency graph's value is exact.
+    let graph = &sections["dependency-graph"];
+    assert!(
+        graph.notes.contains(&"z = [[3, 3]]".to_string()),
+        "{graph:?}"
+    );
+    assert!(
+        graph
+            .verdict
+            .as_deref()
+            .unwrap()
+            .starts_with("book's claim held:")
+    );
+    // Fusion on and off compute the same outputs; export reloads them exactly.
+    let hybrid = &sections["hybridize"];
+    let diff = |prefix: &str| -> f64 {
+        let note = hybrid
+            .notes
+            .iter()
+            .find(|n| n.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix:?} in {hybrid:?}"));
+        let value = note.split("max |difference| ").nth(1).unwrap();
+        value.split(';').next().unwrap().parse().unwrap()
+    };
+    assert!(diff("fusion on / off outputs") <= 1e-5, "{hybrid:?}");
+    assert_eq!(diff("export"), 0.0, "{hybrid:?}");
+    // The training experiments print the book's lines for each policy.
+    let memory = &sections["memory-footprint"];
+    for policy in ["barrier", "none"] {
+        assert!(
+            memory
+                .timings
+                .contains_key(&format!("{policy}: time per epoch")),
+            "{memory:?}"
+        );
+        assert!(
+            memory
+                .notes
+                .iter()
+                .any(|n| n.starts_with(&format!("{policy}: issued in"))
+                    && n.contains("increased memory: ")),
+            "{memory:?}"
+        );
+    }
+    // The report: every section, its verdict, and its figure.
+    let md = std::fs::read_to_string(report.join("chapter.md")).unwrap();
+    for key in EXPERIMENTS {
+        assert!(
+            md.contains(&format!("<a id=\"{key}\"></a>")),
+            "{key} missing from chapter.md"
+        );
+        assert!(md.contains(&format!("`ember bench {key}`")), "{key}");
+        if key != "dependency-graph" {
+            assert!(md.contains(&format!("]({key}.png)")), "{key} has no figure");
+            let png = image::open(report.join(format!("{key}.png"))).unwrap();
+            assert_eq!((png.width(), png.height()), (1200, 750));
+        }
+    }
+    assert_eq!(md.matches("**Claim: ").count(), EXPERIMENTS.len());
+}
+
+#[test]
+fn every_experiment_runs_quick_on_flex_with_a_report() {
+    check("flex");
+}
+
+#[test]
+fn every_experiment_runs_quick_on_wgpu_with_a_report() {
+    check("wgpu");
+}
+
+#[test]
+fn one_experiment_runs_by_name() {
+    let stdout = succeeds(&[
+        "bench",
+        "dependency-graph",
+        "--quick",
+        "--repeat",
+        "1",
+        "--gpu",
+        "flex",
+    ]);
+    let sections = parse(&stdout);
+    assert_eq!(sections.keys().collect::<Vec<_>>(), ["dependency-graph"]);
+    assert!(
+        sections["dependency-graph"]
+            .notes
+            .contains(&"z = [[3, 3]]".to_string())
+    );
+}
+
+#[test]
+fn bad_bench_options_are_named() {
+    fails_with(&["bench", "--repeat", "0", "--quick"], "--repeat 0");
+    fails_with(&["bench", "--gpu", "tpu", "--quick"], "tpu");
+    fails_with(&["bench", "warp-speed"], "warp-speed");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    fails_with(
+        &[
+            "bench",
+            "barriers",
+            "--quick",
+            "--report",
+            file.to_str().unwrap(),
+        ],
+        "a-file",
+    );
+}

@@ -1,0 +1,226 @@
+//! 12.1 "Hybridization": the MLP 512 -> 256 -> 128 -> 2 run forward 1000 times without and with
+//! kernel fusion, burn's counterpart of `hybridize()`, and its parameters exported and reloaded.
+//!
+//! burn switches fusion on at build time, and its optimizers can only be removed before a
+//! process's first tensor operation, so each mode runs in a child process of its own: with
+//! fusion's built-in optimizers (`with`), and with all of them removed (`without`). Both
+//! children load the same parameter file and the same input.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, anyhow, bail};
+use burn::tensor::{Device, Tensor};
+use clap::Args;
+use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
+use ember_datasets::Synthetic;
+use serde::{Deserialize, Serialize};
+
+use super::{Outcome, Picture, Setup, Timing};
+
+const BOOK: &str = "d2l builds Dense(256, relu), Dense(128, relu), Dense(2) on a (1, 512) \
+    input and times 1000 forward passes before and after net.hybridize(): the \
+    hybridized network is clearly faster: the symbolic graph lets MXNet \
+    fuse and schedule the operators. net.export() then writes the parameters (and the graph) \
+    to files that load back.";
+
+/// The chapter's network, initialized on `device`.
+fn network(device: &Device) -> Sequential {
+    Sequential::new()
+        .add(Dense::new(256).activation(Activation::Relu))
+        .add(Dense::new(128).activation(Activation::Relu))
+        .add(Dense::new(2))
+        .initialize(Init::default(), device)
+}
+
+/// The book's input: one row of 512 standard normals, the same in every process.
+fn input(device: &Device) -> Tensor<2> {
+    let batch = Synthetic::chapter(1, 512, 12).batch(0);
+    Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape(batch.x_shape)
+}
+
+fn values(t: Tensor<2>) -> anyhow::Result<Vec<f32>> {
+    t.into_data()
+        .try_to_vec::<f32>()
+        .map_err(|e| anyhow!("reading the output back failed: {e:?}"))
+}
+
+/// Options of the hidden `ember bench hybridize-child`.
+#[derive(Debug, Args)]
+pub struct ChildArgs {
+    /// `on` or `off`.
+    #[arg(long)]
+    fusion: String,
+    #[arg(long)]
+    device: String,
+    #[arg(long)]
+    params: std::path::PathBuf,
+    /// Forward passes per measurement.
+    #[arg(long)]
+    passes: usize,
+    #[arg(long)]
+    repeat: usize,
+}
+
+/// What a child reports.
+#[derive(Debug, Serialize, Deserialize)]
+struct ChildResult {
+    seconds: Vec<f64>,
+    output: Vec<f32>,
+}
+
+/// The child: fusion's optimizers removed or kept, then `repeat` timings of `passes` forwards.
+pub fn child(args: ChildArgs) -> anyhow::Result<()> {
+    match args.fusion.as_str() {
+        "on" => {}
+        "off" => {
+            for name in burn_cubecl::fusion::BUILTIN_NAMES {
+                burn_cubecl::fusion::remove(name)
+                    .map_err(|e| anyhow!("switching fusion's {name} optimizer off: {e}"))?;
+            }
+        }
+        other => bail!("invalid --fusion {other:?}: expected on or off"),
+    }
+    let device = args.device.parse::<DeviceName>()?.resolve()?.device;
+    let net = network(&device);
+    let x = input(&device);
+    net.infer_shape(x.clone())?;
+    let net = net.load_parameters(&args.params, &device)?;
+    let forward = || -> anyhow::Result<Tensor<2>> {
+        let mut out = net.forward(x.clone())?;
+        for _ in 1..args.passes {
+            out = net.forward(x.clone())?;
+        }
+        Ok(out)
+    };
+    values(forward()?)?; // warm-up: kernels compiled, fusion plans found
+    let mut seconds = Vec::new();
+    let mut output = Vec::new();
+    for _ in 0..args.repeat {
+        let start = std::time::Instant::now();
+        let out = forward()?;
+        super::wait_all(&device)?;
+        seconds.push(start.elapsed().as_secs_f64());
+        output = values(out)?;
+    }
+    println!(
+        "{}",
+        serde_json::to_string(&ChildResult { seconds, output })?
+    );
+    Ok(())
+}
+
+fn spawn(s: &Setup, fusion: &str, params: &Path, passes: usize) -> anyhow::Result<ChildResult> {
+    let exe = std::env::current_exe().context("locating the ember binary")?;
+    let output = Command::new(exe)
+        .args(["bench", "hybridize-child", "--fusion", fusion, "--device"])
+        .arg(s.gpu.name.as_str())
+        .arg("--params")
+        .arg(params)
+        .args([
+            "--passes",
+            &passes.to_string(),
+            "--repeat",
+            &s.repeat.to_string(),
+        ])
+        .output()
+        .context("starting the hybridization child")?;
+    if !output.status.success() {
+        bail!(
+            "the run with fusion {fusion} failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(line)
+        .with_context(|| format!("reading the fusion {fusion} result: {line:?}"))
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return f32::INFINITY;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0, f32::max)
+}
+
+pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+    let passes = s.size(1000, 50);
+    // Export: the parameters, written by this process on the CPU and read back.
+    let cpu = Device::flex();
+    cpu.seed(12);
+    let net = network(&cpu);
+    let x = input(&cpu);
+    let before = values(net.forward(x.clone())?)?;
+    let params = s.scratch.join("hybrid-mlp.safetensors");
+    net.save_parameters(&params)?;
+    let reloaded = network(&cpu);
+    reloaded.infer_shape(x.clone())?;
+    let reloaded = reloaded.load_parameters(&params, &cpu)?;
+    let after = values(reloaded.forward(x)?)?;
+    let export_diff = max_diff(&before, &after);
+
+    let off = spawn(s, "off", &params, passes)?;
+    let on = spawn(s, "on", &params, passes)?;
+    let fusion_diff = max_diff(&off.output, &on.output);
+    let device_diff = max_diff(&on.output, &before);
+    let without = Timing {
+        label: "without hybridization (fusion off)".into(),
+        seconds: off.seconds,
+    };
+    let with = Timing {
+        label: "with hybridization (fusion on)".into(),
+        seconds: on.seconds,
+    };
+    let ratio = without.median() / with.median();
+    let fuses = s.gpu.name == DeviceName::Wgpu;
+    let held = fuses && ratio > 1.05 && fusion_diff <= 1e-5 && export_diff == 0.0;
+    let why = if fusion_diff > 1e-5 || export_diff != 0.0 {
+        format!("the outputs differ: fusion on/off by {fusion_diff:e}, export by {export_diff:e}")
+    } else if !fuses {
+        format!(
+            "{} has no kernel fusion: both runs execute the same operations, and their ratio \
+             is noise",
+            s.gpu.name
+        )
+    } else if held {
+        format!(
+            "fusion joined the element-wise work into fewer kernels: {ratio:.2}x faster, same outputs"
+        )
+    } else {
+        "a (1, 512) input is so small that each pass is dominated by launching kernels and \
+         queueing, which fusion does not remove on this device"
+            .into()
+    };
+    Ok(Outcome {
+        key: "hybridize",
+        title: "Hybridization: kernel fusion and export (12.1)",
+        book: BOOK,
+        context: format!(
+            "{}; MLP 512-256-128-2, {passes} forward passes of a (1, 512) input, each mode in \
+             its own process, median of {}",
+            Setup::label(&s.gpu),
+            s.repeat
+        ),
+        timings: vec![without, with],
+        notes: vec![
+            format!("fusion on / off outputs: max |difference| {fusion_diff:e}"),
+            format!(
+                "export: {} written and reloaded, max |difference| {export_diff:e}; {} against the CPU: {device_diff:e}",
+                params
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("parameters"),
+                s.gpu.name
+            ),
+        ],
+        ratio: ("without / with hybridization".into(), ratio),
+        claim: format!("fusion makes the {passes} passes faster (over 5%), with the same outputs"),
+        held,
+        why,
+        picture: Picture::Bars,
+    })
+}

@@ -1,0 +1,243 @@
+//! The experiments of d2l's "Computational Performance" chapters (12.1 hybridization, 12.2
+//! asynchronous computation and its exercises, 12.3 automatic parallelism), each in a file of
+//! its own name. Each one measures, prints the book's lines and a ratio, and says whether the
+//! book's qualitative claim held on this machine, and why not when it did not.
+
+pub mod async_matmul;
+pub mod auto_parallel;
+pub mod barriers;
+pub mod dependency_graph;
+pub mod hybridize;
+pub mod implicit_blockers;
+pub mod improving_computation;
+pub mod memory_footprint;
+pub mod report;
+pub mod two_devices;
+pub mod wait_cost;
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::anyhow;
+use burn::tensor::{Device, Distribution, Tensor};
+use ember::PickedDevice;
+use ember_trainer::compare::{PolicyRun, median};
+use ember_trainer::policy::PolicySpec;
+
+/// Where and how big: what every experiment needs.
+pub struct Setup {
+    /// The "CPU" of the book (NumPy's place): flex unless `--cpu` says otherwise.
+    pub cpu: PickedDevice,
+    /// The "GPU" of the book: wgpu (a card, or lavapipe) unless `--gpu` says otherwise.
+    pub gpu: PickedDevice,
+    /// Where the training loops of 12.2.3 and exercise 2 run.
+    pub train: PickedDevice,
+    /// Why `train` was picked.
+    pub train_reason: String,
+    /// Measurements per timing; the median is reported.
+    pub repeat: usize,
+    /// Small sizes, for tests.
+    pub quick: bool,
+    /// Scratch space for child processes' traces and parameter files.
+    pub scratch: PathBuf,
+    /// Training runs already made in this invocation, shared by 12.2.3 and exercise 2.
+    pub runs: RefCell<Vec<PolicyRun>>,
+}
+
+impl Setup {
+    /// `full` normally, `quick` under `--quick`.
+    pub fn size(&self, full: usize, quick: usize) -> usize {
+        if self.quick { quick } else { full }
+    }
+
+    /// "wgpu (llvmpipe …)" or "flex": a device as the lines name it.
+    pub fn label(device: &PickedDevice) -> String {
+        match ember::device::wgpu_adapter_info() {
+            Some((adapter, _)) if device.name == ember::DeviceName::Wgpu => {
+                format!("wgpu on {adapter}")
+            }
+            _ => device.name.to_string(),
+        }
+    }
+
+    /// The training runs of `spec`, made now if not made before in this invocation.
+    pub fn training_runs(&self, spec: PolicySpec) -> anyhow::Result<Vec<PolicyRun>> {
+        let made: Vec<PolicyRun> = self
+            .runs
+            .borrow()
+            .iter()
+            .filter(|r| r.policy == spec.name())
+            .cloned()
+            .collect();
+        if !made.is_empty() {
+            return Ok(made);
+        }
+        let runs = memory_footprint::train_in_child(self, spec)?;
+        self.runs.borrow_mut().extend(runs.iter().cloned());
+        Ok(runs)
+    }
+}
+
+/// One timed line, d2l's `with d2l.Benchmark(label):`, measured `repeat` times.
+#[derive(Debug, Clone)]
+pub struct Timing {
+    /// What was timed, in the book's words.
+    pub label: String,
+    /// Every measurement, in seconds.
+    pub seconds: Vec<f64>,
+}
+
+impl Timing {
+    /// The median over the repeats.
+    pub fn median(&self) -> f64 {
+        median(self.seconds.clone())
+    }
+}
+
+/// What a figure in the report shows.
+pub enum Picture {
+    /// Bars of the timings.
+    Bars,
+    /// The frontend/backend timeline of these training runs.
+    Timeline(Vec<PolicyRun>),
+    /// No figure: the lines say it.
+    None,
+}
+
+/// An experiment's result.
+pub struct Outcome {
+    /// The name on the command line.
+    pub key: &'static str,
+    /// The section's title, with the book's section number.
+    pub title: &'static str,
+    /// What the book does and finds, with its figures.
+    pub book: &'static str,
+    /// Device and sizes of this run.
+    pub context: String,
+    /// The timed lines.
+    pub timings: Vec<Timing>,
+    /// Other printed lines (values, estimates).
+    pub notes: Vec<String>,
+    /// The ratio that carries the lesson.
+    pub ratio: (String, f64),
+    /// The book's qualitative claim, in one sentence.
+    pub claim: String,
+    /// Whether it held here.
+    pub held: bool,
+    /// Why it held or did not, on this machine.
+    pub why: String,
+    /// The report's figure.
+    pub picture: Picture,
+}
+
+impl Outcome {
+    /// The book's lines, the ratio and the verdict, as printed.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![format!("== {}: {} ==", self.key, self.title)];
+        lines.push(format!("on {}", self.context));
+        lines.extend(
+            self.timings
+                .iter()
+                .map(|t| format!("{}: {:.4} sec", t.label, t.median())),
+        );
+        lines.extend(self.notes.iter().cloned());
+        lines.push(format!("ratio {}: {:.4}", self.ratio.0, self.ratio.1));
+        lines.push(format!(
+            "book's claim {}: {} ({})",
+            if self.held { "held" } else { "did not hold" },
+            self.claim,
+            self.why
+        ));
+        lines
+    }
+}
+
+/// Every experiment, in the chapter's order.
+pub const EXPERIMENTS: [&str; 11] = [
+    "async-matmul",
+    "dependency-graph",
+    "barriers",
+    "implicit-blockers",
+    "improving-computation",
+    "memory-footprint",
+    "exercise-2",
+    "exercise-3",
+    "exercise-4",
+    "hybridize",
+    "auto-parallel",
+];
+
+/// Runs the experiment named `key`.
+pub fn run(key: &str, setup: &Setup) -> anyhow::Result<Outcome> {
+    match key {
+        "async-matmul" => async_matmul::run(setup),
+        "dependency-graph" => dependency_graph::run(setup),
+        "barriers" => barriers::run(setup),
+        "implicit-blockers" => implicit_blockers::run(setup),
+        "improving-computation" => improving_computation::run(setup),
+        "memory-footprint" => memory_footprint::run(setup),
+        "exercise-2" => memory_footprint::exercise_2(setup),
+        "exercise-3" => two_devices::run(setup),
+        "exercise-4" => wait_cost::run(setup),
+        "hybridize" => hybridize::run(setup),
+        "auto-parallel" => auto_parallel::run(setup),
+        other => Err(anyhow!(
+            "unknown experiment {other:?}: expected one of {}",
+            EXPERIMENTS.join(", ")
+        )),
+    }
+}
+
+/// Times `body` `repeat` times (after `setup` each time, untimed).
+pub fn timed(
+    label: impl Into<String>,
+    repeat: usize,
+    mut body: impl FnMut() -> anyhow::Result<()>,
+) -> anyhow::Result<Timing> {
+    let mut seconds = Vec::with_capacity(repeat);
+    for _ in 0..repeat {
+        let start = Instant::now();
+        body()?;
+        seconds.push(start.elapsed().as_secs_f64());
+    }
+    Ok(Timing {
+        label: label.into(),
+        seconds,
+    })
+}
+
+/// `npx.waitall()`: waits for everything issued on `device`.
+pub fn wait_all(device: &Device) -> anyhow::Result<()> {
+    device
+        .sync()
+        .map_err(|e| anyhow!("waiting for the device failed: {e:?}"))
+}
+
+/// `np.random.normal(size=(n, n))` on `device`.
+pub fn normal(n: usize, device: &Device) -> Tensor<2> {
+    Tensor::<2>::random([n, n], Distribution::Normal(0.0, 1.0), device)
+}
+
+/// `wait_to_read` for one tensor: burn has no per-tensor wait, so read one element of it back,
+/// which waits for the tensor and nothing issued after it (on an in-order device, for
+/// everything issued before the read).
+pub fn wait_to_read(t: &Tensor<2>) -> anyhow::Result<()> {
+    t.clone()
+        .slice([0..1, 0..1])
+        .into_data()
+        .try_to_vec::<f32>()
+        .map(drop)
+        .map_err(|e| anyhow!("reading back a result failed: {e:?}"))
+}
+
+/// Why asynchrony cannot show on `device`, or `None` when it can.
+pub fn no_overlap_reason(device: &PickedDevice) -> Option<String> {
+    match device.name {
+        ember::DeviceName::Wgpu => None,
+        name => Some(format!(
+            "{name} executes each operation on the calling thread: there is no backend queue, \
+             so issuing is computing"
+        )),
+    }
+}

@@ -1,0 +1,116 @@
+//! `ember bench --report DIR`: `chapter.md`, one section per experiment (what the book says,
+//! what this machine measured, whether the book's claim held and why), with its figures.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use ember_trainer::compare::PolicyRun;
+use ember_trainer::plot::{BarsFigure, TimelineFigure, render};
+use ember_trainer::trace::write_atomically;
+
+use super::{Outcome, Picture};
+
+/// Writes the figures and `chapter.md` into `dir`; returns every file written.
+pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    let mut md = String::new();
+    let held = outcomes.iter().filter(|o| o.held).count();
+    let _ = writeln!(
+        md,
+        "# d2l \"Computational Performance\", measured on this machine\n"
+    );
+    let _ = writeln!(md, "{machine}\n");
+    let _ = writeln!(
+        md,
+        "The book's qualitative claim held in {held} of {} experiments. Each section gives \
+         what the book does and finds, what ember measured here (medians), and whether the \
+         claim held, with the reason where it did not.\n",
+        outcomes.len()
+    );
+    let _ = writeln!(md, "| experiment | ratio | claim |\n|---|---:|---|");
+    for o in outcomes {
+        let _ = writeln!(
+            md,
+            "| [{}](#{}) | {}: {:.4} | {} |",
+            o.title,
+            o.key,
+            o.ratio.0,
+            o.ratio.1,
+            if o.held { "held" } else { "did not hold" }
+        );
+    }
+    for o in outcomes {
+        let _ = writeln!(md, "\n<a id=\"{}\"></a>\n## {}\n", o.key, o.title);
+        let _ = writeln!(md, "`ember bench {}` — {}\n", o.key, o.context);
+        let _ = writeln!(md, "**The book.** {}\n", o.book);
+        let _ = writeln!(md, "**Measured here.**\n\n| | seconds |\n|---|---:|");
+        for t in &o.timings {
+            let _ = writeln!(md, "| {} | {:.4} |", t.label, t.median());
+        }
+        let _ = writeln!(md);
+        for note in &o.notes {
+            let _ = writeln!(md, "- {note}");
+        }
+        let _ = writeln!(md, "- ratio {}: **{:.4}**\n", o.ratio.0, o.ratio.1);
+        let _ = writeln!(
+            md,
+            "**Claim: {}** — {}. {}.\n",
+            if o.held { "held" } else { "did not hold here" },
+            o.claim,
+            capitalized(&o.why)
+        );
+        let figure = match &o.picture {
+            Picture::Bars => {
+                let bars: Vec<(String, f64)> = o
+                    .timings
+                    .iter()
+                    .map(|t| (t.label.clone(), t.median()))
+                    .collect();
+                render(
+                    &BarsFigure {
+                        title: o.title,
+                        subtitle: &o.context,
+                        bars: &bars,
+                    },
+                    dir,
+                    o.key,
+                )
+            }
+            Picture::Timeline(runs) => {
+                let refs: Vec<&PolicyRun> = runs.iter().collect();
+                render(
+                    &TimelineFigure {
+                        runs: &refs,
+                        subtitle: &o.context,
+                    },
+                    dir,
+                    o.key,
+                )
+            }
+            Picture::None => Ok(Vec::new()),
+        }
+        .map_err(|e| anyhow::anyhow!("drawing the figure of {}: {e}", o.key))?;
+        if let Some(png) = figure
+            .iter()
+            .find(|p| p.extension().is_some_and(|e| e == "png"))
+        {
+            let name = png.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let _ = writeln!(md, "![{}]({name})\n", o.title);
+        }
+        written.extend(figure);
+    }
+    let path = dir.join("chapter.md");
+    write_atomically(&path, md.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    written.push(path);
+    Ok(written)
+}
+
+fn capitalized(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
