@@ -542,7 +542,7 @@ impl Figure for BarsFigure<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let values = self.bars.iter().map(|b| b.1).filter(|v| *v > 0.0);
         let lo = values.clone().fold(f64::INFINITY, f64::min).min(1.0) / 4.0;
-        let hi = values.fold(0.0, f64::max).max(lo * 10.0) * 12.0;
+        let hi = values.fold(0.0, f64::max).max(lo * 10.0) * 3.0;
         let n = self.bars.len().max(1) as f64;
         let body = framed(root, self.title, self.subtitle)?;
         let mut chart = ChartBuilder::on(&body)
@@ -566,14 +566,15 @@ impl Figure for BarsFigure<'_> {
             let end = seconds.max(lo);
             chart
                 .draw_series([Rectangle::new(
-                    [(lo, y + 0.2), (end, y + 0.8)],
+                    [(lo, y + 0.1), (end, y + 0.62)],
                     color(i).mix(0.8).filled(),
                 )])
                 .map_err(err)?;
+            // The label sits above its bar, so a long bar never pushes it off the figure.
             chart
                 .draw_series([Text::new(
                     format!("{label}: {seconds:.4} s"),
-                    (end * 1.15, y + 0.62),
+                    (lo * 1.05, y + 0.95),
                     (FONT, LABEL),
                 )])
                 .map_err(err)?;

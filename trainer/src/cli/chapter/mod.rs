@@ -142,7 +142,11 @@ impl Outcome {
                 .map(|t| format!("{}: {:.4} sec", t.label, t.median())),
         );
         lines.extend(self.notes.iter().cloned());
-        lines.push(format!("ratio {}: {:.4}", self.ratio.0, self.ratio.1));
+        lines.push(format!(
+            "ratio {}: {}",
+            self.ratio.0,
+            show_ratio(self.ratio.1)
+        ));
         lines.push(format!(
             "book's claim {}: {} ({})",
             if self.held { "held" } else { "did not hold" },
@@ -150,6 +154,15 @@ impl Outcome {
             self.why
         ));
         lines
+    }
+}
+
+/// A ratio with four significant places, however small.
+pub fn show_ratio(value: f64) -> String {
+    if value != 0.0 && value.abs() < 0.01 {
+        format!("{value:.3e}")
+    } else {
+        format!("{value:.4}")
     }
 }
 

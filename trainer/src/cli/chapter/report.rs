@@ -9,7 +9,7 @@ use ember_trainer::compare::PolicyRun;
 use ember_trainer::plot::{BarsFigure, TimelineFigure, render};
 use ember_trainer::trace::write_atomically;
 
-use super::{Outcome, Picture};
+use super::{Outcome, Picture, show_ratio};
 
 /// Writes the figures and `chapter.md` into `dir`; returns every file written.
 pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<Vec<PathBuf>> {
@@ -32,11 +32,11 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
     for o in outcomes {
         let _ = writeln!(
             md,
-            "| [{}](#{}) | {}: {:.4} | {} |",
+            "| [{}](#{}) | {}: {} | {} |",
             o.title,
             o.key,
             o.ratio.0,
-            o.ratio.1,
+            show_ratio(o.ratio.1),
             if o.held { "held" } else { "did not hold" }
         );
     }
@@ -52,7 +52,7 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
         for note in &o.notes {
             let _ = writeln!(md, "- {note}");
         }
-        let _ = writeln!(md, "- ratio {}: **{:.4}**\n", o.ratio.0, o.ratio.1);
+        let _ = writeln!(md, "- ratio {}: **{}**\n", o.ratio.0, show_ratio(o.ratio.1));
         let _ = writeln!(
             md,
             "**Claim: {}** — {}. {}.\n",
