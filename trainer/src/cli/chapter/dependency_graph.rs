@@ -1,10 +1,9 @@
 //! 12.2.2 "Barriers and Blockers", the dependency graph: `z = x * y + 2` is issued at once,
 //! and printing `z` is what waits for it.
 
-use anyhow::anyhow;
 use burn::tensor::Tensor;
 
-use super::{Outcome, Picture, Setup, Timing};
+use super::{Outcome, Picture, Setup, Timing, to_host};
 
 const BOOK: &str = "d2l builds x = np.ones((1, 2)), y = np.ones((1, 2)), z = x * y + 2 and \
     prints [[3. 3.]]: the frontend only records the graph x, y -> x * y -> + 2, the backend \
@@ -18,10 +17,7 @@ fn graph(device: &burn::tensor::Device) -> anyhow::Result<(f64, f64, Vec<f32>)> 
     let z = (x * y).add_scalar(2.0);
     let issued = start.elapsed().as_secs_f64();
     let start = std::time::Instant::now();
-    let values = z
-        .into_data()
-        .try_to_vec::<f32>()
-        .map_err(|e| anyhow!("reading z back failed: {e:?}"))?;
+    let values = to_host(z)?;
     Ok((issued, start.elapsed().as_secs_f64(), values))
 }
 

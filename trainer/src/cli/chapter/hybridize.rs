@@ -16,7 +16,7 @@ use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
 use ember_datasets::Synthetic;
 use serde::{Deserialize, Serialize};
 
-use super::{Outcome, Picture, Setup, Timing};
+use super::{Outcome, Picture, Setup, Timing, to_host};
 
 const BOOK: &str = "d2l builds Dense(256, relu), Dense(128, relu), Dense(2) on a (1, 512) \
     input and times 1000 forward passes before and after net.hybridize(): the \
@@ -37,12 +37,6 @@ fn network(device: &Device) -> Sequential {
 fn input(device: &Device) -> Tensor<2> {
     let batch = Synthetic::chapter(1, 512, 12).batch(0);
     Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape(batch.x_shape)
-}
-
-fn values(t: Tensor<2>) -> anyhow::Result<Vec<f32>> {
-    t.into_data()
-        .try_to_vec::<f32>()
-        .map_err(|e| anyhow!("reading the output back failed: {e:?}"))
 }
 
 /// Options of the hidden `ember bench hybridize-child`.
@@ -93,7 +87,7 @@ pub fn child(args: ChildArgs) -> anyhow::Result<()> {
         }
         Ok(out)
     };
-    values(forward()?)?; // warm-up: kernels compiled, fusion plans found
+    to_host(forward()?)?; // warm-up: kernels compiled, fusion plans found
     let mut seconds = Vec::new();
     let mut output = Vec::new();
     for _ in 0..args.repeat {
@@ -101,7 +95,7 @@ pub fn child(args: ChildArgs) -> anyhow::Result<()> {
         let out = forward()?;
         super::wait_all(&device)?;
         seconds.push(start.elapsed().as_secs_f64());
-        output = values(out)?;
+        output = to_host(out)?;
     }
     println!(
         "{}",
@@ -154,13 +148,13 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
     cpu.seed(12);
     let net = network(&cpu);
     let x = input(&cpu);
-    let before = values(net.forward(x.clone())?)?;
+    let before = to_host(net.forward(x.clone())?)?;
     let params = s.scratch.join("hybrid-mlp.safetensors");
     net.save_parameters(&params)?;
     let reloaded = network(&cpu);
     reloaded.infer_shape(x.clone())?;
     let reloaded = reloaded.load_parameters(&params, &cpu)?;
-    let after = values(reloaded.forward(x)?)?;
+    let after = to_host(reloaded.forward(x)?)?;
     let export_diff = max_diff(&before, &after);
 
     let off = spawn(s, "off", &params, passes)?;

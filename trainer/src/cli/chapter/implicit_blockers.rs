@@ -1,8 +1,6 @@
 //! 12.2.2 "Implicit Blockers": converting a result to host data or to a scalar waits for it.
 
-use anyhow::anyhow;
-
-use super::{Outcome, Picture, Setup, no_overlap_reason, normal, timed, wait_all};
+use super::{Outcome, Picture, Setup, no_overlap_reason, normal, timed, to_host, wait_all};
 
 const BOOK: &str = "d2l times b = np.dot(a, a) followed by b.asnumpy() ('numpy \
     conversion') and by b.sum().item() ('scalar conversion'): both convert to the \
@@ -21,10 +19,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let issue = issue?;
     let host = timed("numpy conversion", s.repeat, || {
         let b = a.clone().matmul(a.clone());
-        b.into_data()
-            .try_to_vec::<f32>()
-            .map(drop)
-            .map_err(|e| anyhow!("reading b back failed: {e:?}"))
+        to_host(b).map(drop)
     })?;
     let scalar = timed("scalar conversion", s.repeat, || {
         let b = a.clone().matmul(a.clone());

@@ -3,10 +3,9 @@
 
 use std::time::Instant;
 
-use anyhow::anyhow;
 use burn::tensor::Tensor;
 
-use super::{Outcome, Picture, Setup, Timing, no_overlap_reason, timed, wait_all};
+use super::{Outcome, Picture, Setup, Timing, no_overlap_reason, timed, to_host, wait_all};
 
 const BOOK: &str = "d2l runs y = x + 1 on a (1, 2) matrix 10000 times, with y.wait_to_read() \
     after each ('synchronous') and with one npx.waitall() at the end ('asynchronous'): the \
@@ -15,12 +14,9 @@ const BOOK: &str = "d2l runs y = x + 1 on a (1, 2) matrix 10000 times, with y.wa
     n(t1 + t2 + t3) and the asynchronous one about t1 + n t2 + t3 when t2 >= t1: the frontend \
     runs ahead and only the backend's work adds up.";
 
+/// `y.wait_to_read()` on a 1x2 result: the whole of it comes back.
 fn read(y: &Tensor<2>) -> anyhow::Result<()> {
-    y.clone()
-        .into_data()
-        .try_to_vec::<f32>()
-        .map(drop)
-        .map_err(|e| anyhow!("reading y back failed: {e:?}"))
+    to_host(y.clone()).map(drop)
 }
 
 pub fn run(s: &Setup) -> anyhow::Result<Outcome> {

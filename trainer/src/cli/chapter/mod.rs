@@ -236,12 +236,14 @@ pub fn normal(n: usize, device: &Device) -> Tensor<2> {
 /// which waits for the tensor and nothing issued after it (on an in-order device, for
 /// everything issued before the read).
 pub fn wait_to_read(t: &Tensor<2>) -> anyhow::Result<()> {
-    t.clone()
-        .slice([0..1, 0..1])
-        .into_data()
+    to_host(t.clone().slice([0..1, 0..1])).map(drop)
+}
+
+/// Copies `t` to host memory (`asnumpy()`), waiting for it.
+pub fn to_host(t: Tensor<2>) -> anyhow::Result<Vec<f32>> {
+    t.into_data()
         .try_to_vec::<f32>()
-        .map(drop)
-        .map_err(|e| anyhow!("reading back a result failed: {e:?}"))
+        .map_err(|e| anyhow!("reading a result back failed: {e:?}"))
 }
 
 /// Why asynchrony cannot show on `device`, or `None` when it can.
