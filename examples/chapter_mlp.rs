@@ -16,7 +16,9 @@ use std::time::Instant;
 use anyhow::Context;
 use burn::tensor::{Device, Tensor};
 use ember::engine::Engine;
-use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Loss, Sequential, Trainer};
+use ember::{
+    Activation, Block, Dense, DeviceName, Init, L2Loss, Loss, NdTensor, Sequential, Trainer,
+};
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::memory::{mb, rss_bytes};
 
@@ -55,16 +57,22 @@ fn step(
     device: Device,
 ) -> impl FnOnce(&mut Model) -> ember::Result<Tensor<1>> + Send + 'static {
     move |model: &mut Model| {
-        let x = Tensor::<1>::from_floats(batch.x.as_slice(), &device).reshape(batch.x_shape);
-        let y = Tensor::<1>::from_floats(batch.y.as_slice(), &device).reshape(batch.y_shape);
+        let (x, y) = upload(&batch, &device)?;
         let net = model.net.take().ok_or_else(|| {
             ember::Error::Execution("the network was lost in a failed step".into())
         })?;
-        let l = L2Loss.forward(net.forward(x)?, y)?;
+        let l = L2Loss.forward(net.forward(x).into_rank()?, y)?;
         let grads = l.backward();
         model.net = Some(model.trainer.step(net, grads, batch.len())?);
         Ok(l)
     }
+}
+
+/// A host batch on the device: X of any rank, y as `[batch, 1]`.
+fn upload(batch: &Batch, device: &Device) -> ember::Result<(NdTensor, Tensor<2>)> {
+    let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+    let y = NdTensor::from_host(&batch.y, &batch.y_shape, device)?.into_rank()?;
+    Ok((x, y))
 }
 
 // def get_mem():
@@ -100,7 +108,21 @@ fn main() -> anyhow::Result<()> {
     let net = net.initialize(Init::default(), &device);
     // trainer = gluon.Trainer(net.collect_params(), 'sgd')
     let trainer = Trainer::new(&net, "sgd", 0.01)?;
-    // loss = gluon.loss.L2Loss()   (used inside `step`)
+    // loss = gluon.loss.L2Loss()   (also used inside `step`)
+    let loss = L2Loss;
+
+    // for X, y in data_iter():
+    //     break
+    // loss(y, net(X)).wait_to_read()
+    // The first net(X) gives every Dense its input size; no parameter changes.
+    let batch = data_iter(num_batches, 99)
+        .next()
+        .context("no batch to warm up with")?;
+    let (x, y) = upload(&batch, &device)?;
+    let (net, pred) = net.infer(x)?;
+    let warm = loss.forward(pred.into_rank()?, y)?;
+    warm.into_data(); // wait_to_read
+
     let engine = Engine::new(
         Model {
             net: Some(net),
@@ -108,13 +130,6 @@ fn main() -> anyhow::Result<()> {
         },
         Some(device.clone()),
     );
-
-    // for X, y in data_iter():
-    //     break
-    // loss(y, net(X)).wait_to_read()
-    if let Some(batch) = data_iter(num_batches, 99).next() {
-        engine.issue(step(batch, device.clone())).wait()?;
-    }
 
     // mem = get_mem()
     // with d2l.Benchmark('time per epoch'):

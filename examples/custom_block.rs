@@ -15,7 +15,9 @@
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
-use ember::{Activation, Block, Dense, DeviceName, Error, Init, Loss, Result, Sequential, Trainer};
+use ember::{
+    Activation, Block, Dense, DeviceName, Error, Init, Loss, NdTensor, Result, Sequential, Trainer,
+};
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
 use ember_trainer::policy::Window;
@@ -37,9 +39,12 @@ impl Residual {
 }
 
 impl Block for Residual {
-    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
+    /// # Shapes
+    /// `[batch, width]` in and out.
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        let x: Tensor<2> = x.rank();
         let h = self.fc2.forward(relu(self.fc1.forward(x.clone())));
-        Ok(x + h)
+        (x + h).into()
     }
 }
 
@@ -77,10 +82,15 @@ fn network(device: &Device) -> Sequential<Residual> {
         .initialize(Init::Xavier, device)
 }
 
-fn upload(batch: &Batch, device: &Device) -> (Tensor<2>, Tensor<2>) {
-    let x = Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape(batch.x_shape);
-    let y = Tensor::<1>::from_floats(batch.y.as_slice(), device).reshape(batch.y_shape);
-    (x, y)
+fn upload(batch: &Batch, device: &Device) -> Result<(NdTensor, Tensor<2>)> {
+    let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+    let y = NdTensor::from_host(&batch.y, &batch.y_shape, device)?.into_rank()?;
+    Ok((x, y))
+}
+
+/// The network's predictions for `x`.
+fn predict(net: &Sequential<Residual>, x: &NdTensor) -> Result<Tensor<2>> {
+    net.forward(x.clone()).into_rank()
 }
 
 fn main() -> anyhow::Result<()> {
@@ -104,8 +114,8 @@ fn main() -> anyhow::Result<()> {
     let trainer = Trainer::new(&net, "adam", 0.003)?;
     let loss = Huber { delta: 1.0 };
     let options = FitOptions::epochs(6).evaluate("val_huber", move |net: &Sequential<Residual>| {
-        let (x, y) = upload(&held_out, &eval_device);
-        let l = Huber { delta: 1.0 }.forward(net.forward(x)?, y)?;
+        let (x, y) = upload(&held_out, &eval_device)?;
+        let l = Huber { delta: 1.0 }.forward(predict(net, &x)?, y)?;
         Ok(f64::from(l.mean().into_scalar::<f32>()))
     });
     let run = fit(
@@ -143,8 +153,8 @@ fn main() -> anyhow::Result<()> {
     println!("{}", run.net.summary());
     println!("parameters saved to {}", path.display());
     device.seed(1);
-    let fresh = network(&device);
-    let (x, _) = upload(&Synthetic::regression(8, 32, 0.01, 7).batch(5), &device);
+    let (x, _) = upload(&Synthetic::regression(8, 32, 0.01, 7).batch(5), &device)?;
+    let fresh = network(&device).infer_shape(x.clone())?;
     let values = |t: Tensor<2>| -> anyhow::Result<Vec<f32>> {
         t.into_data()
             .try_to_vec::<f32>()
@@ -156,14 +166,14 @@ fn main() -> anyhow::Result<()> {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max)
     };
-    let trained = values(run.net.forward(x.clone())?)?;
-    let untrained = values(fresh.forward(x.clone())?)?;
+    let trained = values(predict(&run.net, &x)?)?;
+    let untrained = values(predict(&fresh, &x)?)?;
     println!(
         "fresh network: max |output difference| over 8 examples = {:e}",
         max_diff(&trained, &untrained)
     );
     let reloaded = fresh.load_parameters(&path, &device)?;
-    let max_diff = max_diff(&trained, &values(reloaded.forward(x)?)?);
+    let max_diff = max_diff(&trained, &values(predict(&reloaded, &x)?)?);
     println!("reloaded:      max |output difference| over 8 examples = {max_diff:e}");
     anyhow::ensure!(
         max_diff == 0.0,

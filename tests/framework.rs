@@ -6,8 +6,8 @@ use std::path::Path;
 use burn::prelude::*;
 use burn::tensor::Distribution;
 use ember::{
-    Activation, Block, Dense, DeviceName, Error, Init, L2Loss, Loss, OptimizerKind, Sequential,
-    Trainer, load_parameters, save_parameters,
+    Activation, Block, Dense, DeviceName, Error, Init, L2Loss, Loss, NdTensor, OptimizerKind,
+    Sequential, Trainer, load_parameters, save_parameters,
 };
 use ember_datasets::Synthetic;
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
@@ -67,6 +67,19 @@ fn tiny_net() -> Sequential {
         .add(Dense::new(1))
 }
 
+/// The tiny net with its input size (2) inferred, ready to load.
+fn resolved_tiny_net(device: &Device) -> Sequential {
+    tiny_net()
+        .initialize(Init::default(), device)
+        .infer_shape(Tensor::<2>::zeros([1, 2], device))
+        .unwrap()
+}
+
+/// The network's output for a batch of rows.
+fn out(net: &Sequential, x: Tensor<2>) -> Tensor<2> {
+    net.forward(NdTensor::from(x)).rank()
+}
+
 /// The fixed weights of the reference, in Gluon/PyTorch layout `(units, in_units)`.
 fn tiny_weights() -> Vec<(&'static str, Vec<usize>, Vec<f32>)> {
     vec![
@@ -82,7 +95,7 @@ fn reference_problem(device: &Device) -> (Sequential, Tensor<2>, Tensor<2>) {
     let dir = tempfile::tempdir().unwrap();
     let fixed = dir.path().join("fixed.safetensors");
     write_pytorch_file(&fixed, &tiny_weights());
-    let net = load_parameters(tiny_net(), &fixed, device).unwrap();
+    let net = load_parameters(resolved_tiny_net(device), &fixed, device).unwrap();
     let x = Tensor::<2>::from_floats([[1.0, 2.0], [-1.0, 0.5], [0.3, -0.7], [2.0, 1.0]], device);
     let y = Tensor::<2>::from_floats([[1.0], [0.0], [-1.0], [2.0]], device);
     (net, x, y)
@@ -120,7 +133,7 @@ fn gluon_reference_on(device: &Device) {
     let dir = tempfile::tempdir().unwrap();
     let (mut net, x, y) = reference_problem(device);
     let mut trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
-    let l = L2Loss.forward(net.forward(x).unwrap(), y).unwrap();
+    let l = L2Loss.forward(out(&net, x), y).unwrap();
     let values: Vec<f32> = l.clone().into_data().try_to_vec().unwrap();
     assert_close(
         &values,
@@ -203,9 +216,7 @@ fn two_steps(
     let (mut net, x, y) = reference_problem(device);
     let mut trainer = Trainer::new(&net, optimizer, lr).unwrap();
     for _ in 0..2 {
-        let l = L2Loss
-            .forward(net.forward(x.clone()).unwrap(), y.clone())
-            .unwrap();
+        let l = L2Loss.forward(out(&net, x.clone()), y.clone()).unwrap();
         net = trainer.step(net, l.backward(), 4).unwrap();
     }
     let after = dir.path().join("after.safetensors");
@@ -285,37 +296,33 @@ fn a_pytorch_layout_file_gives_the_hand_computed_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("torch.safetensors");
     write_pytorch_file(&path, &tiny_weights());
-    let net = load_parameters(tiny_net(), &path, &device).unwrap();
+    let net = load_parameters(resolved_tiny_net(&device), &path, &device).unwrap();
     // h = relu(W0·x + b0) with x = (1, 2): (0.1−0.4+0.01, 0.3+0.8−0.02, −0.5+1.2+0.03) → (0, 1.08, 0.73)
     // out = 0.7·0 − 0.8·1.08 + 0.9·0.73 + 0.05 = −0.157
-    let out: Vec<f32> = net
-        .forward(Tensor::from_floats([[1.0, 2.0]], &device))
-        .unwrap()
+    let y: Vec<f32> = out(&net, Tensor::from_floats([[1.0, 2.0]], &device))
         .into_data()
         .try_to_vec()
         .unwrap();
-    assert_close(&out, &[-0.157], "forward");
+    assert_close(&y, &[-0.157], "forward");
 }
 
 #[test]
-fn save_then_load_round_trips_into_a_deferred_net() {
+fn save_then_load_round_trips_once_shapes_are_inferred() {
     let device = Device::flex();
-    let net = Sequential::<ember::NoBlock>::new()
-        .add(Dense::new(16).activation(Activation::Tanh))
-        .add(Activation::Relu)
-        .add(
-            Sequential::new()
-                .add(Dense::new(8))
-                .add(Dense::new(2).use_bias(false)),
-        )
-        .initialize(Init::Xavier, &device);
+    let build = || {
+        Sequential::<ember::NoBlock>::new()
+            .add(Dense::new(16).activation(Activation::Tanh))
+            .add(Activation::Relu)
+            .add(
+                Sequential::new()
+                    .add(Dense::new(8))
+                    .add(Dense::new(2).use_bias(false)),
+            )
+            .initialize(Init::Xavier, &device)
+    };
     let x = Tensor::<2>::random([5, 7], Distribution::Normal(0.0, 1.0), &device);
-    let before: Vec<f32> = net
-        .forward(x.clone())
-        .unwrap()
-        .into_data()
-        .try_to_vec()
-        .unwrap();
+    let net = build().infer_shape(x.clone()).unwrap();
+    let before: Vec<f32> = out(&net, x.clone()).into_data().try_to_vec().unwrap();
     assert_eq!(
         net.collect_params().names(),
         ["0.weight", "0.bias", "2.0.weight", "2.0.bias", "2.1.weight"],
@@ -331,17 +338,31 @@ fn save_then_load_round_trips_into_a_deferred_net() {
         .collect();
     assert_eq!(shapes["0.weight"], vec![16, 7]);
     assert_eq!(shapes["2.1.weight"], vec![2, 8]);
+    let listed: HashMap<String, Vec<usize>> = net
+        .collect_params()
+        .params
+        .into_iter()
+        .map(|p| (p.name, p.shape))
+        .collect();
+    assert_eq!(listed, shapes, "collect_params lists what the file holds");
 
-    let fresh = Sequential::<ember::NoBlock>::new()
-        .add(Dense::new(16).activation(Activation::Tanh))
-        .add(Activation::Relu)
-        .add(
-            Sequential::new()
-                .add(Dense::new(8))
-                .add(Dense::new(2).use_bias(false)),
-        );
+    // A deferred net cannot take shapes from a file: it says which layers wait.
+    let err = load_parameters(build(), &path, &device).unwrap_err();
+    assert!(
+        err.to_string().contains("0: Dense") && err.to_string().contains("2.1: Dense"),
+        "{err}"
+    );
+    device.seed(99);
+    let fresh = build().infer_shape(x.clone()).unwrap();
+    assert_ne!(
+        out(&fresh, x.clone())
+            .into_data()
+            .try_to_vec::<f32>()
+            .unwrap(),
+        before
+    );
     let loaded = load_parameters(fresh, &path, &device).unwrap();
-    let after: Vec<f32> = loaded.forward(x).unwrap().into_data().try_to_vec().unwrap();
+    let after: Vec<f32> = out(&loaded, x).into_data().try_to_vec().unwrap();
     assert_eq!(before, after);
 }
 
@@ -359,7 +380,7 @@ fn a_wrong_shape_missing_or_extra_name_in_a_file_is_listed() {
             ("9.weight", vec![1], vec![0.0]),
         ],
     );
-    let err = load_parameters(tiny_net(), &path, &device).unwrap_err();
+    let err = load_parameters(resolved_tiny_net(&device), &path, &device).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, Error::ParameterMismatch { .. }), "{text}");
     assert!(
@@ -382,7 +403,7 @@ fn corrupt_and_truncated_files_are_errors_not_panics() {
     let garbage = dir.path().join("garbage.safetensors");
     std::fs::write(&garbage, b"not a safetensors file at all").unwrap();
     for path in [&truncated, &garbage, &dir.path().join("absent.safetensors")] {
-        let err = load_parameters(tiny_net(), path, &device).unwrap_err();
+        let err = load_parameters(resolved_tiny_net(&device), path, &device).unwrap_err();
         assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
     }
 }
@@ -397,7 +418,7 @@ fn saving_never_clobbers_a_file_with_a_half_written_one() {
     let deferred = tiny_net().initialize(Init::default(), &device);
     let err = save_parameters(&deferred, &path).unwrap_err();
     assert!(matches!(err, Error::DeferredInitialization { .. }), "{err}");
-    assert!(err.to_string().contains("0.weight"), "{err}");
+    assert!(err.to_string().contains("0: Dense"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), b"previous contents");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
@@ -405,10 +426,15 @@ fn saving_never_clobbers_a_file_with_a_half_written_one() {
 #[test]
 fn a_batch_with_the_wrong_feature_count_names_both_numbers() {
     let device = Device::flex();
-    let net = tiny_net().initialize(Init::default(), &device);
-    net.forward(Tensor::zeros([2, 512], &device)).unwrap();
-    let err = net.forward(Tensor::zeros([2, 784], &device)).unwrap_err();
+    let net = tiny_net()
+        .initialize(Init::default(), &device)
+        .infer_shape(Tensor::<2>::zeros([2, 512], &device))
+        .unwrap();
+    let err = net
+        .infer_shape(Tensor::<2>::zeros([2, 784], &device))
+        .unwrap_err();
     let text = err.to_string();
+    assert!(text.starts_with("layer 0: "), "{text}");
     assert!(text.contains("784") && text.contains("512"), "{text}");
 }
 
@@ -420,14 +446,18 @@ fn chapter_mlp_learns_on(device: &Device, batch: usize, steps: usize) {
         .add(Dense::new(2048).activation(Activation::Relu))
         .add(Dense::new(512).activation(Activation::Relu))
         .add(Dense::new(1))
-        .initialize(Init::default(), device);
+        .initialize(Init::default(), device)
+        .infer_shape(Tensor::<2>::zeros([1, 512], device))
+        .unwrap();
     let mut trainer = Trainer::new(&net, "sgd", 0.004).unwrap();
     let mut losses = Vec::new();
     for step in 0..steps {
         let b = data.batch(step as u64 % 4);
-        let x = Tensor::<1>::from_floats(b.x.as_slice(), device).reshape(b.x_shape);
-        let y = Tensor::<1>::from_floats(b.y.as_slice(), device).reshape(b.y_shape);
-        let l = L2Loss.forward(net.forward(x).unwrap(), y).unwrap();
+        let x = NdTensor::from_host(&b.x, &b.x_shape, device).unwrap();
+        let y = NdTensor::from_host(&b.y, &b.y_shape, device)
+            .unwrap()
+            .rank();
+        let l = L2Loss.forward(net.forward(x).rank(), y).unwrap();
         losses.push(l.clone().mean().into_scalar::<f32>());
         net = trainer.step(net, l.backward(), batch).unwrap();
     }

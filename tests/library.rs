@@ -6,7 +6,7 @@ mod common;
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
-use ember::{Block, Error, Init, Loss, Result, Trainer};
+use ember::{Block, Error, Init, Loss, NdTensor, Result, Trainer};
 use ember_datasets::Synthetic;
 use ember_trainer::compare::PolicyRun;
 use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
@@ -23,10 +23,10 @@ struct Residual {
 }
 
 impl Block for Residual {
-    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
-        let h = relu(self.input.forward(x));
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        let h = relu(self.input.forward(x.rank::<2>()));
         let h = h.clone() + relu(self.hidden.forward(h));
-        Ok(self.output.forward(h))
+        self.output.forward(h).into()
     }
 }
 
@@ -89,10 +89,12 @@ fn train(device: &Device) -> (Trace, Thirds, f64) {
     let held_out = data.batch(10_000);
     let mut batches = SyntheticEpochs::new(data, BATCHES);
     let val_mse = move |net: &Residual, device: &Device| -> Result<f64> {
-        let x = Tensor::<1>::from_floats(held_out.x.as_slice(), device).reshape(held_out.x_shape);
-        let y = Tensor::<1>::from_floats(held_out.y.as_slice(), device).reshape(held_out.y_shape);
+        let x = NdTensor::from_host(&held_out.x, &held_out.x_shape, device)?;
+        let y = NdTensor::from_host(&held_out.y, &held_out.y_shape, device)?.into_rank()?;
         Ok(f64::from(
-            Mse.forward(net.forward(x)?, y)?.mean().into_scalar::<f32>(),
+            Mse.forward(net.forward(x).into_rank()?, y)?
+                .mean()
+                .into_scalar::<f32>(),
         ))
     };
     let untrained = val_mse(&net, &device).unwrap();

@@ -3,10 +3,11 @@
 /// Features and targets of one minibatch, row-major, in host memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
-    /// Features, `x_shape[0] × x_shape[1]` values.
+    /// Features, as many values as `x_shape` holds, row-major.
     pub x: Vec<f32>,
-    /// `[batch, features]`.
-    pub x_shape: [usize; 2],
+    /// `[batch, features]`, or `[batch, channels, height, width]` for images: the batch size,
+    /// then each example's shape.
+    pub x_shape: Vec<usize>,
     /// Targets, one row per example: `y_shape[0] × y_shape[1]` values.
     pub y: Vec<f32>,
     /// `[batch, outputs]`.

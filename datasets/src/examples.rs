@@ -25,11 +25,13 @@ pub(crate) fn class_labels(values: &[f32], classes: usize, path: &Path) -> Resul
         .collect()
 }
 
-/// `len` examples of `features` values each, with their targets, row-major.
+/// `len` examples of `features` values each, with their targets, row-major. Each example has
+/// a shape (`[features]`, or `[1, 28, 28]` for an image), which its batches carry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Examples {
     x: Vec<f32>,
     features: usize,
+    shape: Vec<usize>,
     y: Vec<f32>,
     outputs: usize,
     classes: Option<usize>,
@@ -91,6 +93,7 @@ impl Examples {
         Ok(Self {
             x,
             features,
+            shape: vec![features],
             y,
             outputs,
             classes,
@@ -110,6 +113,34 @@ impl Examples {
     /// Features per example.
     pub fn features(&self) -> usize {
         self.features
+    }
+
+    /// The same examples, each read as an array of `shape` (`[1, 28, 28]` for a grey image):
+    /// batches then have the shape `[batch, …shape]`.
+    ///
+    /// # Errors
+    /// [`DatasetError::InvalidValue`] when the shape does not hold exactly the example's
+    /// features.
+    pub fn with_shape(mut self, shape: &[usize]) -> Result<Self> {
+        if shape.iter().product::<usize>() != self.features || shape.is_empty() {
+            return Err(DatasetError::InvalidValue {
+                name: "example shape",
+                value: format!("{shape:?}"),
+                reason: format!("each example has {} features", self.features),
+            });
+        }
+        self.shape = shape.to_vec();
+        Ok(self)
+    }
+
+    /// Each example's shape (`[features]` unless set by [`Examples::with_shape`]).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Targets per example (1 for class labels).
+    pub fn outputs(&self) -> usize {
+        self.outputs
     }
 
     /// Number of classes, for classification data.
@@ -136,7 +167,9 @@ impl Examples {
         }
         Batch {
             x,
-            x_shape: [indices.len(), self.features],
+            x_shape: std::iter::once(indices.len())
+                .chain(self.shape.iter().copied())
+                .collect(),
             y,
             y_shape: [indices.len(), self.outputs],
         }

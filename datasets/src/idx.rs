@@ -119,7 +119,8 @@ pub fn read_idx(path: impl AsRef<Path>, rank: usize) -> Result<IdxArray> {
 }
 
 /// Reads an images file (rank 3) and a labels file (rank 1) into examples: pixels scaled to
-/// [0, 1], one row of `rows × cols` features per image, labels as class indices (10 classes).
+/// [0, 1], each image an example of shape `[1, rows, cols]` (one channel, as Gluon's
+/// `ToTensor` gives it), labels as class indices (10 classes).
 pub fn read_pair(images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Result<Examples> {
     let (images, labels) = (images.as_ref(), labels.as_ref());
     let x = read_idx(images, 3)?;
@@ -147,7 +148,8 @@ pub fn read_pair(images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Result<E
             message: reason,
         },
         other => other,
-    })
+    })?
+    .with_shape(&[1, x.dims[1], x.dims[2]])
 }
 
 #[cfg(test)]

@@ -157,7 +157,7 @@ pub fn read_npy_pair(
     }
     let features = x.shape[1..].iter().product();
     let outputs = y.shape.get(1).copied().unwrap_or(1);
-    match classes {
+    let examples = match classes {
         None => Examples::regression(x.data, features, y.data, outputs),
         Some(classes) => {
             if outputs != 1 {
@@ -166,7 +166,9 @@ pub fn read_npy_pair(
             let labels = class_labels(&y.data, classes, y_path)?;
             Examples::classification(x.data, features, labels, classes)
         }
-    }
+    }?;
+    // Each example keeps its array's shape: `[n, 1, 28, 28]` gives images.
+    examples.with_shape(&x.shape[1..])
 }
 
 #[cfg(test)]

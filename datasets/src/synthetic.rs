@@ -99,7 +99,7 @@ impl Synthetic {
         };
         Batch {
             x,
-            x_shape: [self.batch_size, self.features],
+            x_shape: vec![self.batch_size, self.features],
             y,
             y_shape: [self.batch_size, 1],
         }

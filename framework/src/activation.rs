@@ -5,7 +5,8 @@
 //! ```
 //! use burn::prelude::*;
 //! use ember::{Activation, Block};
-//! let y = Activation::Relu.forward(Tensor::from_floats([[-1.0, 2.0]], &Device::flex())).unwrap();
+//! let x = Tensor::<2>::from_floats([[-1.0, 2.0]], &Device::flex());
+//! let y: Tensor<2> = Activation::Relu.forward(x.into()).rank();
 //! assert_eq!(y.into_data().try_to_vec::<f32>().unwrap(), vec![0.0, 2.0]);
 //! ```
 
@@ -19,6 +20,7 @@ use burn::tensor::{Device, Tensor, activation};
 
 use crate::block::Block;
 use crate::error::{Error, Result};
+use crate::ndtensor::{NdTensor, nd_map};
 
 /// An element-wise activation function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +31,10 @@ pub enum Activation {
     Sigmoid,
     /// tanh(x)
     Tanh,
+    /// Gluon's `softrelu`: log(1 + eˣ) (PyTorch's `Softplus`).
+    SoftRelu,
+    /// GELU with the exact erf form, x·Φ(x) (Gluon's and PyTorch's default).
+    Gelu,
 }
 
 impl Activation {
@@ -38,6 +44,8 @@ impl Activation {
             Activation::Relu => activation::relu(x),
             Activation::Sigmoid => activation::sigmoid(x),
             Activation::Tanh => activation::tanh(x),
+            Activation::SoftRelu => activation::softplus(x, 1.0),
+            Activation::Gelu => activation::gelu(x),
         }
     }
 
@@ -47,6 +55,8 @@ impl Activation {
             Activation::Relu => "relu",
             Activation::Sigmoid => "sigmoid",
             Activation::Tanh => "tanh",
+            Activation::SoftRelu => "softrelu",
+            Activation::Gelu => "gelu",
         }
     }
 }
@@ -65,18 +75,26 @@ impl FromStr for Activation {
             "relu" => Ok(Activation::Relu),
             "sigmoid" => Ok(Activation::Sigmoid),
             "tanh" => Ok(Activation::Tanh),
+            "softrelu" => Ok(Activation::SoftRelu),
+            "gelu" => Ok(Activation::Gelu),
             _ => Err(Error::InvalidValue {
                 name: "activation",
                 value: s.to_string(),
-                reason: "expected relu, sigmoid or tanh".to_string(),
+                reason: "expected relu, sigmoid, tanh, softrelu or gelu".to_string(),
             }),
         }
     }
 }
 
 impl Block for Activation {
-    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
-        Ok(self.apply(x))
+    /// # Shapes
+    /// Any input; the output has its shape.
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        nd_map!(x, t => self.apply(t))
+    }
+
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        Ok((self, self.forward(x)))
     }
 
     fn initialize(self, _init: crate::Init, _device: &Device) -> Self {

@@ -1,74 +1,130 @@
-//! `Block`: Gluon's building block. Only `forward` is required; `initialize`,
+//! `Block`: Gluon's building block. Only `forward` is required; `initialize`, `infer_shape`,
 //! `collect_params`, `summary` and burn's `num_params` come for free.
 //!
-//! A user's own burn module becomes a Block by implementing `forward`:
+//! A block maps an [`NdTensor`] of any rank to another, so a user's own burn module on images
+//! goes into a `Sequential` beside ember's layers:
 //!
 //! ```
 //! use burn::prelude::*;
-//! use burn::nn::{Linear, LinearConfig};
-//! use ember::{Block, Result};
+//! use burn::nn::conv::{Conv2d, Conv2dConfig};
+//! use burn::nn::PaddingConfig2d;
+//! use ember::{Block, NdTensor};
 //!
+//! /// y = x + relu(conv(x)), on `[N, C, H, W]`.
 //! #[derive(Module, Debug)]
 //! struct Residual {
-//!     fc: Linear,
+//!     conv: Conv2d,
 //! }
 //!
 //! impl Block for Residual {
-//!     fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
-//!         Ok(x.clone() + burn::tensor::activation::relu(self.fc.forward(x)))
+//!     fn forward(&self, x: NdTensor) -> NdTensor {
+//!         let x: Tensor<4> = x.rank();
+//!         (x.clone() + burn::tensor::activation::relu(self.conv.forward(x))).into()
 //!     }
 //! }
 //!
 //! let device = Device::flex();
-//! let block = Residual { fc: LinearConfig::new(4, 4).init(&device) };
-//! assert_eq!(block.collect_params().names(), vec!["fc.weight", "fc.bias"]);
-//! assert_eq!(block.num_params(), 20);
-//! let y = block.forward(Tensor::ones([2, 4], &device)).unwrap();
-//! assert_eq!(y.dims(), [2, 4]);
+//! let conv = Conv2dConfig::new([2, 2], [3, 3]).with_padding(PaddingConfig2d::Explicit(1, 1, 1, 1));
+//! let block = Residual { conv: conv.init(&device) };
+//! assert_eq!(block.collect_params().names(), vec!["conv.weight", "conv.bias"]);
+//! let y = block.forward(Tensor::<4>::ones([1, 2, 5, 5], &device).into());
+//! assert_eq!(y.dims(), [1, 2, 5, 5]);
+//! // A wrong input is an error naming the block, found before any training step.
+//! let err = block.infer_shape(Tensor::<2>::ones([1, 2], &device)).unwrap_err();
+//! assert!(err.to_string().contains("Residual"), "{err}");
 //! ```
 
 use std::fmt;
 
-use burn::module::{Module, ModuleDisplay, ModuleVisitor, Param};
-use burn::tensor::{Device, Tensor};
+use burn::module::{Module, ModuleDisplay, ModuleVisitor};
+use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot};
+use burn::tensor::Device;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::init::{Init, Reinitializer};
+use crate::ndtensor::NdTensor;
 
 /// A piece of a network: a layer, a container or a user's own module.
 pub trait Block: Module + ModuleDisplay + Sized {
-    /// Runs the block.
+    /// Runs the block. A pure function of the parameters and the input.
     ///
     /// # Shapes
-    /// - `x`: `[batch, in_features]`
-    /// - output: `[batch, out_features]`
-    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>>;
+    /// Each block documents its own; a [`Sequential`](crate::Sequential) passes the output
+    /// of one child to the next.
+    ///
+    /// # Panics
+    /// When the input does not fit the block (a wrong rank or size), or when a layer's input
+    /// size is still deferred. [`Block::infer_shape`] checks all of that once, with errors.
+    fn forward(&self, x: NdTensor) -> NdTensor;
 
-    /// Gluon's `initialize`: weights are drawn from `init`, biases are zeros. Layers whose
-    /// input size is not yet known defer their parameters until the first forward (or
-    /// [`Block::infer_shape`]). The default re-initializes every float parameter of the
-    /// module on `device`; containers and deferred layers override it.
+    /// The one explicit step that resolves deferred sizes: creates the parameters that wait
+    /// for the input's size, checks that `x` fits every layer, and returns the block with
+    /// its output for `x`. ember's layers check shapes themselves and report a mismatch as
+    /// an error naming the layer; the default, for a block whose parameters already exist,
+    /// runs [`Block::forward`] and reports a panic in it as an [`Error::Shape`] naming the
+    /// block. A block that holds ember layers with deferred sizes overrides it to pass `x`
+    /// through each of them (see `examples/resnet.rs`).
+    ///
+    /// # Errors
+    /// [`Error::Shape`], [`Error::FeatureMismatch`] or [`Error::NotInitialized`], naming the
+    /// layer at fault.
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        let dims = x.dims();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.forward(x)));
+        match outcome {
+            Ok(y) => Ok((self, y)),
+            Err(panic) => Err(Error::Shape {
+                what: format!(
+                    "{} ({})",
+                    self.format(Default::default()).trim(),
+                    crate::engine::panic_text(&panic)
+                ),
+                expected: "an input this block can take".to_string(),
+                got: dims,
+            }),
+        }
+    }
+
+    /// Gluon's `initialize`: weights are drawn from `init`, biases are zeros, and
+    /// normalization layers start from γ = 1, β = 0 and fresh running statistics. Layers
+    /// whose input size is not yet known create their parameters at [`Block::infer_shape`]
+    /// (or the first batch of `fit`). The default re-initializes every float parameter of
+    /// the module on `device`, and hands `init` and `device` to the deferred ember layers
+    /// inside it; containers and ember's layers override it.
     fn initialize(self, init: Init, device: &Device) -> Self {
-        self.to_device(device).map(&mut Reinitializer {
-            init,
-            path: Vec::new(),
+        crate::init::initializing(init, device, || {
+            self.to_device(device).map(&mut Reinitializer::new(init))
         })
     }
 
-    /// Gluon's `infer_shape`: runs an example input through the block, so that every deferred
-    /// parameter takes its shape now rather than at the first real batch.
-    fn infer_shape(&self, example: Tensor<2>) -> Result<()> {
-        self.forward(example).map(drop)
+    /// Gluon's `infer_shape`: runs an example input through the block, so that every
+    /// deferred parameter takes its shape now. See [`Block::infer`].
+    ///
+    /// # Errors
+    /// As [`Block::infer`].
+    fn infer_shape(self, example: impl Into<NdTensor>) -> Result<Self> {
+        self.infer(example.into()).map(|(block, _)| block)
     }
 
-    /// Every parameter with its structural name (`0.weight`, `2.0.bias`, …) and its shape.
-    /// Dense and Linear weights are reported as `(units, in_units)`, as Gluon and PyTorch store
-    /// them; a size still deferred shows as 0, as Gluon prints it.
+    /// Every parameter with its structural name (`0.weight`, `2.0.bias`, …) and its shape,
+    /// exactly as [`save_parameters`](crate::params::save_parameters) writes them: burn's
+    /// module snapshot seen through burn-store's PyTorch adapter, so a Dense weight is
+    /// `(units, in_units)` and a BatchNorm's γ is `weight`. Layers whose input size is still
+    /// deferred hold no parameter yet and are listed in [`ParamDict::deferred`].
     fn collect_params(&self) -> ParamDict {
-        let mut collector = ParamCollector::default();
-        self.visit(&mut collector);
+        let params = self
+            .collect(None, Some(Box::new(BurnToPyTorchAdapter)), true)
+            .into_iter()
+            .map(|tensor| ParamInfo {
+                name: tensor.name,
+                shape: tensor.shape.as_slice().to_vec(),
+            })
+            .collect();
+        let mut finder = DeferredFinder::default();
+        self.visit(&mut finder);
         ParamDict {
-            params: collector.params,
+            params,
+            deferred: finder.deferred,
         }
     }
 
@@ -78,11 +134,17 @@ pub trait Block: Module + ModuleDisplay + Sized {
     }
 
     /// Gluon's `save_parameters`: see [`crate::params::save_parameters`].
+    ///
+    /// # Errors
+    /// As [`crate::params::save_parameters`].
     fn save_parameters(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
         crate::params::save_parameters(self, path)
     }
 
     /// Gluon's `load_parameters`: see [`crate::params::load_parameters`].
+    ///
+    /// # Errors
+    /// As [`crate::params::load_parameters`].
     fn load_parameters(self, path: impl AsRef<std::path::Path>, device: &Device) -> Result<Self> {
         crate::params::load_parameters(self, path, device)
     }
@@ -93,17 +155,12 @@ pub trait Block: Module + ModuleDisplay + Sized {
 pub struct ParamInfo {
     /// Structural name: `0.weight`, `2.0.bias`, `fc.weight`.
     pub name: String,
-    /// Shape in Gluon/PyTorch layout; 0 marks a size that is still deferred.
+    /// Shape in Gluon/PyTorch layout, as the parameter file holds it.
     pub shape: Vec<usize>,
 }
 
 impl ParamInfo {
-    /// Whether the shape is fully known.
-    pub fn is_known(&self) -> bool {
-        !self.shape.contains(&0)
-    }
-
-    /// Number of elements (0 while deferred).
+    /// Number of elements.
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }
@@ -114,6 +171,9 @@ impl ParamInfo {
 pub struct ParamDict {
     /// The parameters, in the order the network uses them.
     pub params: Vec<ParamInfo>,
+    /// The layers whose input size is still deferred, by path and kind (`0: Conv2D`): they
+    /// hold no parameter until [`Block::infer_shape`] or the first batch of `fit`.
+    pub deferred: Vec<String>,
 }
 
 impl ParamDict {
@@ -127,23 +187,9 @@ impl ParamDict {
         self.params.iter().find(|p| p.name == name)
     }
 
-    /// Total number of scalars (deferred parameters count 0).
+    /// Total number of scalars (deferred layers count 0).
     pub fn total(&self) -> usize {
         self.params.iter().map(ParamInfo::numel).sum()
-    }
-
-    /// Prefixes every name with `prefix.`, as a container does for its children.
-    pub(crate) fn prefixed(self, prefix: &str) -> Self {
-        ParamDict {
-            params: self
-                .params
-                .into_iter()
-                .map(|p| ParamInfo {
-                    name: format!("{prefix}.{}", p.name),
-                    shape: p.shape,
-                })
-                .collect(),
-        }
     }
 }
 
@@ -167,43 +213,42 @@ impl fmt::Display for ParamDict {
             writeln!(f, "{:<width$}  {:<16}  {:>12}", p.name, shape, p.numel())?;
         }
         write!(f, "total parameters: {}", self.total())?;
-        if self.params.iter().any(|p| !p.is_known()) {
-            write!(f, " (some shapes deferred until the first forward)")?;
+        if !self.deferred.is_empty() {
+            write!(
+                f,
+                "\ndeferred until the first batch: {}",
+                self.deferred.join(", ")
+            )?;
         }
         Ok(())
     }
 }
 
-/// Walks a module with burn's visitor and records each float parameter under its path.
+/// The container type a deferred layer announces to visitors while its module does not exist
+/// yet (`Deferred:Conv2D`); burn-store's collectors pass over it, as it holds no tensor.
+pub(crate) const DEFERRED: &str = "Deferred:";
+
+/// Finds the layers that announce themselves as deferred.
 #[derive(Default)]
-struct ParamCollector {
-    path: Vec<(String, String)>,
-    params: Vec<ParamInfo>,
+struct DeferredFinder {
+    path: Vec<String>,
+    deferred: Vec<String>,
 }
 
-impl ModuleVisitor for ParamCollector {
+impl ModuleVisitor for DeferredFinder {
     fn enter_module(&mut self, name: &str, container_type: &str) {
-        self.path
-            .push((name.to_string(), container_type.to_string()));
+        if let Some(kind) = container_type.strip_prefix(DEFERRED) {
+            let at = if self.path.is_empty() {
+                kind.to_string()
+            } else {
+                format!("{}: {kind}", self.path.join("."))
+            };
+            self.deferred.push(at);
+        }
+        self.path.push(name.to_string());
     }
 
     fn exit_module(&mut self, _name: &str, _container_type: &str) {
         self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let name: Vec<&str> = self.path.iter().map(|(name, _)| name.as_str()).collect();
-        let mut shape = param.lazy_shape().as_slice().to_vec();
-        // burn's Linear keeps its weight as [d_in, d_out]; files and Gluon say (units, in_units).
-        if let Some((last, container)) = self.path.last()
-            && last == "weight"
-            && container == "Struct:Linear"
-        {
-            shape.reverse();
-        }
-        self.params.push(ParamInfo {
-            name: name.join("."),
-            shape,
-        });
     }
 }

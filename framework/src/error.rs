@@ -32,18 +32,16 @@ pub enum Error {
         /// The parameter's structural name (`0.weight`).
         param: String,
     },
-    /// A parameter was read while its shape is still unknown (Gluon's
+    /// Parameters were asked for while layers still wait for their input size (Gluon's
     /// `DeferredInitializationError`).
     #[error(
-        "parameter '{param}' has not been initialized yet because initialization was deferred: \
-         its shape {shape:?} has an unknown input size (0). Run a forward pass, or call \
-         infer_shape with an example input, first"
+        "the parameters of {} have not been created yet because their initialization was \
+         deferred until the input size is known: call infer_shape with an example input, or \
+         train on a batch, first", layers.join(", ")
     )]
     DeferredInitialization {
-        /// The parameter's structural name.
-        param: String,
-        /// Its shape, with 0 for the unknown input size, as Gluon prints it.
-        shape: Vec<usize>,
+        /// The deferred layers, by path and kind (`0: Conv2D`).
+        layers: Vec<String>,
     },
     /// A device name that ember does not know.
     #[error("unknown device '{0}': expected one of auto, wgpu, flex, ndarray")]
@@ -92,6 +90,14 @@ pub enum Error {
     /// The backend failed while executing queued work.
     #[error("backend execution failed: {0}")]
     Execution(String),
+    /// An error in one child of a `Sequential`, with the child's index.
+    #[error("layer {index}: {source}")]
+    InChild {
+        /// The child's index in its `Sequential`.
+        index: usize,
+        /// What went wrong there.
+        source: Box<Error>,
+    },
     /// An I/O error, with the path it concerns.
     #[error("{path}: {source}")]
     Io {
@@ -100,6 +106,16 @@ pub enum Error {
         /// The cause.
         source: std::io::Error,
     },
+}
+
+impl Error {
+    /// The same error, said to come from child `index` of a `Sequential`.
+    pub fn at_child(self, index: usize) -> Self {
+        Error::InChild {
+            index,
+            source: Box::new(self),
+        }
+    }
 }
 
 /// `Result` with ember's [`Error`].

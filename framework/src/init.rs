@@ -7,9 +7,11 @@
 //! assert_eq!(Init::default(), Init::Uniform(0.07));
 //! ```
 
+use std::cell::RefCell;
+
 use burn::module::{ModuleMapper, Param};
 use burn::nn::Initializer;
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 
 /// How `initialize` fills weights. Biases are always zero, as in Gluon.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,13 +50,24 @@ impl Init {
     }
 }
 
-/// Re-initializes every float parameter of a module in place of its old value: tensors whose
-/// name ends in `bias` become zeros, every other one is drawn from the [`Init`]. Fans follow
-/// Gluon: for a shape `(a, b, rest…)` fan-out is `a·∏rest` and fan-in `b·∏rest`; the Xavier
-/// scale is symmetric in them, so burn's `[d_in, d_out]` Linear layout gives the same scale.
+/// Re-initializes every float parameter of a module in place of its old value, by name, as
+/// Gluon's per-parameter initializers do: `bias`, `beta` and `running_mean` become zeros,
+/// `gamma` and `running_var` ones, and every other tensor (weights) is drawn from the
+/// [`Init`]. Fans follow Gluon: for a shape `(a, b, rest…)` fan-out is `a·∏rest` and fan-in
+/// `b·∏rest`; the Xavier scale is symmetric in them, so burn's `[d_in, d_out]` Linear layout
+/// gives the same scale.
 pub(crate) struct Reinitializer {
-    pub(crate) init: Init,
-    pub(crate) path: Vec<String>,
+    init: Init,
+    path: Vec<String>,
+}
+
+impl Reinitializer {
+    pub(crate) fn new(init: Init) -> Self {
+        Self {
+            init,
+            path: Vec::new(),
+        }
+    }
 }
 
 impl ModuleMapper for Reinitializer {
@@ -67,24 +80,50 @@ impl ModuleMapper for Reinitializer {
     }
 
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        let is_bias = self.path.last().is_some_and(|name| name == "bias");
+        let name = self.path.last().map(String::as_str).unwrap_or_default();
+        let constant = match name {
+            "bias" | "beta" | "running_mean" => Some(0.0),
+            "gamma" | "running_var" => Some(1.0),
+            _ => None,
+        };
         let init = self.init;
         param.map(|tensor| {
             let device = tensor.device();
             let require_grad = tensor.is_require_grad();
             let shape = tensor.shape();
             let dims = shape.as_slice().to_vec();
-            let fresh: Tensor<D> = if is_bias {
-                Tensor::zeros(shape, &device)
-            } else {
-                let receptive: usize = dims.iter().skip(2).product();
-                let fan_a = dims.first().copied().unwrap_or(1) * receptive.max(1);
-                let fan_b = dims.get(1).copied().unwrap_or(1) * receptive.max(1);
-                init.weight_initializer()
-                    .init_with(shape, Some(fan_b), Some(fan_a), &device)
-                    .val()
+            let fresh: Tensor<D> = match constant {
+                Some(value) => Tensor::full(shape, value, &device),
+                None => {
+                    let receptive: usize = dims.iter().skip(2).product();
+                    let fan_a = dims.first().copied().unwrap_or(1) * receptive.max(1);
+                    let fan_b = dims.get(1).copied().unwrap_or(1) * receptive.max(1);
+                    init.weight_initializer()
+                        .init_with(shape, Some(fan_b), Some(fan_a), &device)
+                        .val()
+                }
             };
             fresh.detach().set_require_grad(require_grad)
         })
     }
+}
+
+thread_local! {
+    /// The initializer and device of the `Block::initialize` running on this thread, for the
+    /// deferred layers inside a user's block, which that default method cannot name.
+    static INITIALIZING: RefCell<Option<(Init, Device)>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (a `Block::initialize`) with `init` and `device` announced to the deferred
+/// layers it reaches.
+pub(crate) fn initializing<R>(init: Init, device: &Device, f: impl FnOnce() -> R) -> R {
+    let outer = INITIALIZING.with(|slot| slot.replace(Some((init, device.clone()))));
+    let result = f();
+    INITIALIZING.with(|slot| *slot.borrow_mut() = outer);
+    result
+}
+
+/// The initializer and device announced by [`initializing`], if one runs.
+pub(crate) fn current() -> Option<(Init, Device)> {
+    INITIALIZING.with(|slot| slot.borrow().clone())
 }

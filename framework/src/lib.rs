@@ -1,7 +1,8 @@
 //! # ember
 //!
-//! A Gluon-like layer on [burn](https://burn.dev): `Block`, `Sequential`, `Dense` with
-//! deferred input size, Gluon's initializers and losses, and a `Trainer` with
+//! A Gluon-like layer on [burn](https://burn.dev): `Block`s over tensors of any rank,
+//! `Sequential`, Gluon's layers (`Dense`, `Conv2D`, pooling, `BatchNorm`, `Dropout`, …) with
+//! deferred input sizes, Gluon's initializers and losses, and a `Trainer` with
 //! `step(batch_size)`. The d2l chapter's code maps to it line for line:
 //!
 //! ```
@@ -17,15 +18,17 @@
 //!     .add(Dense::new(512).activation(Activation::Relu))
 //!     .add(Dense::new(1));
 //! // net.initialize()
-//! let mut net = net.initialize(Init::default(), &device);
+//! let net = net.initialize(Init::default(), &device);
+//! let x = Tensor::<2>::random([16, 512], Distribution::Normal(0.0, 1.0), &device);
+//! let y = Tensor::<2>::ones([16, 1], &device);
+//! // Gluon's first forward pass: every deferred input size is taken from X
+//! let mut net = net.infer_shape(x.clone()).unwrap();
 //! // trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
 //! let mut trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
 //! // loss = gluon.loss.L2Loss()
 //! let loss = L2Loss;
-//! let x = Tensor::<2>::random([16, 512], Distribution::Normal(0.0, 1.0), &device);
-//! let y = Tensor::<2>::ones([16, 1], &device);
 //! // with autograd.record(): l = loss(y, net(X))
-//! let l = loss.forward(net.forward(x).unwrap(), y).unwrap();
+//! let l = loss.forward(net.forward(x.into()).rank(), y).unwrap();
 //! // l.backward(); trainer.step(X.shape[0])
 //! net = trainer.step(net, l.backward(), 16).unwrap();
 //! assert_eq!(net.collect_params().total(), 512 * 2048 + 2048 + 2048 * 512 + 512 + 512 + 1);
@@ -34,24 +37,39 @@
 
 pub mod activation;
 pub mod block;
+pub mod conv;
+mod deferred;
 pub mod dense;
 pub mod device;
+pub mod dropout;
+pub mod embedding;
 pub mod engine;
 pub mod error;
+pub mod flatten;
 pub mod init;
 pub mod loss;
+pub mod ndtensor;
+pub mod norm;
 pub mod params;
+pub mod pool;
 pub mod sequential;
 pub mod trainer;
 
 pub use activation::Activation;
 pub use block::{Block, ParamDict, ParamInfo};
+pub use conv::{Conv1D, Conv2D, Pair};
 pub use dense::Dense;
 pub use device::{DeviceName, PickedDevice};
+pub use dropout::Dropout;
+pub use embedding::Embedding;
 pub use engine::{Engine, Handle};
 pub use error::{Error, Result};
+pub use flatten::Flatten;
 pub use init::Init;
 pub use loss::{L1Loss, L2Loss, Loss, SoftmaxCrossEntropyLoss};
+pub use ndtensor::NdTensor;
+pub use norm::{BatchNorm, LayerNorm};
 pub use params::{load_parameters, save_parameters};
+pub use pool::{AvgPool2D, GlobalAvgPool2D, MaxPool2D};
 pub use sequential::{Layer, NoBlock, Sequential};
 pub use trainer::{OptimizerKind, Trainer};

@@ -2,9 +2,12 @@
 //! (`0.weight`, `2.0.bias`) and layouts (Dense weights as `(units, in_units)`), through
 //! burn-store.
 //!
-//! A file saved from an MXNet Gluon or PyTorch `Sequential` of the same shape loads unchanged.
-//! Loading checks every name and shape first; the error lists all that is missing, extra or
-//! mis-shaped. Files are written to a temporary name beside the target and renamed, so a
+//! A file saved from an MXNet Gluon or PyTorch `Sequential` of the same shape loads unchanged:
+//! convolution weights are `(out, in/groups, kh, kw)`, normalization layers hold `weight`,
+//! `bias`, `running_mean` and `running_var`; PyTorch's `num_batches_tracked` counters, which
+//! nothing in ember reads, are passed over. The names and shapes are those of
+//! [`Block::collect_params`], the one source of both. Loading checks every name and shape
+//! first; the error lists all that is missing, extra or mis-shaped. Files are written to a temporary name beside the target and renamed, so a
 //! failed save never leaves a half-written file behind.
 //!
 //! ```
@@ -13,19 +16,20 @@
 //! use ember::params::{load_parameters, save_parameters};
 //!
 //! let device = Device::flex();
-//! let net: Sequential = Sequential::new()
-//!     .add(Dense::new(8).activation(Activation::Relu))
-//!     .add(Dense::new(1))
-//!     .initialize(Init::default(), &device);
-//! net.infer_shape(Tensor::zeros([1, 4], &device)).unwrap();
+//! let build = || -> Sequential {
+//!     Sequential::new()
+//!         .add(Dense::new(8).activation(Activation::Relu))
+//!         .add(Dense::new(1))
+//!         .initialize(Init::default(), &device)
+//! };
+//! let net = build().infer_shape(Tensor::<2>::zeros([1, 4], &device)).unwrap();
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("net.safetensors");
 //! save_parameters(&net, &path).unwrap();
 //!
-//! // A fresh, deferred net takes its shapes from the file.
-//! let fresh: Sequential = Sequential::new()
-//!     .add(Dense::new(8).activation(Activation::Relu))
-//!     .add(Dense::new(1));
+//! // A deferred net is resolved first (its shapes follow from the input), then loaded.
+//! assert!(load_parameters(build(), &path, &device).is_err());
+//! let fresh = build().infer_shape(Tensor::<2>::zeros([1, 4], &device)).unwrap();
 //! let fresh = load_parameters(fresh, &path, &device).unwrap();
 //! assert_eq!(fresh.collect_params(), net.collect_params());
 //! ```
@@ -37,26 +41,15 @@ use std::path::{Path, PathBuf};
 use burn::store::{
     BurnToPyTorchAdapter, ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter, SafetensorsStore,
 };
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Device;
 
-use crate::block::Block;
+use crate::block::{Block, ParamDict};
 use crate::error::{Error, Result};
-use crate::init::Init;
 
 /// Writes every parameter of `net` to a safetensors file at `path`, atomically.
 pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
-    if let Some(deferred) = net
-        .collect_params()
-        .params
-        .into_iter()
-        .find(|p| !p.is_known())
-    {
-        return Err(Error::DeferredInitialization {
-            param: deferred.name,
-            shape: deferred.shape,
-        });
-    }
+    refuse_deferred(&net.collect_params())?;
     let tmp = temporary_sibling(path);
     let mut store = SafetensorsStore::from_file(&tmp)
         .overwrite(true)
@@ -64,7 +57,10 @@ pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> 
         .with_to_adapter(BurnToPyTorchAdapter)
         .metadata("format", "pt")
         .metadata("producer", "ember");
+    // The inference copy: burn folds every pending update of a running statistic
+    // (BatchNorm's) into its value there, and the file gets the value as it stands.
     let written = net
+        .valid()
         .save_into(&mut store)
         .map_err(|e| file_error(path, e.to_string()))
         .and_then(|()| {
@@ -81,8 +77,14 @@ pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> 
 
 /// Reads the parameters of `net` from a safetensors file.
 ///
-/// Layers whose input size is still deferred take it from the file; a net that was never
-/// initialized is initialized on `device` first (the file then overwrites every value).
+/// Every input size must be known: a network with deferred layers is resolved first with
+/// [`Block::infer_shape`] on an example input, since a file alone cannot say the input's
+/// shape. `device` is where the parameters go.
+///
+/// # Errors
+/// [`Error::DeferredInitialization`] naming the deferred layers; [`Error::ParameterMismatch`]
+/// listing every missing, extra and mis-shaped name; [`Error::ParameterFile`] for a file that
+/// is no safetensors file.
 pub fn load_parameters<B: Block>(net: B, path: impl AsRef<Path>, device: &Device) -> Result<B> {
     let path = path.as_ref();
     let mut store = SafetensorsStore::from_file(path)
@@ -92,25 +94,14 @@ pub fn load_parameters<B: Block>(net: B, path: impl AsRef<Path>, device: &Device
         .get_all_tensors()
         .map_err(|e| file_error(path, e.to_string()))?
         .iter()
+        .filter(|(name, _)| !name.ends_with(PYTORCH_COUNTER))
         .map(|(name, tensor)| (name.clone(), tensor.shape.as_slice().to_vec()))
         .collect();
-
-    let mut net = net;
     let expected = net.collect_params();
-    if expected.params.iter().any(|p| !p.is_known()) {
-        // Deferred sizes follow from the network's input size, which is the second axis of
-        // the first weight: run an example of that size through the network.
-        net = net.initialize(Init::default(), device);
-        if let Some(first) = expected.params.first()
-            && let Some(shape) = in_file.get(&first.name)
-            && shape.len() == 2
-        {
-            net.infer_shape(Tensor::zeros([1, shape[1]], device))
-                .map_err(|e| file_error(path, format!("cannot take shapes from the file: {e}")))?;
-        }
-    }
-    check_names_and_shapes(path, &net, &in_file)?;
+    refuse_deferred(&expected)?;
+    check_names_and_shapes(path, &expected, &in_file)?;
 
+    let mut net = net.to_device(device);
     let result = net
         .load_from(&mut store)
         .map_err(|e| file_error(path, e.to_string()))?;
@@ -123,13 +114,27 @@ pub fn load_parameters<B: Block>(net: B, path: impl AsRef<Path>, device: &Device
     Ok(net)
 }
 
+/// PyTorch's BatchNorm counts its batches in a buffer of this name; ember has no use for it.
+const PYTORCH_COUNTER: &str = "num_batches_tracked";
+
+/// A network whose input sizes are still deferred has parameters to come that no file can
+/// shape.
+fn refuse_deferred(params: &ParamDict) -> Result<()> {
+    if params.deferred.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::DeferredInitialization {
+            layers: params.deferred.clone(),
+        })
+    }
+}
+
 /// Compares the network's names and shapes with the file's, and lists every difference.
-fn check_names_and_shapes<B: Block>(
+fn check_names_and_shapes(
     path: &Path,
-    net: &B,
+    expected: &ParamDict,
     in_file: &BTreeMap<String, Vec<usize>>,
 ) -> Result<()> {
-    let expected = net.collect_params();
     let mut problems = Vec::new();
     for param in &expected.params {
         match in_file.get(&param.name) {

@@ -1,7 +1,7 @@
 //! `Sequential`: Gluon's `nn.Sequential`, built by chaining `add`.
 //!
-//! It holds built-in layers ([`Dense`], [`Activation`]), nested `Sequential`s and blocks of the
-//! user's own type `U` alike. Children are named by index, as in Gluon and PyTorch: `0.weight`,
+//! It holds ember's layers ([`Dense`], [`Conv2D`](crate::Conv2D), [`BatchNorm`](crate::BatchNorm),
+//! …), nested `Sequential`s and blocks of the user's own type `U` alike. Children are named by index, as in Gluon and PyTorch: `0.weight`,
 //! and for a nested one `2.0.weight`.
 //!
 //! ```
@@ -17,7 +17,9 @@
 //! // net.initialize()
 //! let device = Device::flex();
 //! let net = net.initialize(Init::default(), &device);
-//! let y = net.forward(Tensor::zeros([4, 512], &device)).unwrap();
+//! // The one explicit step that gives every deferred layer its input size:
+//! let net = net.infer_shape(Tensor::<2>::zeros([1, 512], &device)).unwrap();
+//! let y = net.forward(Tensor::<2>::zeros([4, 512], &device).into());
 //! assert_eq!(y.dims(), [4, 1]);
 //! assert_eq!(net.collect_params().names(), ["0.weight", "0.bias", "1.weight", "1.bias", "2.weight", "2.bias"]);
 //! assert_eq!(net.collect_params().get("0.weight").unwrap().shape, [2048, 512]);
@@ -28,13 +30,16 @@ use std::fmt;
 use burn::module::{
     Content, Devices, Module, ModuleDisplay, ModuleDisplayDefault, ModuleMapper, ModuleVisitor,
 };
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Device;
 
-use crate::activation::Activation;
-use crate::block::{Block, ParamDict};
-use crate::dense::Dense;
+use crate::block::Block;
 use crate::error::Result;
 use crate::init::Init;
+use crate::ndtensor::NdTensor;
+use crate::{
+    Activation, AvgPool2D, BatchNorm, Conv1D, Conv2D, Dense, Dropout, Embedding, Flatten,
+    GlobalAvgPool2D, LayerNorm, MaxPool2D,
+};
 
 /// A chain of blocks applied in order.
 ///
@@ -44,22 +49,6 @@ use crate::init::Init;
 #[derive(Debug, Clone)]
 pub struct Sequential<U: Block = NoBlock> {
     layers: Vec<Layer<U>>,
-}
-
-/// One child of a [`Sequential`].
-// A Dense is larger than an Activation; boxing it would cost an indirection on every forward
-// for a few hundred bytes saved per layer.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Layer<U: Block = NoBlock> {
-    /// A fully connected layer.
-    Dense(Dense),
-    /// An activation added as its own block.
-    Activation(Activation),
-    /// A nested chain.
-    Sequential(Sequential<U>),
-    /// A user's own block.
-    Block(U),
 }
 
 impl<U: Block> Default for Sequential<U> {
@@ -103,89 +92,36 @@ impl<U: Block> Sequential<U> {
         self.layers.is_empty()
     }
 
-    /// Runs an input of any rank: it is flattened to `[batch, rest]` first, as Gluon's Dense
-    /// does by default.
-    ///
-    /// # Shapes
-    /// - `x`: `[batch, d1, d2, …]`
-    /// - output: `[batch, out_features]`
-    pub fn forward_nd<const D: usize>(&self, x: Tensor<D>) -> Result<Tensor<2>> {
-        let dims = x.dims();
-        let batch = dims.first().copied().unwrap_or(1);
-        let rest = dims.iter().skip(1).product::<usize>();
-        self.forward(x.reshape([batch, rest]))
+    fn map_layers(self, f: impl FnMut(Layer<U>) -> Layer<U>) -> Self {
+        Self {
+            layers: self.layers.into_iter().map(f).collect(),
+        }
     }
 }
 
 impl<U: Block> Block for Sequential<U> {
-    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
-        self.layers.iter().try_fold(x, |x, layer| layer.forward(x))
+    /// # Shapes
+    /// - input: what the first child takes
+    /// - output: what the last child gives
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        self.layers.iter().fold(x, |x, layer| layer.forward(x))
+    }
+
+    /// Passes the example through each child in turn: each takes its input size from the
+    /// output of the one before it.
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        let mut layers = Vec::with_capacity(self.layers.len());
+        let mut x = x;
+        for (index, layer) in self.layers.into_iter().enumerate() {
+            let (layer, y) = layer.infer(x).map_err(|err| err.at_child(index))?;
+            layers.push(layer);
+            x = y;
+        }
+        Ok((Self { layers }, x))
     }
 
     fn initialize(self, init: Init, device: &Device) -> Self {
-        Self {
-            layers: self
-                .layers
-                .into_iter()
-                .map(|layer| layer.initialize(init, device))
-                .collect(),
-        }
-    }
-
-    fn collect_params(&self) -> ParamDict {
-        let mut dict = ParamDict::default();
-        for (index, layer) in self.layers.iter().enumerate() {
-            dict.params
-                .extend(layer.collect_params().prefixed(&index.to_string()).params);
-        }
-        dict
-    }
-}
-
-impl<U: Block> Block for Layer<U> {
-    fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
-        match self {
-            Layer::Dense(dense) => dense.forward(x),
-            Layer::Activation(activation) => activation.forward(x),
-            Layer::Sequential(sequential) => sequential.forward(x),
-            Layer::Block(block) => block.forward(x),
-        }
-    }
-
-    fn initialize(self, init: Init, device: &Device) -> Self {
-        match self {
-            Layer::Dense(dense) => Layer::Dense(dense.initialize(init, device)),
-            Layer::Activation(activation) => Layer::Activation(activation),
-            Layer::Sequential(sequential) => Layer::Sequential(sequential.initialize(init, device)),
-            Layer::Block(block) => Layer::Block(block.initialize(init, device)),
-        }
-    }
-
-    fn collect_params(&self) -> ParamDict {
-        match self {
-            Layer::Dense(dense) => dense.collect_params(),
-            Layer::Activation(activation) => activation.collect_params(),
-            Layer::Sequential(sequential) => sequential.collect_params(),
-            Layer::Block(block) => block.collect_params(),
-        }
-    }
-}
-
-impl<U: Block> From<Dense> for Layer<U> {
-    fn from(dense: Dense) -> Self {
-        Layer::Dense(dense)
-    }
-}
-
-impl<U: Block> From<Activation> for Layer<U> {
-    fn from(activation: Activation) -> Self {
-        Layer::Activation(activation)
-    }
-}
-
-impl<U: Block> From<Sequential<U>> for Layer<U> {
-    fn from(sequential: Sequential<U>) -> Self {
-        Layer::Sequential(sequential)
+        self.map_layers(|layer| layer.initialize(init, device))
     }
 }
 
@@ -240,62 +176,6 @@ impl<U: Block> Module for Sequential<U> {
     }
 }
 
-impl<U: Block> Sequential<U> {
-    fn map_layers(self, f: impl FnMut(Layer<U>) -> Layer<U>) -> Self {
-        Self {
-            layers: self.layers.into_iter().map(f).collect(),
-        }
-    }
-}
-
-macro_rules! each_layer {
-    ($layer:expr, $inner:ident => $body:expr) => {
-        match $layer {
-            Layer::Dense($inner) => Layer::Dense($body),
-            Layer::Activation($inner) => Layer::Activation($body),
-            Layer::Sequential($inner) => Layer::Sequential($body),
-            Layer::Block($inner) => Layer::Block($body),
-        }
-    };
-}
-
-impl<U: Block> Module for Layer<U> {
-    fn collect_devices(&self, devices: Devices) -> Devices {
-        match self {
-            Layer::Dense(inner) => inner.collect_devices(devices),
-            Layer::Activation(inner) => inner.collect_devices(devices),
-            Layer::Sequential(inner) => inner.collect_devices(devices),
-            Layer::Block(inner) => inner.collect_devices(devices),
-        }
-    }
-    fn fork(self, device: &Device) -> Self {
-        each_layer!(self, inner => inner.fork(device))
-    }
-    fn to_device(self, device: &Device) -> Self {
-        each_layer!(self, inner => inner.to_device(device))
-    }
-    fn train(self) -> Self {
-        each_layer!(self, inner => inner.train())
-    }
-    fn valid(&self) -> Self {
-        each_layer!(self, inner => inner.valid())
-    }
-    fn materialize(self) -> Self {
-        each_layer!(self, inner => inner.materialize())
-    }
-    fn visit<V: ModuleVisitor>(&self, visitor: &mut V) {
-        match self {
-            Layer::Dense(inner) => inner.visit(visitor),
-            Layer::Activation(inner) => inner.visit(visitor),
-            Layer::Sequential(inner) => inner.visit(visitor),
-            Layer::Block(inner) => inner.visit(visitor),
-        }
-    }
-    fn map<M: ModuleMapper>(self, mapper: &mut M) -> Self {
-        each_layer!(self, inner => inner.map(mapper))
-    }
-}
-
 impl<U: Block> fmt::Display for Sequential<U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "Sequential(")?;
@@ -303,12 +183,7 @@ impl<U: Block> fmt::Display for Sequential<U> {
             if index > 0 {
                 write!(f, ", ")?;
             }
-            match layer {
-                Layer::Dense(dense) => write!(f, "{dense}")?,
-                Layer::Activation(activation) => write!(f, "Activation({activation})")?,
-                Layer::Sequential(sequential) => write!(f, "{sequential}")?,
-                Layer::Block(block) => write!(f, "{}", block.format(Default::default()))?,
-            }
+            write!(f, "{layer}")?;
         }
         write!(f, ")")
     }
@@ -322,14 +197,143 @@ impl<U: Block> ModuleDisplayDefault for Sequential<U> {
 
 impl<U: Block> ModuleDisplay for Sequential<U> {}
 
+/// The kinds of child a [`Sequential`] holds: ember's layers, listed here once, a nested
+/// chain, and a user's block. Every operation on a child dispatches through this list.
+macro_rules! layers {
+    ($($kind:ident),* $(,)?) => {
+        /// One child of a [`Sequential`].
+        #[derive(Debug, Clone)]
+        pub enum Layer<U: Block = NoBlock> {
+            $(
+                #[doc = concat!("A [`", stringify!($kind), "`](crate::", stringify!($kind), ").")]
+                $kind($kind),
+            )*
+            /// A nested chain.
+            Sequential(Sequential<U>),
+            /// A user's own block.
+            Block(U),
+        }
+
+        $(
+            impl<U: Block> From<$kind> for Layer<U> {
+                fn from(layer: $kind) -> Self {
+                    Layer::$kind(layer)
+                }
+            }
+        )*
+
+        /// Evaluates `$body` on the child inside, whatever its kind.
+        macro_rules! each {
+            ($layer:expr, $inner:ident => $body:expr) => {
+                match $layer {
+                    $(Layer::$kind($inner) => $body,)*
+                    Layer::Sequential($inner) => $body,
+                    Layer::Block($inner) => $body,
+                }
+            };
+        }
+
+        /// Rebuilds the child from `$body`, which gives the child inside and a value.
+        macro_rules! each_map_result {
+            ($layer:expr, $inner:ident => $body:expr) => {
+                match $layer {
+                    $(Layer::$kind($inner) => $body.map(|(l, y)| (Layer::$kind(l), y)),)*
+                    Layer::Sequential($inner) => $body.map(|(l, y)| (Layer::Sequential(l), y)),
+                    Layer::Block($inner) => $body.map(|(l, y)| (Layer::Block(l), y)),
+                }
+            };
+        }
+
+        /// Rebuilds the child with `$body` of the child inside.
+        macro_rules! each_map {
+            ($layer:expr, $inner:ident => $body:expr) => {
+                match $layer {
+                    $(Layer::$kind($inner) => Layer::$kind($body),)*
+                    Layer::Sequential($inner) => Layer::Sequential($body),
+                    Layer::Block($inner) => Layer::Block($body),
+                }
+            };
+        }
+    };
+}
+
+layers!(
+    Dense,
+    Conv1D,
+    Conv2D,
+    MaxPool2D,
+    AvgPool2D,
+    GlobalAvgPool2D,
+    BatchNorm,
+    LayerNorm,
+    Dropout,
+    Flatten,
+    Embedding,
+    Activation,
+);
+
+impl<U: Block> From<Sequential<U>> for Layer<U> {
+    fn from(sequential: Sequential<U>) -> Self {
+        Layer::Sequential(sequential)
+    }
+}
+
+impl<U: Block> Block for Layer<U> {
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        each!(self, inner => inner.forward(x))
+    }
+
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        each_map_result!(self, inner => inner.infer(x))
+    }
+
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        each_map!(self, inner => inner.initialize(init, device))
+    }
+}
+
+impl<U: Block> Module for Layer<U> {
+    fn collect_devices(&self, devices: Devices) -> Devices {
+        each!(self, inner => inner.collect_devices(devices))
+    }
+    fn fork(self, device: &Device) -> Self {
+        each_map!(self, inner => inner.fork(device))
+    }
+    fn to_device(self, device: &Device) -> Self {
+        each_map!(self, inner => inner.to_device(device))
+    }
+    fn train(self) -> Self {
+        each_map!(self, inner => inner.train())
+    }
+    fn valid(&self) -> Self {
+        each_map!(self, inner => inner.valid())
+    }
+    fn materialize(self) -> Self {
+        each_map!(self, inner => inner.materialize())
+    }
+    fn visit<V: ModuleVisitor>(&self, visitor: &mut V) {
+        each!(self, inner => inner.visit(visitor))
+    }
+    fn map<M: ModuleMapper>(self, mapper: &mut M) -> Self {
+        each_map!(self, inner => inner.map(mapper))
+    }
+}
+
+impl<U: Block> fmt::Display for Layer<U> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Layer::Activation(activation) => write!(f, "Activation({activation})"),
+            Layer::Block(block) => write!(f, "{}", block.format(Default::default()).trim()),
+            other => {
+                each!(other, inner => write!(f, "{}", inner.format(Default::default()).trim()))
+            }
+        }
+    }
+}
+
 impl<U: Block> ModuleDisplayDefault for Layer<U> {
     fn content(&self, content: Content) -> Option<Content> {
-        match self {
-            Layer::Dense(inner) => inner.content(content),
-            Layer::Activation(inner) => inner.content(content),
-            Layer::Sequential(inner) => inner.content(content),
-            Layer::Block(inner) => inner.content(content),
-        }
+        each!(self, inner => inner.content(content))
     }
 }
 
@@ -340,7 +344,7 @@ impl<U: Block> ModuleDisplay for Layer<U> {}
 pub enum NoBlock {}
 
 impl Block for NoBlock {
-    fn forward(&self, _x: Tensor<2>) -> Result<Tensor<2>> {
+    fn forward(&self, _x: NdTensor) -> NdTensor {
         match *self {}
     }
 }

@@ -9,11 +9,12 @@
 //! use ember::{Block, Dense, Init, L2Loss, Loss, Sequential, Trainer};
 //!
 //! let device = Device::flex().autodiff();
-//! let mut net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+//! let (x, y) = (Tensor::<2>::ones([8, 3], &device), Tensor::<2>::ones([8, 1], &device));
+//! let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+//! let mut net = net.infer_shape(x.clone()).unwrap();
 //! // trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
 //! let mut trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
-//! let (x, y) = (Tensor::<2>::ones([8, 3], &device), Tensor::<2>::ones([8, 1], &device));
-//! let l = L2Loss.forward(net.forward(x).unwrap(), y).unwrap();
+//! let l = L2Loss.forward(net.forward(x.into()).rank(), y).unwrap();
 //! net = trainer.step(net, l.backward(), 8).unwrap();
 //! ```
 
@@ -154,7 +155,9 @@ impl fmt::Display for OptimizerKind {
     }
 }
 
-/// Applies an optimizer to a network's parameters with Gluon's `step(batch_size)`.
+/// Applies an optimizer to a network's parameters with Gluon's `step(batch_size)`. A clone
+/// has its own copy of the optimizer's state.
+#[derive(Clone)]
 pub struct Trainer {
     kind: OptimizerKind,
     learning_rate: f64,

@@ -66,7 +66,8 @@ pub fn raw_burn_epoch(
     let mut step = |net: RawMlp, index: u64| {
         let batch = data.batch(index);
         let size = batch.len() as f64;
-        let x = Tensor::<1>::from_floats(batch.x.as_slice(), &device).reshape(batch.x_shape);
+        let x = Tensor::<1>::from_floats(batch.x.as_slice(), &device)
+            .reshape([batch.len(), data.features()]);
         let y = Tensor::<1>::from_floats(batch.y.as_slice(), &device).reshape(batch.y_shape);
         drop(batch);
         let diff = net.forward(x) - y;

@@ -1,7 +1,7 @@
 //! Evaluation metrics over a data loader, computed without autodiff.
 
 use burn::tensor::{Device, Tensor};
-use ember::{Block, Result};
+use ember::{Block, NdTensor, Result};
 use ember_datasets::DataLoader;
 
 /// The share of examples whose largest output is their class label.
@@ -10,8 +10,9 @@ use ember_datasets::DataLoader;
 pub fn accuracy<B: Block>(net: &B, data: &DataLoader, device: &Device) -> Result<f64> {
     let (mut correct, mut seen) = (0usize, 0usize);
     for batch in data.epoch(0) {
-        let x = Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape(batch.x_shape);
-        let predicted = net.forward(x)?.argmax(1).into_data().convert::<i64>();
+        let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+        let scores: Tensor<2> = net.forward(x).into_rank()?;
+        let predicted = scores.argmax(1).into_data().convert::<i64>();
         let predicted: Vec<i64> = predicted
             .try_to_vec()
             .map_err(|e| ember::Error::Execution(format!("{e:?}")))?;

@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use burn::tensor::{Device, Int, Tensor};
 use ember::engine::Engine;
-use ember::{Block, Error, Loss, Result, Trainer};
+use ember::{Block, Error, Loss, NdTensor, Result, Trainer};
 use ember_datasets::{Batch, Synthetic};
 
 use crate::memory::{mb, rss_bytes};
@@ -47,7 +47,7 @@ pub trait Target: Sized {
 
 impl Target for Tensor<2> {
     fn upload(batch: &Batch, device: &Device) -> Result<Self> {
-        Ok(Tensor::<1>::from_floats(batch.y.as_slice(), device).reshape(batch.y_shape))
+        NdTensor::from_host(&batch.y, &batch.y_shape, device)?.into_rank()
     }
 }
 
@@ -133,11 +133,18 @@ pub type Metric<B> = Box<dyn Fn(&B) -> Result<f64>>;
 
 /// How long to train, whether to run the book's warm-up batch first, and what to evaluate
 /// after each epoch.
+///
+/// Before anything else, `fit` passes the first batch through the network's
+/// [`Block::infer`]: layers whose input size was deferred take it from there, and a batch
+/// that does not fit the network is an error naming the layer, before any training step.
+/// Every later batch must have the first one's example shape.
 pub struct FitOptions<B> {
     /// Epochs to run.
     pub epochs: usize,
-    /// One unmeasured batch before the first epoch, so that initialization (kernel
-    /// compilation, allocation) is not counted, as in the book.
+    /// One unmeasured training step on the first batch before the first epoch, so that
+    /// initialization (kernel compilation, allocation) is not counted, as the book's
+    /// `loss(y, net(X)).wait_to_read()` does. It runs on copies of the network and of the
+    /// trainer: no parameter, running statistic or optimizer state changes.
     pub warmup: bool,
     /// Metrics computed after each epoch; their time does not count in the epoch's.
     pub evaluations: Vec<Evaluation<B>>,
@@ -211,6 +218,18 @@ where
     L: Loss + Send + 'static,
     L::Target: Target,
 {
+    let first = match data.batches(0).next() {
+        Some(batch) => Some(batch?),
+        None => None,
+    };
+    let (net, example_shape) = match &first {
+        Some(batch) => {
+            let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+            let (net, _) = net.infer(x)?;
+            (net, Some(batch.x_shape[1..].to_vec()))
+        }
+        None => (net, None),
+    };
     let engine = Engine::new(
         Backend {
             net: Some(net),
@@ -220,12 +239,16 @@ where
         Some(device.clone()),
     );
     let name = policy.name();
-
+    // On the backend worker, as every step: its thread's first allocations are warm-up's too.
     if options.warmup
-        && let Some(batch) = data.batches(0).next()
+        && let Some(batch) = first
     {
+        let device = device.clone();
         engine
-            .issue(train_step::<B, L>(batch?, device.clone()))
+            .issue(move |backend: &mut Backend<B, L>| {
+                let net = backend.net.as_ref().ok_or_else(lost)?;
+                warmup(net, &backend.loss, &backend.trainer, &batch, &device)
+            })
             .wait()?;
     }
 
@@ -249,6 +272,15 @@ where
             let issue_start = Instant::now();
             let Some(batch) = batches.next() else { break };
             let batch = batch?;
+            if let Some(expected) = &example_shape
+                && batch.x_shape[1..] != expected[..]
+            {
+                return Err(Error::Shape {
+                    what: format!("batch {index} of epoch {epoch}"),
+                    expected: format!("examples of shape {expected:?}, as the first batch's"),
+                    got: batch.x_shape.clone(),
+                });
+            }
             let data_wait = issue_start.elapsed().as_secs_f64();
             let handle = engine.issue(train_step::<B, L>(batch, device.clone()));
             flight.push(index, handle);
@@ -319,9 +351,7 @@ where
     }
 
     let backend = engine.finish()?;
-    let net = backend
-        .net
-        .ok_or_else(|| Error::Execution("the network was lost in a failed step".to_string()))?;
+    let net = backend.net.ok_or_else(lost)?;
     Ok(FitRun {
         net,
         trainer: backend.trainer,
@@ -340,9 +370,7 @@ where
     let device = device.clone();
     engine
         .issue(move |backend: &mut Backend<B, L>| {
-            let net = backend.net.as_ref().ok_or_else(|| {
-                Error::Execution("the network was lost in a failed step".to_string())
-            })?;
+            let net = backend.net.as_ref().ok_or_else(lost)?;
             let _ = sender.send(net.valid());
             Ok(Tensor::<1>::zeros([1], &device))
         })
@@ -365,16 +393,61 @@ where
 {
     move |backend: &mut Backend<B, L>| {
         let size = batch.len();
-        let x = Tensor::<1>::from_floats(batch.x.as_slice(), &device).reshape(batch.x_shape);
-        let y = L::Target::upload(&batch, &device)?;
-        let lost = || Error::Execution("the network was lost in a failed step".to_string());
-        let pred = backend.net.as_ref().ok_or_else(lost)?.forward(x)?;
-        L::Target::check(&batch, pred.dims()[1])?;
+        let l = loss_of(
+            backend.net.as_ref().ok_or_else(lost)?,
+            &backend.loss,
+            &batch,
+            &device,
+        )?;
         drop(batch);
-        let l = backend.loss.forward(pred, y)?;
         let grads = l.backward();
         let net = backend.net.take().ok_or_else(lost)?;
         backend.net = Some(backend.trainer.step(net, grads, size)?);
         Ok(l)
     }
+}
+
+/// The error for a network a failed step took away.
+fn lost() -> Error {
+    Error::Execution("the network was lost in a failed step".to_string())
+}
+
+/// The per-example loss of `net` on `batch`: upload, forward, check the targets, loss.
+fn loss_of<B, L>(net: &B, loss: &L, batch: &Batch, device: &Device) -> Result<Tensor<1>>
+where
+    B: Block,
+    L: Loss,
+    L::Target: Target,
+{
+    let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+    let y = L::Target::upload(batch, device)?;
+    let pred: Tensor<2> = net.forward(x).into_rank()?;
+    L::Target::check(batch, pred.dims()[1])?;
+    loss.forward(pred, y)
+}
+
+/// The warm-up: the book's forward pass and loss (`loss(y, net(X)).wait_to_read()`), then a
+/// backward pass and an optimizer step, so that every kernel and buffer a training step uses
+/// exists before the clock starts. All of it runs on copies: the network's (`valid().train()`:
+/// its own tensors and running statistics) and the trainer's (its own optimizer state). The
+/// network, its running statistics and the optimizer state stay as they are. Returns the loss.
+fn warmup<B, L>(
+    net: &B,
+    loss: &L,
+    trainer: &Trainer,
+    batch: &Batch,
+    device: &Device,
+) -> Result<Tensor<1>>
+where
+    B: Block,
+    L: Loss,
+    L::Target: Target,
+{
+    let copy = net.valid().train();
+    let l = loss_of(&copy, loss, batch, device)?;
+    let stepped = trainer
+        .clone()
+        .step(copy, l.clone().backward(), batch.len())?;
+    drop(stepped);
+    Ok(l)
 }

@@ -9,7 +9,7 @@
 //! ```
 //! use burn::prelude::*;
 //! use burn::nn::{Linear, LinearConfig};
-//! use ember::{Block, Result, SoftmaxCrossEntropyLoss, Trainer};
+//! use ember::{Block, NdTensor, SoftmaxCrossEntropyLoss, Trainer};
 //! use ember_datasets::{DataLoader, Examples};
 //! use ember_trainer::evaluate::accuracy;
 //! use ember_trainer::fit::{FitOptions, fit};
@@ -23,9 +23,10 @@
 //! }
 //!
 //! impl Block for Residual {
-//!     fn forward(&self, x: Tensor<2>) -> Result<Tensor<2>> {
+//!     fn forward(&self, x: NdTensor) -> NdTensor {
+//!         let x: Tensor<2> = x.rank();
 //!         let h = x.clone() + burn::tensor::activation::relu(self.inner.forward(x));
-//!         Ok(self.out.forward(h))
+//!         self.out.forward(h).into()
 //!     }
 //! }
 //!

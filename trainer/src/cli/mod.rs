@@ -8,6 +8,7 @@ mod bench;
 mod chapter;
 mod compare;
 mod devices;
+mod model;
 mod train;
 mod workload;
 
@@ -23,7 +24,8 @@ struct Cli {
 enum Command {
     /// List the devices usable on this machine (wgpu, flex, ndarray) and what `auto` picks.
     Devices,
-    /// Train the chapter's MLP under a sync policy, and print the book's lines.
+    /// Train the chapter's MLP (or a model of --model on other data) under a sync policy, and
+    /// print the book's lines.
     Train(train::TrainArgs),
     /// Run an experiment side by side and print medians and ratios.
     Bench(bench::BenchArgs),

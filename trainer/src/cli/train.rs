@@ -1,20 +1,25 @@
-//! `ember train`: the chapter's MLP on the chapter's synthetic data.
+//! `ember train`: the chapter's MLP on the chapter's synthetic data, or a model of `--model`
+//! on Fashion-MNIST, a CSV table or NumPy arrays.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use burn::tensor::Device;
 use clap::Args;
-use ember::{Block, Init, Sequential, SoftmaxCrossEntropyLoss, Trainer};
-use ember_datasets::DataLoader;
+use ember::{Block, Init, L2Loss, Loss, Sequential, SoftmaxCrossEntropyLoss, Trainer};
+use ember_datasets::csv::{CsvOptions, Label, read_csv};
+use ember_datasets::npy::read_npy_pair;
+use ember_datasets::{DataLoader, Examples};
 use ember_trainer::evaluate::accuracy;
+use ember_trainer::fit::Target;
 use ember_trainer::fit::{FitOptions, FitRun, Progress, fit};
 use ember_trainer::policy::{PolicySpec, SyncPolicy};
 use ember_trainer::trace::EpochRecord;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use super::workload::{DataSpec, Workload, WorkloadArgs, mlp, positive};
+use super::model::ModelSpec;
+use super::workload::{DataSpec, Workload, WorkloadArgs, positive};
 
 const POLICY_HELP: &str = "\
 How far the frontend may run ahead of the backend:
@@ -40,11 +45,12 @@ pub struct TrainArgs {
     /// `<stem>.epochs.csv` beside it).
     #[arg(long)]
     metrics: Option<PathBuf>,
-    /// The network: `mlp:H1,H2,…` (Dense(H, relu) layers, then the output layer). Defaults to
-    /// --hidden on synthetic data and to d2l's mlp:256 on Fashion-MNIST.
+    /// The network: `mlp:H1,H2,…` (Dense(H, relu) layers, then the output layer), `lenet`
+    /// (d2l's LeNet: sigmoid, average pooling) or `lenet-relu` (ReLU, max pooling). Defaults
+    /// to --hidden on synthetic data and to d2l's mlp:256 on other data.
     #[arg(long)]
     model: Option<String>,
-    /// The loss: `l2` (synthetic data) or `softmax-ce` (Fashion-MNIST).
+    /// The loss: `l2` (synthetic data, regression targets) or `softmax-ce` (class labels).
     #[arg(long)]
     loss: Option<String>,
     /// Save the parameters (safetensors) here at the end.
@@ -53,23 +59,6 @@ pub struct TrainArgs {
     /// Start from the parameters (safetensors) in this file.
     #[arg(long)]
     load: Option<PathBuf>,
-}
-
-/// `mlp:256,128` → [256, 128].
-fn parse_model(model: &str) -> anyhow::Result<Vec<usize>> {
-    let sizes = model
-        .strip_prefix("mlp:")
-        .with_context(|| format!("invalid --model {model:?}: expected mlp:H1,H2,…"))?;
-    sizes
-        .split(',')
-        .map(|h| {
-            h.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|h| *h > 0)
-                .with_context(|| format!("invalid --model {model:?}: {h:?} is not a layer size"))
-        })
-        .collect()
 }
 
 /// The book's progress lines, or a bar on a terminal.
@@ -125,55 +114,146 @@ impl Progress for BookLines {
     }
 }
 
+/// What the data asks of the loop: the chapter's synthetic epochs, class labels, or values.
+enum Task {
+    Synthetic,
+    Classify {
+        train: Examples,
+        test: Option<Examples>,
+    },
+    Regress {
+        train: Examples,
+    },
+}
+
+impl Task {
+    fn load(data: &DataSpec, classes: Option<usize>) -> anyhow::Result<Self> {
+        let examples = match data {
+            DataSpec::Synthetic => return Ok(Task::Synthetic),
+            DataSpec::FashionMnist(dir) => {
+                let (train, test) = ember_datasets::fashion_mnist::load(dir)?;
+                return Ok(Task::Classify {
+                    train,
+                    test: Some(test),
+                });
+            }
+            DataSpec::Csv(path) => {
+                let mut options = CsvOptions::new(Label::Last);
+                options.classes = classes;
+                read_csv(path, &options)?
+            }
+            DataSpec::Npy(x, y) => read_npy_pair(x, y, classes)?,
+        };
+        Ok(match classes {
+            Some(_) => Task::Classify {
+                train: examples,
+                test: None,
+            },
+            None => Task::Regress { train: examples },
+        })
+    }
+
+    /// The loss this data trains with.
+    fn loss(&self) -> &'static str {
+        match self {
+            Task::Classify { .. } => "softmax-ce",
+            Task::Synthetic | Task::Regress { .. } => "l2",
+        }
+    }
+}
+
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
-    let mut workload = Workload::try_from(args.workload)?;
+    let workload = Workload::try_from(args.workload)?;
     let mut policy = args.sync.parse::<PolicySpec>()?.build();
     let epochs = positive("epochs", args.epochs)?;
-    if let Some(model) = &args.model {
-        workload.hidden = parse_model(model)?;
+    let model = args
+        .model
+        .as_deref()
+        .map(str::parse::<ModelSpec>)
+        .transpose()?;
+    if model.is_some() && workload.synthetic_flags.contains(&"--hidden") {
+        bail!("--hidden is ignored when --model is given: put the sizes in --model mlp:H1,H2,…");
     }
-    let loss = args.loss.as_deref();
-    let fashion = match &workload.data {
-        DataSpec::Synthetic if loss.is_some_and(|l| l != "l2") => {
-            bail!(
-                "invalid --loss {:?}: synthetic data trains with l2",
-                loss.unwrap_or_default()
-            )
-        }
-        DataSpec::Synthetic => None,
-        DataSpec::FashionMnist(_) if loss.is_some_and(|l| l != "softmax-ce") => {
-            bail!(
-                "invalid --loss {:?}: Fashion-MNIST trains with softmax-ce",
-                loss.unwrap_or_default()
-            )
-        }
-        DataSpec::FashionMnist(dir) => Some(dir.clone()),
-    };
+    let task = Task::load(&workload.data, workload.classes)?;
+    if let Some(loss) = args.loss.as_deref()
+        && loss != task.loss()
+    {
+        bail!(
+            "invalid --loss {loss:?}: this data trains with {}",
+            task.loss()
+        );
+    }
     let picked = workload.device.resolve()?;
     println!("device: {}", picked.reason);
     let device = picked.device.clone().autodiff();
     // --seed fixes the weights' initialization as well as the data.
     picked.device.seed(workload.seed);
     device.seed(workload.seed);
+    let outputs = Outputs {
+        metrics: args.metrics,
+        save: args.save,
+        load: args.load,
+    };
 
-    if let Some(dir) = fashion {
-        if args.model.is_none() {
-            workload.hidden = vec![256];
+    let (train, test) = match task {
+        Task::Synthetic => {
+            let model = model.unwrap_or(ModelSpec::Mlp(workload.hidden.clone()));
+            return train_synthetic(
+                &workload,
+                &model,
+                policy.as_mut(),
+                epochs,
+                &device,
+                &outputs,
+            );
         }
-        return train_fashion(
-            &dir,
-            &workload,
-            policy.as_mut(),
-            epochs,
-            &picked.device,
-            &args.metrics,
-            &args.save,
-            &args.load,
-        );
-    }
+        Task::Classify { train, test } => (train, test),
+        Task::Regress { train } => {
+            let model = model.unwrap_or(ModelSpec::Mlp(vec![256]));
+            let net = model.build(train.outputs(), Init::default(), &device);
+            let run = ExamplesRun {
+                workload: &workload,
+                model: &model,
+                policy: policy.as_mut(),
+                epochs,
+                device: &picked.device,
+                outputs: &outputs,
+            };
+            return run.train(net, L2Loss, train, None);
+        }
+    };
+    let model = model.unwrap_or(ModelSpec::Mlp(vec![256]));
+    let classes = train.classes().unwrap_or(1);
+    let net = model.build(classes, model.init(), &device);
+    let run = ExamplesRun {
+        workload: &workload,
+        model: &model,
+        policy: policy.as_mut(),
+        epochs,
+        device: &picked.device,
+        outputs: &outputs,
+    };
+    run.train(net, SoftmaxCrossEntropyLoss, train, test)
+}
 
+/// Where `ember train` writes and reads parameters and traces.
+struct Outputs {
+    metrics: Option<PathBuf>,
+    save: Option<PathBuf>,
+    load: Option<PathBuf>,
+}
+
+/// The chapter's workload: synthetic batches, L2 loss, the book's progress lines.
+fn train_synthetic(
+    workload: &Workload,
+    model: &ModelSpec,
+    policy: &mut dyn SyncPolicy,
+    epochs: usize,
+    device: &Device,
+    outputs: &Outputs,
+) -> anyhow::Result<()> {
     println!(
-        "training {} batches x {} of {} features, policy {}, {} epoch(s)",
+        "training {} batches x {} of {} features, model {model}, policy {}, {} epoch(s)",
         workload.batches,
         workload.batch_size,
         workload.features,
@@ -190,21 +270,19 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         bar,
         batches: workload.batches,
     };
-    let mut net = workload.net(&device);
-    if let Some(path) = &args.load {
-        net = net.load_parameters(path, &device)?;
+    let mut net = model.build(1, Init::default(), device);
+    if let Some(path) = &outputs.load {
+        let example = workload.data()?.batch(0);
+        let x = ember::NdTensor::from_host(&example.x, &example.x_shape, device)?;
+        net = net.infer_shape(x)?.load_parameters(path, device)?;
     }
-    let run = workload.fit(net, &device, policy.as_mut(), epochs, &mut progress)?;
-    finish(&run, &args.metrics, &args.save)
+    let run = workload.fit(net, device, policy, epochs, &mut progress)?;
+    finish(&run, outputs)
 }
 
 /// Writes the trace and the parameters, as asked.
-fn finish(
-    run: &FitRun<Sequential>,
-    metrics: &Option<PathBuf>,
-    save: &Option<PathBuf>,
-) -> anyhow::Result<()> {
-    if let Some(path) = metrics {
+fn finish(run: &FitRun<Sequential>, outputs: &Outputs) -> anyhow::Result<()> {
+    if let Some(path) = &outputs.metrics {
         let written = run
             .trace
             .write(path)
@@ -213,7 +291,7 @@ fn finish(
             println!("metrics: {}", file.display());
         }
     }
-    if let Some(path) = save {
+    if let Some(path) = &outputs.save {
         run.net.save_parameters(path)?;
         println!("parameters saved to {}", path.display());
     }
@@ -221,61 +299,86 @@ fn finish(
     Ok(())
 }
 
-/// d2l's `train_ch3`: an MLP on Fashion-MNIST with softmax cross-entropy, weights N(0, 0.01),
-/// train and test accuracy after every epoch.
-#[allow(clippy::too_many_arguments)]
-fn train_fashion(
-    dir: &Path,
-    workload: &Workload,
-    policy: &mut dyn SyncPolicy,
+/// Training on examples held in memory (Fashion-MNIST, CSV, NPY), d2l's `train_ch3`/`train_ch6`:
+/// shuffled minibatches, SGD at the workload's rate, and after each epoch the accuracy on the
+/// training and test sets for class labels.
+struct ExamplesRun<'a> {
+    workload: &'a Workload,
+    model: &'a ModelSpec,
+    policy: &'a mut dyn SyncPolicy,
     epochs: usize,
-    eval_device: &Device,
-    metrics: &Option<PathBuf>,
-    save: &Option<PathBuf>,
-    load: &Option<PathBuf>,
-) -> anyhow::Result<()> {
-    let (train, test) = ember_datasets::fashion_mnist::load(dir)?;
-    println!(
-        "training on Fashion-MNIST from {}: {} train, {} test examples; mlp {:?}, batch {}, lr {}, policy {}, {epochs} epoch(s)",
-        dir.display(),
-        train.len(),
-        test.len(),
-        workload.hidden,
-        workload.batch_size,
-        workload.lr,
-        policy.name()
-    );
-    let device = eval_device.clone().autodiff();
-    let mut net = mlp(&workload.hidden, 10, Init::Normal(0.01), &device);
-    if let Some(path) = load {
-        net = net.load_parameters(path, &device)?;
+    /// The device without autodiff, for evaluation.
+    device: &'a Device,
+    outputs: &'a Outputs,
+}
+
+impl ExamplesRun<'_> {
+    fn train<L>(
+        self,
+        net: Sequential,
+        loss: L,
+        train: Examples,
+        test: Option<Examples>,
+    ) -> anyhow::Result<()>
+    where
+        L: Loss + Send + 'static,
+        L::Target: Target,
+    {
+        let w = self.workload;
+        println!(
+            "training on {}: {} train{} examples of shape {:?}; {}, batch {}, lr {}, policy {}, {} epoch(s)",
+            w.data,
+            train.len(),
+            test.as_ref()
+                .map(|t| format!(", {} test", t.len()))
+                .unwrap_or_default(),
+            train.shape(),
+            self.model,
+            w.batch_size,
+            w.lr,
+            self.policy.name(),
+            self.epochs
+        );
+        let device = self.device.clone().autodiff();
+        let mut loader = DataLoader::new(train, w.batch_size)?
+            .shuffle(w.seed)
+            .prefetch(4);
+        let mut net = net;
+        if let Some(path) = &self.outputs.load {
+            let example = loader.examples().batch(&[0]);
+            let x = ember::NdTensor::from_host(&example.x, &example.x_shape, &device)?;
+            net = net.infer_shape(x)?.load_parameters(path, &device)?;
+        }
+        let trainer = Trainer::new(&net, "sgd", w.lr)?;
+        let mut options = FitOptions::epochs(self.epochs);
+        if loader.examples().classes().is_some() {
+            let train_eval = loader.rebatched(1024)?;
+            let d = self.device.clone();
+            options = options.evaluate("train_acc", move |net: &Sequential| {
+                accuracy(net, &train_eval, &d)
+            });
+        }
+        if let Some(test) = test {
+            let test_eval = DataLoader::new(test, 1024)?;
+            let d = self.device.clone();
+            options = options.evaluate("test_acc", move |net: &Sequential| {
+                accuracy(net, &test_eval, &d)
+            });
+        }
+        let mut progress = BookLines {
+            bar: None,
+            batches: loader.num_batches(),
+        };
+        let run = fit(
+            net,
+            loss,
+            trainer,
+            &device,
+            &mut loader,
+            self.policy,
+            &options,
+            &mut progress,
+        )?;
+        finish(&run, self.outputs)
     }
-    let trainer = Trainer::new(&net, "sgd", workload.lr)?;
-    let mut loader = DataLoader::new(train, workload.batch_size)?
-        .shuffle(workload.seed)
-        .prefetch(4);
-    let (train_eval, test_eval) = (loader.rebatched(1024)?, DataLoader::new(test, 1024)?);
-    let (d1, d2) = (eval_device.clone(), eval_device.clone());
-    let options = FitOptions::epochs(epochs)
-        .evaluate("train_acc", move |net: &Sequential| {
-            accuracy(net, &train_eval, &d1)
-        })
-        .evaluate("test_acc", move |net: &Sequential| {
-            accuracy(net, &test_eval, &d2)
-        });
-    let mut progress = BookLines {
-        bar: None,
-        batches: loader.num_batches(),
-    };
-    let run = fit(
-        net,
-        SoftmaxCrossEntropyLoss,
-        trainer,
-        &device,
-        &mut loader,
-        policy,
-        &options,
-        &mut progress,
-    )?;
-    finish(&run, metrics, save)
 }

@@ -2,12 +2,14 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use clap::Args;
-use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Sequential, Trainer};
+use ember::{DeviceName, Init, L2Loss, Sequential, Trainer};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{FitOptions, FitRun, Progress, SyntheticEpochs, fit};
 use ember_trainer::policy::SyncPolicy;
+
+use super::model::{ModelSpec, sizes_list};
 
 /// The chapter's MLP on the chapter's synthetic data.
 #[derive(Debug, Args)]
@@ -15,46 +17,66 @@ pub struct WorkloadArgs {
     /// auto, wgpu, flex or ndarray.
     #[arg(long, default_value = "auto")]
     pub device: String,
-    /// Batches per epoch.
-    #[arg(long, default_value_t = 150)]
-    pub batches: usize,
+    /// Batches per epoch, on synthetic data [default: 150].
+    #[arg(long)]
+    pub batches: Option<usize>,
     /// Examples per batch.
     #[arg(long, default_value_t = 1024)]
     pub batch_size: usize,
-    /// Features per example.
-    #[arg(long, default_value_t = 512)]
-    pub features: usize,
-    /// Hidden layer sizes, comma separated (the chapter: 2048,512).
-    #[arg(long, default_value = "2048,512")]
-    pub hidden: String,
+    /// Features per example, on synthetic data [default: 512].
+    #[arg(long)]
+    pub features: Option<usize>,
+    /// Hidden layer sizes of the chapter's MLP on synthetic data, comma separated [default:
+    /// 2048,512].
+    #[arg(long)]
+    pub hidden: Option<String>,
     /// Learning rate (SGD).
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub lr: f64,
     /// Seed of the data (synthetic batches, shuffling) and of the weights' initialization.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Data: `synthetic` (the chapter's X ~ N(0,1), y = 1), or `fashion-mnist[:DIR]` (IDX
+    /// Data: `synthetic` (the chapter's X ~ N(0,1), y = 1); `fashion-mnist[:DIR]` (IDX
     /// files, gzipped or raw; DIR defaults to Debian's /usr/share/datasets/fashion-mnist from
-    /// `apt-get install dataset-fashion-mnist`).
+    /// `apt-get install dataset-fashion-mnist`); `csv:PATH` (numbers, the label in the last
+    /// column, an optional header); or `npy:X.npy,Y.npy` (features of any shape, targets).
     #[arg(long, default_value = "synthetic")]
     pub data: String,
+    /// With `csv:` or `npy:` data: the targets are class indices in 0..N (softmax
+    /// cross-entropy); without it they are values to regress (L2).
+    #[arg(long)]
+    pub classes: Option<usize>,
 }
 
 impl WorkloadArgs {
     /// The same options as command-line arguments, for a child process.
     pub fn to_args(&self) -> Vec<String> {
         [
-            ("--device", self.device.clone()),
-            ("--batches", self.batches.to_string()),
-            ("--batch-size", self.batch_size.to_string()),
-            ("--features", self.features.to_string()),
+            ("--device", Some(self.device.clone())),
+            ("--batches", self.batches.map(|n| n.to_string())),
+            ("--batch-size", Some(self.batch_size.to_string())),
+            ("--features", self.features.map(|n| n.to_string())),
             ("--hidden", self.hidden.clone()),
-            ("--lr", self.lr.to_string()),
-            ("--seed", self.seed.to_string()),
-            ("--data", self.data.clone()),
+            ("--lr", Some(self.lr.to_string())),
+            ("--seed", Some(self.seed.to_string())),
+            ("--data", Some(self.data.clone())),
+            ("--classes", self.classes.map(|n| n.to_string())),
         ]
         .into_iter()
-        .flat_map(|(flag, value)| [flag.to_string(), value])
+        .filter_map(|(flag, value)| value.map(|value| [flag.to_string(), value]))
+        .flatten()
+        .collect()
+    }
+
+    /// The flags given that only synthetic data reads.
+    fn synthetic_flags(&self) -> Vec<&'static str> {
+        [
+            ("--batches", self.batches.is_some()),
+            ("--features", self.features.is_some()),
+            ("--hidden", self.hidden.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
         .collect()
     }
 }
@@ -66,6 +88,10 @@ pub enum DataSpec {
     Synthetic,
     /// Fashion-MNIST's four IDX files in a directory.
     FashionMnist(PathBuf),
+    /// A CSV table, the label in its last column.
+    Csv(PathBuf),
+    /// Features and targets in two NumPy `.npy` files.
+    Npy(PathBuf, PathBuf),
 }
 
 impl std::str::FromStr for DataSpec {
@@ -80,9 +106,28 @@ impl std::str::FromStr for DataSpec {
             Some(("fashion-mnist", dir)) if !dir.is_empty() => {
                 Ok(DataSpec::FashionMnist(dir.into()))
             }
+            Some(("csv", path)) if !path.is_empty() => Ok(DataSpec::Csv(path.into())),
+            Some(("npy", pair)) => match pair.split_once(',') {
+                Some((x, y)) if !x.is_empty() && !y.is_empty() && !y.contains(',') => {
+                    Ok(DataSpec::Npy(x.into(), y.into()))
+                }
+                _ => bail!("invalid --data {s:?}: expected npy:X.npy,Y.npy"),
+            },
             _ => bail!(
-                "invalid --data {s:?}: expected synthetic, fashion-mnist or fashion-mnist:DIR"
+                "invalid --data {s:?}: expected synthetic, fashion-mnist[:DIR], csv:PATH or \
+                 npy:X.npy,Y.npy"
             ),
+        }
+    }
+}
+
+impl std::fmt::Display for DataSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DataSpec::Synthetic => write!(f, "synthetic"),
+            DataSpec::FashionMnist(dir) => write!(f, "fashion-mnist:{}", dir.display()),
+            DataSpec::Csv(path) => write!(f, "csv:{}", path.display()),
+            DataSpec::Npy(x, y) => write!(f, "npy:{},{}", x.display(), y.display()),
         }
     }
 }
@@ -98,6 +143,10 @@ pub struct Workload {
     pub hidden: Vec<usize>,
     pub lr: f64,
     pub seed: u64,
+    /// With csv or npy data: the number of classes.
+    pub classes: Option<usize>,
+    /// The flags given that only synthetic data reads (`--features`, …).
+    pub synthetic_flags: Vec<&'static str>,
 }
 
 /// A count that must be at least 1.
@@ -112,35 +161,44 @@ impl TryFrom<WorkloadArgs> for Workload {
     type Error = anyhow::Error;
 
     fn try_from(args: WorkloadArgs) -> anyhow::Result<Self> {
-        let hidden = args
-            .hidden
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| {
-                s.trim()
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .with_context(|| {
-                        format!(
-                            "invalid --hidden {:?}: expected positive sizes like 2048,512",
-                            args.hidden
-                        )
-                    })
-            })
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let hidden = match &args.hidden {
+            Some(hidden) => sizes_list("--hidden", hidden, hidden)?,
+            None => vec![2048, 512],
+        };
         if !(args.lr.is_finite() && args.lr > 0.0) {
             bail!("invalid --lr {}: must be a finite number above 0", args.lr);
         }
+        let data: DataSpec = args.data.parse()?;
+        let synthetic_flags = args.synthetic_flags();
+        if data != DataSpec::Synthetic
+            && let Some(flag) = synthetic_flags.first()
+        {
+            bail!(
+                "{flag} applies to --data synthetic only, and --data {} ignores it: leave it out",
+                args.data
+            );
+        }
+        if let Some(classes) = args.classes {
+            if !matches!(data, DataSpec::Csv(_) | DataSpec::Npy(..)) {
+                bail!(
+                    "--classes applies to csv: and npy: data only, and --data {} ignores it: \
+                     leave it out",
+                    args.data
+                );
+            }
+            positive("classes", classes)?;
+        }
         Ok(Self {
             device: args.device.parse()?,
-            data: args.data.parse()?,
-            batches: positive("batches", args.batches)?,
+            data,
+            batches: positive("batches", args.batches.unwrap_or(150))?,
             batch_size: positive("batch-size", args.batch_size)?,
-            features: positive("features", args.features)?,
+            features: positive("features", args.features.unwrap_or(512))?,
             hidden,
             lr: args.lr,
             seed: args.seed,
+            classes: args.classes,
+            synthetic_flags,
         })
     }
 }
@@ -185,16 +243,12 @@ impl Workload {
 }
 
 /// Dense(h, relu) for each hidden size, then Dense(outputs), initialized with `init` on
-/// `device`.
+/// `device`; the input size is deferred until the first batch.
 pub fn mlp(
     hidden: &[usize],
     outputs: usize,
     init: Init,
     device: &burn::tensor::Device,
 ) -> Sequential {
-    let mut net: Sequential = Sequential::new();
-    for &units in hidden {
-        net = net.add(Dense::new(units).activation(Activation::Relu));
-    }
-    net.add(Dense::new(outputs)).initialize(init, device)
+    ModelSpec::Mlp(hidden.to_vec()).build(outputs, init, device)
 }

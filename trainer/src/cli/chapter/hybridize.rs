@@ -25,18 +25,24 @@ const BOOK: &str = "d2l builds Dense(256, relu), Dense(128, relu), Dense(2) on a
     to files that load back.";
 
 /// The chapter's network, initialized on `device`.
-fn network(device: &Device) -> Sequential {
-    Sequential::new()
+fn network(device: &Device) -> anyhow::Result<Sequential> {
+    let net: Sequential = Sequential::new()
         .add(Dense::new(256).activation(Activation::Relu))
         .add(Dense::new(128).activation(Activation::Relu))
         .add(Dense::new(2))
-        .initialize(Init::default(), device)
+        .initialize(Init::default(), device);
+    Ok(net.infer_shape(input(device))?)
 }
 
 /// The book's input: one row of 512 standard normals, the same in every process.
 fn input(device: &Device) -> Tensor<2> {
     let batch = Synthetic::chapter(1, 512, 12).batch(0);
-    Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape(batch.x_shape)
+    Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape([1, 512])
+}
+
+/// The network's output for `x`, as the tensor of rank 2 it is.
+fn run_net(net: &Sequential, x: &Tensor<2>) -> anyhow::Result<Tensor<2>> {
+    Ok(net.forward(x.clone().into()).into_rank()?)
 }
 
 /// Options of the hidden `ember bench hybridize-child`.
@@ -76,14 +82,13 @@ pub fn child(args: ChildArgs) -> anyhow::Result<()> {
         other => bail!("invalid --fusion {other:?}: expected on or off"),
     }
     let device = args.device.parse::<DeviceName>()?.resolve()?.device;
-    let net = network(&device);
+    let net = network(&device)?;
     let x = input(&device);
-    net.infer_shape(x.clone())?;
     let net = net.load_parameters(&args.params, &device)?;
     let forward = || -> anyhow::Result<Tensor<2>> {
-        let mut out = net.forward(x.clone())?;
+        let mut out = run_net(&net, &x)?;
         for _ in 1..args.passes {
-            out = net.forward(x.clone())?;
+            out = run_net(&net, &x)?;
         }
         Ok(out)
     };
@@ -146,15 +151,13 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
     // Export: the parameters, written by this process on the CPU and read back.
     let cpu = Device::flex();
     cpu.seed(12);
-    let net = network(&cpu);
+    let net = network(&cpu)?;
     let x = input(&cpu);
-    let before = to_host(net.forward(x.clone())?)?;
+    let before = to_host(run_net(&net, &x)?)?;
     let params = s.scratch.join("hybrid-mlp.safetensors");
     net.save_parameters(&params)?;
-    let reloaded = network(&cpu);
-    reloaded.infer_shape(x.clone())?;
-    let reloaded = reloaded.load_parameters(&params, &cpu)?;
-    let after = to_host(reloaded.forward(x)?)?;
+    let reloaded = network(&cpu)?.load_parameters(&params, &cpu)?;
+    let after = to_host(run_net(&reloaded, &x)?)?;
     let export_diff = max_diff(&before, &after);
 
     let off = spawn(s, "off", &params, passes)?;

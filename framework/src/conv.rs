@@ -1,0 +1,489 @@
+//! `Conv2D` and `Conv1D`: Gluon's convolutions over burn-nn's `Conv2d` and `Conv1d`, with the
+//! number of input channels taken from the first input.
+//!
+//! d2l's LeNet, line for line:
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::{Activation, AvgPool2D, Block, Conv2D, Dense, Init, Sequential};
+//!
+//! let device = Device::flex();
+//! let net: Sequential = Sequential::new()
+//!     .add(Conv2D::new(6, 5).padding(2).activation(Activation::Sigmoid))
+//!     .add(AvgPool2D::new(2).strides(2))
+//!     .add(Conv2D::new(16, 5).activation(Activation::Sigmoid))
+//!     .add(AvgPool2D::new(2).strides(2))
+//!     .add(Dense::new(120).activation(Activation::Sigmoid))
+//!     .add(Dense::new(84).activation(Activation::Sigmoid))
+//!     .add(Dense::new(10));
+//! let net = net
+//!     .initialize(Init::Xavier, &device)
+//!     .infer_shape(Tensor::<4>::zeros([1, 1, 28, 28], &device))
+//!     .unwrap();
+//! assert_eq!(net.collect_params().get("0.weight").unwrap().shape, [6, 1, 5, 5]);
+//! assert_eq!(net.collect_params().get("4.weight").unwrap().shape, [120, 400]);
+//! let y = net.forward(Tensor::<4>::zeros([2, 1, 28, 28], &device).into());
+//! assert_eq!(y.dims(), [2, 10]);
+//! ```
+
+use std::fmt;
+
+use burn::nn::conv::{Conv1d, Conv1dConfig, Conv2d, Conv2dConfig};
+use burn::nn::{PaddingConfig1d, PaddingConfig2d};
+use burn::tensor::Device;
+
+use crate::activation::Activation;
+use crate::block::Block;
+use crate::deferred::{Deferred, layer_module};
+use crate::error::{Error, Result};
+use crate::init::Init;
+use crate::ndtensor::NdTensor;
+
+/// A size along two axes (height, width): one number for both, as Gluon takes `kernel_size=5`,
+/// or a pair, as it takes `(3, 5)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pair(pub [usize; 2]);
+
+impl From<usize> for Pair {
+    fn from(n: usize) -> Self {
+        Pair([n, n])
+    }
+}
+
+impl From<[usize; 2]> for Pair {
+    fn from(pair: [usize; 2]) -> Self {
+        Pair(pair)
+    }
+}
+
+impl fmt::Display for Pair {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            [a, b] if a == b => write!(f, "{a}"),
+            [a, b] => write!(f, "{a}×{b}"),
+        }
+    }
+}
+
+/// The output length of a window sliding over `input` (PyTorch's and Gluon's formula).
+///
+/// # Errors
+/// [`Error::Shape`] naming `layer` when the window does not fit once.
+pub(crate) fn window_output(
+    layer: &dyn fmt::Display,
+    dims: &[usize],
+    axis: usize,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    dilation: usize,
+) -> Result<usize> {
+    let span = dilation * (kernel - 1) + 1;
+    let padded = dims[axis] + 2 * padding;
+    if stride == 0 || kernel == 0 || padded < span {
+        return Err(Error::Shape {
+            what: layer.to_string(),
+            expected: format!(
+                "with axis {axis} of at least {} (window {span}, padding {padding} each side)",
+                span.saturating_sub(2 * padding)
+            ),
+            got: dims.to_vec(),
+        });
+    }
+    Ok((padded - span) / stride + 1)
+}
+
+/// Checks the rank of a layer's input and returns its channels (axis 1), refusing a channel
+/// count that `groups` does not divide.
+fn input_channels(
+    layer: &dyn fmt::Display,
+    dims: &[usize],
+    rank: usize,
+    layout: &str,
+    groups: usize,
+    channels: usize,
+) -> Result<usize> {
+    if dims.len() != rank {
+        return Err(Error::Shape {
+            what: layer.to_string(),
+            expected: layout.to_string(),
+            got: dims.to_vec(),
+        });
+    }
+    let in_channels = dims[1];
+    if in_channels == 0 || !in_channels.is_multiple_of(groups) || !channels.is_multiple_of(groups) {
+        return Err(Error::Shape {
+            what: format!("{layer} with {groups} groups"),
+            expected: format!("input channels divisible by {groups}"),
+            got: dims.to_vec(),
+        });
+    }
+    Ok(in_channels)
+}
+
+/// Options shared by both convolutions, in Gluon's names.
+#[derive(Debug, Clone)]
+struct ConvOptions<S> {
+    channels: usize,
+    kernel_size: S,
+    strides: S,
+    padding: S,
+    dilation: S,
+    groups: usize,
+    use_bias: bool,
+    activation: Option<Activation>,
+    in_channels: Option<usize>,
+}
+
+impl<S: Copy> ConvOptions<S> {
+    fn new(channels: usize, kernel_size: S, one: S, zero: S) -> Self {
+        Self {
+            channels,
+            kernel_size,
+            strides: one,
+            padding: zero,
+            dilation: one,
+            groups: 1,
+            use_bias: true,
+            activation: None,
+            in_channels: None,
+        }
+    }
+}
+
+macro_rules! conv_builders {
+    ($size:ty) => {
+        conv_builders!($size, $size);
+    };
+    ($size:ty, $arg:ty) => {
+        /// `strides=`: the step of the window (default 1).
+        pub fn strides(mut self, strides: $arg) -> Self {
+            self.options.strides = strides.into();
+            self
+        }
+
+        /// `padding=`: zeros added on each side of each spatial axis (default 0).
+        pub fn padding(mut self, padding: $arg) -> Self {
+            self.options.padding = padding.into();
+            self
+        }
+
+        /// `dilation=`: the spacing between the window's taps (default 1).
+        pub fn dilation(mut self, dilation: $arg) -> Self {
+            self.options.dilation = dilation.into();
+            self
+        }
+
+        /// `groups=`: split the channels into this many independent groups (default 1).
+        pub fn groups(mut self, groups: usize) -> Self {
+            self.options.groups = groups;
+            self
+        }
+
+        /// `use_bias=False` drops the bias.
+        pub fn use_bias(mut self, use_bias: bool) -> Self {
+            self.options.use_bias = use_bias;
+            self
+        }
+
+        /// `activation='relu'` and friends, applied to the output.
+        pub fn activation(mut self, activation: Activation) -> Self {
+            self.options.activation = Some(activation);
+            self
+        }
+
+        /// Gluon's optional `in_channels`: declares the input channels, so that `initialize`
+        /// creates the parameters at once instead of deferring them.
+        pub fn in_channels(mut self, in_channels: usize) -> Self {
+            self.options.in_channels = Some(in_channels);
+            self
+        }
+
+        /// The number of output channels.
+        pub fn channels(&self) -> usize {
+            self.options.channels
+        }
+
+        fn activate(&self, y: NdTensor) -> NdTensor {
+            match self.options.activation {
+                Some(activation) => activation.forward(y),
+                None => y,
+            }
+        }
+    };
+}
+
+/// A 2-D convolution: `nn.Conv2D(channels, kernel_size, strides, padding, dilation, groups,
+/// use_bias, activation)`.
+///
+/// The weight is `(channels, in_channels / groups, kh, kw)`, the layout of Gluon, PyTorch and
+/// burn alike.
+#[derive(Debug, Clone)]
+pub struct Conv2D {
+    options: ConvOptions<Pair>,
+    conv: Deferred<Conv2d>,
+}
+
+impl Conv2D {
+    /// `nn.Conv2D(channels, kernel_size)`, with strides 1, no padding, one group, a bias and
+    /// no activation; the input channels are inferred.
+    pub fn new(channels: usize, kernel_size: impl Into<Pair>) -> Self {
+        Self {
+            options: ConvOptions::new(channels, kernel_size.into(), Pair([1, 1]), Pair([0, 0])),
+            conv: Deferred::new("Conv2D"),
+        }
+    }
+
+    conv_builders!(Pair, impl Into<Pair>);
+
+    /// The burn layer inside, once created.
+    pub fn conv(&self) -> Option<&Conv2d> {
+        self.conv.get()
+    }
+
+    fn build(&self, in_channels: usize, device: &Device) -> Conv2d {
+        let o = &self.options;
+        let [ph, pw] = o.padding.0;
+        Conv2dConfig::new([in_channels, o.channels], o.kernel_size.0)
+            .with_stride(o.strides.0)
+            .with_dilation(o.dilation.0)
+            .with_groups(o.groups)
+            .with_padding(PaddingConfig2d::Explicit(ph, pw, ph, pw))
+            .with_bias(o.use_bias)
+            .init(device)
+    }
+}
+
+impl Block for Conv2D {
+    /// # Shapes
+    /// - input: `[batch, in_channels, height, width]`
+    /// - output: `[batch, channels, out_height, out_width]`, with
+    ///   `out = ⌊(in + 2·padding − dilation·(kernel − 1) − 1) / strides⌋ + 1`
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        let conv = self.conv.module(self);
+        self.activate(conv.forward(x.rank::<4>()).into())
+    }
+
+    fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        let dims = x.dims();
+        let o = &self.options;
+        let layout = "[batch, channels, height, width]";
+        let in_channels = input_channels(&self, &dims, 4, layout, o.groups, o.channels)?;
+        for axis in 0..2 {
+            window_output(
+                &self,
+                &dims,
+                axis + 2,
+                o.kernel_size.0[axis],
+                o.strides.0[axis],
+                o.padding.0[axis],
+                o.dilation.0[axis],
+            )?;
+        }
+        check_channels(&self, self.known_in_channels(), in_channels)?;
+        let layer = self.clone();
+        self.conv.resolve(&layer, &x.device(), |device| {
+            Ok(layer.build(in_channels, device))
+        })?;
+        let y = self.forward(x);
+        Ok((self, y))
+    }
+
+    fn initialize(mut self, init: Init, device: &Device) -> Self {
+        let declared = self.options.in_channels.map(|in_channels| {
+            let layer = self.clone();
+            move |device: &Device| layer.build(in_channels, device)
+        });
+        self.conv = self.conv.initialize(init, device, declared);
+        self
+    }
+}
+
+impl Conv2D {
+    /// The input channels, once known.
+    pub fn known_in_channels(&self) -> Option<usize> {
+        self.conv
+            .get()
+            .map(|conv| conv.weight.lazy_shape().as_slice()[1] * conv.groups)
+            .or(self.options.in_channels)
+    }
+}
+
+/// A 1-D convolution: `nn.Conv1D(channels, kernel_size, strides, padding, dilation, groups,
+/// use_bias, activation)`. The weight is `(channels, in_channels / groups, k)`.
+#[derive(Debug, Clone)]
+pub struct Conv1D {
+    options: ConvOptions<usize>,
+    conv: Deferred<Conv1d>,
+}
+
+impl Conv1D {
+    /// `nn.Conv1D(channels, kernel_size)`, with strides 1, no padding, one group, a bias and
+    /// no activation; the input channels are inferred.
+    pub fn new(channels: usize, kernel_size: usize) -> Self {
+        Self {
+            options: ConvOptions::new(channels, kernel_size, 1, 0),
+            conv: Deferred::new("Conv1D"),
+        }
+    }
+
+    conv_builders!(usize);
+
+    /// The burn layer inside, once created.
+    pub fn conv(&self) -> Option<&Conv1d> {
+        self.conv.get()
+    }
+
+    /// The input channels, once known.
+    pub fn known_in_channels(&self) -> Option<usize> {
+        self.conv
+            .get()
+            .map(|conv| conv.weight.lazy_shape().as_slice()[1] * conv.groups)
+            .or(self.options.in_channels)
+    }
+
+    fn build(&self, in_channels: usize, device: &Device) -> Conv1d {
+        let o = &self.options;
+        Conv1dConfig::new(in_channels, o.channels, o.kernel_size)
+            .with_stride(o.strides)
+            .with_dilation(o.dilation)
+            .with_groups(o.groups)
+            .with_padding(PaddingConfig1d::Explicit(o.padding, o.padding))
+            .with_bias(o.use_bias)
+            .init(device)
+    }
+}
+
+impl Block for Conv1D {
+    /// # Shapes
+    /// - input: `[batch, in_channels, width]`
+    /// - output: `[batch, channels, out_width]`, with
+    ///   `out = ⌊(in + 2·padding − dilation·(kernel − 1) − 1) / strides⌋ + 1`
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        let conv = self.conv.module(self);
+        self.activate(conv.forward(x.rank::<3>()).into())
+    }
+
+    fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        let dims = x.dims();
+        let o = &self.options;
+        let layout = "[batch, channels, width]";
+        let in_channels = input_channels(&self, &dims, 3, layout, o.groups, o.channels)?;
+        window_output(
+            &self,
+            &dims,
+            2,
+            o.kernel_size,
+            o.strides,
+            o.padding,
+            o.dilation,
+        )?;
+        check_channels(&self, self.known_in_channels(), in_channels)?;
+        let layer = self.clone();
+        self.conv.resolve(&layer, &x.device(), |device| {
+            Ok(layer.build(in_channels, device))
+        })?;
+        let y = self.forward(x);
+        Ok((self, y))
+    }
+
+    fn initialize(mut self, init: Init, device: &Device) -> Self {
+        let declared = self.options.in_channels.map(|in_channels| {
+            let layer = self.clone();
+            move |device: &Device| layer.build(in_channels, device)
+        });
+        self.conv = self.conv.initialize(init, device, declared);
+        self
+    }
+}
+
+fn check_channels(layer: &dyn fmt::Display, known: Option<usize>, got: usize) -> Result<()> {
+    match known {
+        Some(expected) if expected != got => Err(Error::FeatureMismatch {
+            layer: format!("{layer} (input channels)"),
+            expected,
+            got,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn describe<S: fmt::Display>(
+    f: &mut fmt::Formatter<'_>,
+    kind: &str,
+    in_channels: Option<usize>,
+    o: &ConvOptions<S>,
+) -> fmt::Result {
+    match in_channels {
+        Some(n) => write!(f, "{kind}({n} -> {}", o.channels)?,
+        None => write!(f, "{kind}(? -> {}", o.channels)?,
+    }
+    write!(f, ", kernel_size={}", o.kernel_size)?;
+    if o.groups != 1 {
+        write!(f, ", groups={}", o.groups)?;
+    }
+    if let Some(activation) = o.activation {
+        write!(f, ", {activation}")?;
+    }
+    write!(f, ")")
+}
+
+impl fmt::Display for Conv2D {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        describe(f, "Conv2D", self.known_in_channels(), &self.options)
+    }
+}
+
+impl fmt::Display for Conv1D {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        describe(f, "Conv1D", self.known_in_channels(), &self.options)
+    }
+}
+
+layer_module!(Conv2D, conv);
+layer_module!(Conv1D, conv);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use burn::tensor::Tensor;
+
+    #[test]
+    fn input_channels_are_inferred_and_a_later_mismatch_is_an_error() {
+        let device = Device::flex();
+        let conv = Conv2D::new(4, 3)
+            .padding(1)
+            .initialize(Init::default(), &device)
+            .infer_shape(Tensor::<4>::zeros([1, 3, 8, 8], &device))
+            .unwrap();
+        assert_eq!(conv.known_in_channels(), Some(3));
+        assert_eq!(
+            conv.collect_params().get("weight").unwrap().shape,
+            [4, 3, 3, 3]
+        );
+        let err = conv
+            .infer_shape(Tensor::<4>::zeros([1, 5, 8, 8], &device))
+            .unwrap_err();
+        assert!(err.to_string().contains("5 features"), "{err}");
+    }
+
+    #[test]
+    fn a_wrong_rank_or_a_window_larger_than_the_input_is_an_error_naming_the_layer() {
+        let device = Device::flex();
+        let conv = || Conv2D::new(4, 5).initialize(Init::default(), &device);
+        let err = conv()
+            .infer_shape(Tensor::<2>::zeros([1, 3], &device))
+            .unwrap_err();
+        assert!(err.to_string().contains("Conv2D"), "{err}");
+        let err = conv()
+            .infer_shape(Tensor::<4>::zeros([1, 1, 3, 3], &device))
+            .unwrap_err();
+        assert!(err.to_string().contains("window 5"), "{err}");
+        let err = Conv1D::new(4, 1)
+            .groups(3)
+            .initialize(Init::default(), &device)
+            .infer_shape(Tensor::<3>::zeros([1, 4, 3], &device))
+            .unwrap_err();
+        assert!(err.to_string().contains("divisible by 3"), "{err}");
+    }
+}

@@ -1,0 +1,182 @@
+//! `NdTensor`: a float tensor whose rank is known at run time, as Gluon's `NDArray` is.
+//!
+//! Blocks pass `NdTensor`s to one another, so a `Sequential` can chain a `Conv2D` (rank 4) into
+//! a `Dense` (rank 2). Inside a block, [`NdTensor::rank`] turns it into burn's typed
+//! `Tensor<D>`, and `.into()` turns a `Tensor<D>` back.
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::NdTensor;
+//!
+//! let device = Device::flex();
+//! let x = NdTensor::from_host(&[1.0, 2.0, 3.0, 4.0], &[1, 1, 2, 2], &device).unwrap();
+//! assert_eq!(x.dims(), [1, 1, 2, 2]);
+//! let image: Tensor<4> = x.clone().rank();
+//! assert_eq!(image.dims(), [1, 1, 2, 2]);
+//! assert_eq!(x.flatten().dims(), [1, 4]);
+//! assert!(NdTensor::from(Tensor::<2>::ones([2, 3], &device)).into_rank::<4>().is_err());
+//! ```
+
+use burn::tensor::{Device, Gradients, Tensor};
+
+use crate::error::{Error, Result};
+
+/// A float tensor of rank 1 to 5, the rank chosen at run time.
+#[derive(Debug, Clone)]
+pub enum NdTensor {
+    /// `[n]`
+    R1(Tensor<1>),
+    /// `[n, features]`
+    R2(Tensor<2>),
+    /// `[n, channels, width]`, or `[n, steps, features]`
+    R3(Tensor<3>),
+    /// `[n, channels, height, width]`
+    R4(Tensor<4>),
+    /// `[n, channels, depth, height, width]`
+    R5(Tensor<5>),
+}
+
+/// Applies `$body` to the typed tensor inside, whatever its rank, and wraps the result back.
+macro_rules! nd_map {
+    ($x:expr, $t:ident => $body:expr) => {
+        match $x {
+            $crate::NdTensor::R1($t) => $crate::NdTensor::R1($body),
+            $crate::NdTensor::R2($t) => $crate::NdTensor::R2($body),
+            $crate::NdTensor::R3($t) => $crate::NdTensor::R3($body),
+            $crate::NdTensor::R4($t) => $crate::NdTensor::R4($body),
+            $crate::NdTensor::R5($t) => $crate::NdTensor::R5($body),
+        }
+    };
+}
+pub(crate) use nd_map;
+
+/// Evaluates `$body` on the typed tensor inside, whatever its rank.
+macro_rules! nd_with {
+    ($x:expr, $t:ident => $body:expr) => {
+        match $x {
+            $crate::NdTensor::R1($t) => $body,
+            $crate::NdTensor::R2($t) => $body,
+            $crate::NdTensor::R3($t) => $body,
+            $crate::NdTensor::R4($t) => $body,
+            $crate::NdTensor::R5($t) => $body,
+        }
+    };
+}
+pub(crate) use nd_with;
+
+impl NdTensor {
+    /// Uploads host values in row-major order with the given shape (rank 1 to 5): the one way
+    /// a host batch becomes a device tensor.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the shape's rank is not 1 to 5 or its element count is not the
+    /// number of values.
+    pub fn from_host(values: &[f32], shape: &[usize], device: &Device) -> Result<Self> {
+        if shape.iter().product::<usize>() != values.len() {
+            return Err(Error::Shape {
+                what: format!("{} host values", values.len()),
+                expected: "a shape with that many elements".to_string(),
+                got: shape.to_vec(),
+            });
+        }
+        let flat = Tensor::<1>::from_floats(values, device);
+        Ok(match *shape {
+            [a] => Self::R1(flat.reshape([a])),
+            [a, b] => Self::R2(flat.reshape([a, b])),
+            [a, b, c] => Self::R3(flat.reshape([a, b, c])),
+            [a, b, c, d] => Self::R4(flat.reshape([a, b, c, d])),
+            [a, b, c, d, e] => Self::R5(flat.reshape([a, b, c, d, e])),
+            _ => {
+                return Err(Error::Shape {
+                    what: "a tensor".to_string(),
+                    expected: "rank 1 to 5".to_string(),
+                    got: shape.to_vec(),
+                });
+            }
+        })
+    }
+
+    /// Zeros of the given shape (rank 1 to 5).
+    ///
+    /// # Errors
+    /// [`Error::Shape`] for any other rank.
+    pub fn zeros(shape: &[usize], device: &Device) -> Result<Self> {
+        let n = shape.iter().product();
+        Self::from_host(&vec![0.0; n], shape, device)
+    }
+
+    /// The shape.
+    pub fn dims(&self) -> Vec<usize> {
+        nd_with!(self, t => t.dims().to_vec())
+    }
+
+    /// The rank (number of axes).
+    pub fn ndim(&self) -> usize {
+        nd_with!(self, t => t.dims().len())
+    }
+
+    /// The device the tensor lives on.
+    pub fn device(&self) -> Device {
+        nd_with!(self, t => t.device())
+    }
+
+    /// The typed tensor of rank `D`.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] naming both ranks when the tensor has another rank.
+    pub fn into_rank<const D: usize>(self) -> Result<Tensor<D>> {
+        let dims = self.dims();
+        if dims.len() != D {
+            return Err(Error::Shape {
+                what: "a block's tensor".to_string(),
+                expected: format!("rank {D}"),
+                got: dims,
+            });
+        }
+        let shape: [usize; D] = std::array::from_fn(|i| dims[i]);
+        Ok(nd_with!(self, t => t.reshape(shape)))
+    }
+
+    /// The typed tensor of rank `D`, for a block's `forward`.
+    ///
+    /// # Panics
+    /// When the tensor has another rank: a forward pass given the wrong rank is a bug in the
+    /// model. [`Block::infer_shape`](crate::Block::infer_shape) and `fit` check shapes first
+    /// and report such a mismatch as an error naming the block.
+    pub fn rank<const D: usize>(self) -> Tensor<D> {
+        match self.into_rank() {
+            Ok(t) => t,
+            Err(err) => panic!("{err}"),
+        }
+    }
+
+    /// The same tensor, its gradient tracked (on an autodiff device).
+    pub fn require_grad(self) -> Self {
+        nd_map!(self, t => t.require_grad())
+    }
+
+    /// Its gradient in `grads`, when it was tracked (Gluon's `x.grad`).
+    pub fn grad(&self, grads: &Gradients) -> Option<NdTensor> {
+        nd_with!(self, t => t.grad(grads).map(NdTensor::from))
+    }
+
+    /// `[batch, d1, d2, …]` → `[batch, d1·d2·…]`, as Gluon's `Flatten` and `Dense` do. A rank-1
+    /// tensor becomes `[n, 1]`.
+    pub fn flatten(self) -> Tensor<2> {
+        let dims = self.dims();
+        let batch = dims[0];
+        let rest = dims[1..].iter().product::<usize>();
+        nd_with!(self, t => t.reshape([batch, rest]))
+    }
+}
+
+macro_rules! from_rank {
+    ($($d:literal => $variant:ident),*) => {$(
+        impl From<Tensor<$d>> for NdTensor {
+            fn from(t: Tensor<$d>) -> Self {
+                NdTensor::$variant(t)
+            }
+        }
+    )*};
+}
+from_rank!(1 => R1, 2 => R2, 3 => R3, 4 => R4, 5 => R5);

@@ -1,0 +1,303 @@
+//! Models beyond the MLP through `fit`: LeNet on Fashion-MNIST-format images, a user's residual
+//! block on `[N, C, H, W]` inside a `Sequential`, training and inference modes, and the first
+//! batch as the one step that resolves deferred sizes.
+
+mod common;
+
+use burn::module::Module;
+use burn::prelude::*;
+use common::fashion::fashion_like;
+use ember::{
+    Activation, AvgPool2D, BatchNorm, Block, Conv2D, Dense, Dropout, Flatten, Init, MaxPool2D,
+    NdTensor, Result, Sequential, SoftmaxCrossEntropyLoss, Trainer,
+};
+use ember_datasets::{Batch, DataLoader};
+use ember_trainer::evaluate::accuracy;
+use ember_trainer::fit::{BatchSource, FitOptions, fit};
+use ember_trainer::policy::Window;
+
+fn lenet(activation: Activation, max_pool: bool) -> Sequential {
+    let pool = |net: Sequential| {
+        if max_pool {
+            net.add(MaxPool2D::new(2))
+        } else {
+            net.add(AvgPool2D::new(2).strides(2))
+        }
+    };
+    let net = Sequential::new().add(Conv2D::new(6, 5).padding(2).activation(activation));
+    let net = pool(net).add(Conv2D::new(16, 5).activation(activation));
+    pool(net)
+        .add(Dense::new(120).activation(activation))
+        .add(Dense::new(84).activation(activation))
+        .add(Dense::new(10))
+}
+
+#[test]
+fn lenet_learns_fashion_mnist_format_images_through_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let train = fashion_like(dir.path(), "train", 1500, 1);
+    let test = fashion_like(dir.path(), "t10k", 300, 2);
+    assert_eq!(train.shape(), [1, 28, 28], "images keep their shape");
+    let device = Device::flex().autodiff();
+    device.seed(5);
+    let net = lenet(Activation::Relu, true).initialize(Init::Xavier, &device);
+    assert_eq!(net.collect_params().deferred.len(), 5, "{}", net.summary());
+    let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let mut loader = DataLoader::new(train, 64).unwrap().shuffle(1);
+    let run = fit(
+        net,
+        SoftmaxCrossEntropyLoss,
+        trainer,
+        &device,
+        &mut loader,
+        &mut Window(2),
+        &FitOptions::epochs(3),
+        &mut (),
+    )
+    .unwrap();
+    let params = run.net.collect_params();
+    assert!(params.deferred.is_empty());
+    assert_eq!(params.get("0.weight").unwrap().shape, [6, 1, 5, 5]);
+    assert_eq!(params.get("4.weight").unwrap().shape, [120, 400]);
+    let test = DataLoader::new(test, 100).unwrap();
+    let acc = accuracy(&run.net.valid(), &test, &Device::flex()).unwrap();
+    let losses: Vec<f64> = run.trace.epochs.iter().map(|e| e.mean_loss).collect();
+    assert!(acc > 0.8, "test accuracy {acc}, losses {losses:?}");
+}
+
+/// d2l's residual block (8.6), built from ember's layers, its sizes inferred in `infer`.
+#[derive(Module, Debug)]
+struct Residual {
+    conv1: Conv2D,
+    bn1: BatchNorm,
+    conv2: Conv2D,
+}
+
+impl Block for Residual {
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        let y = Activation::Relu.forward(self.bn1.forward(self.conv1.forward(x.clone())));
+        let y: Tensor<4> = self.conv2.forward(y).rank();
+        (y + x.rank::<4>()).into()
+    }
+
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        let (conv1, y) = self.conv1.infer(x.clone())?;
+        let (bn1, y) = self.bn1.infer(y)?;
+        let (conv2, _) = self.conv2.infer(y)?;
+        let block = Self { conv1, bn1, conv2 };
+        let y = block.forward(x);
+        Ok((block, y))
+    }
+}
+
+fn residual(channels: usize) -> Residual {
+    Residual {
+        conv1: Conv2D::new(channels, 3).padding(1),
+        bn1: BatchNorm::new(),
+        conv2: Conv2D::new(channels, 3).padding(1),
+    }
+}
+
+/// Random 4-channel 6×6 images whose class is the sign of their mean.
+struct Images {
+    batches: Vec<Batch>,
+}
+
+impl Images {
+    fn new(batches: usize) -> Self {
+        let device = Device::flex();
+        device.seed(9);
+        let batches = (0..batches)
+            .map(|_| {
+                let x =
+                    Tensor::<1>::random([16 * 144], burn::tensor::Distribution::Default, &device)
+                        .sub_scalar(0.5);
+                let x: Vec<f32> = x.into_data().try_to_vec().unwrap();
+                let y = x
+                    .chunks(144)
+                    .map(|image| f32::from(image.iter().sum::<f32>() > 0.0))
+                    .collect();
+                Batch {
+                    x,
+                    x_shape: vec![16, 4, 6, 6],
+                    y,
+                    y_shape: [16, 1],
+                }
+            })
+            .collect();
+        Self { batches }
+    }
+}
+
+impl BatchSource for Images {
+    fn batches(&mut self, _epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        Box::new(self.batches.iter().cloned().map(Ok))
+    }
+}
+
+#[test]
+fn a_users_residual_block_on_images_trains_beside_ember_layers_and_modes_switch() {
+    let device = Device::flex().autodiff();
+    device.seed(2);
+    let net: Sequential<Residual> = Sequential::new()
+        .add(Conv2D::new(8, 3).padding(1))
+        .add(BatchNorm::new())
+        .add(Activation::Relu)
+        .add_block(residual(8))
+        .add(Dropout::new(0.5))
+        .add(Flatten)
+        .add(Dense::new(2))
+        .initialize(Init::Xavier, &device);
+    assert_eq!(net.collect_params().deferred.len(), 6, "{}", net.summary());
+    let trainer = Trainer::new(&net, "sgd", 0.05).unwrap();
+    let mut data = Images::new(8);
+    let run = fit(
+        net,
+        SoftmaxCrossEntropyLoss,
+        trainer,
+        &device,
+        &mut data,
+        &mut Window(2),
+        &FitOptions::epochs(4),
+        &mut (),
+    )
+    .unwrap();
+    let names = run.net.collect_params().names().join(" ");
+    assert!(
+        names.contains("3.conv1.weight") && names.contains("3.bn1.running_var"),
+        "{names}"
+    );
+    let losses: Vec<f64> = run.trace.epochs.iter().map(|e| e.mean_loss).collect();
+    assert!(losses[3] < losses[0], "{losses:?}");
+
+    // Training mode drops units at random; the inference copy is deterministic.
+    let batch = &data.batches[0];
+    let x = |device: &Device| NdTensor::from_host(&batch.x, &batch.x_shape, device).unwrap();
+    let out = |net: &Sequential<Residual>, device: &Device| -> Vec<f32> {
+        net.forward(x(device))
+            .flatten()
+            .into_data()
+            .try_to_vec()
+            .unwrap()
+    };
+    assert_ne!(
+        out(&run.net, &device),
+        out(&run.net, &device),
+        "dropout in training"
+    );
+    let eval = run.net.valid();
+    assert_eq!(out(&eval, &Device::flex()), out(&eval, &Device::flex()));
+}
+
+#[test]
+fn the_first_batch_resolves_deferred_sizes_and_a_misfit_batch_is_an_error_naming_the_layer() {
+    let device = Device::flex().autodiff();
+    let data = |x_shape: Vec<usize>| {
+        let n: usize = x_shape.iter().product();
+        let rows = x_shape[0];
+        Images {
+            batches: vec![Batch {
+                x: vec![0.5; n],
+                x_shape,
+                y: vec![0.0; rows],
+                y_shape: [rows, 1],
+            }],
+        }
+    };
+    let train = |shape: Vec<usize>| {
+        let net = lenet(Activation::Sigmoid, false).initialize(Init::Xavier, &device);
+        let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+        fit(
+            net,
+            SoftmaxCrossEntropyLoss,
+            trainer,
+            &device,
+            &mut data(shape),
+            &mut Window(1),
+            &FitOptions::epochs(1),
+            &mut (),
+        )
+        .map(|run| run.net)
+    };
+    let net = train(vec![2, 1, 28, 28]).unwrap();
+    assert_eq!(
+        net.collect_params().get("2.weight").unwrap().shape,
+        [16, 6, 5, 5]
+    );
+    // Flat rows where images belong, and images too small for the second convolution.
+    let err = train(vec![2, 784]).map(drop).unwrap_err().to_string();
+    assert!(
+        err.contains("layer 0: Conv2D") && err.contains("[2, 784]"),
+        "{err}"
+    );
+    let err = train(vec![2, 1, 6, 6]).map(drop).unwrap_err().to_string();
+    assert!(
+        err.contains("layer 2: Conv2D") && err.contains("window 5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_batch_of_another_example_shape_mid_epoch_is_an_error_naming_it() {
+    let device = Device::flex().autodiff();
+    let mut images = Images::new(2);
+    images.batches[1].x_shape = vec![16, 4, 3, 12];
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(2))
+        .initialize(Init::default(), &device);
+    let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let err = fit(
+        net,
+        SoftmaxCrossEntropyLoss,
+        trainer,
+        &device,
+        &mut images,
+        &mut Window(1),
+        &FitOptions::epochs(1),
+        &mut (),
+    )
+    .map(drop)
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("batch 1 of epoch 0") && err.contains("[16, 4, 3, 12]"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_warm_up_changes_no_parameter() {
+    let device = Device::flex().autodiff();
+    let trained = |warmup: bool| -> std::collections::BTreeMap<String, Vec<u8>> {
+        device.seed(4);
+        let net: Sequential = Sequential::new()
+            .add(Conv2D::new(4, 3))
+            .add(BatchNorm::new())
+            .add(Dense::new(2))
+            .initialize(Init::Xavier, &device);
+        let trainer = Trainer::new(&net, "sgd", 0.5).unwrap();
+        let mut options = FitOptions::epochs(1);
+        options.warmup = warmup;
+        let run = fit(
+            net,
+            SoftmaxCrossEntropyLoss,
+            trainer,
+            &device,
+            &mut Images::new(3),
+            &mut Window(1),
+            &options,
+            &mut (),
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("net.safetensors");
+        run.net.save_parameters(&path).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        file.tensors()
+            .into_iter()
+            .map(|(name, view)| (name, view.data().to_vec()))
+            .collect()
+    };
+    assert_eq!(trained(true), trained(false));
+}

@@ -1,0 +1,129 @@
+//! `--model`: the networks `ember train` builds.
+
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::{Context, bail};
+use ember::{Activation, AvgPool2D, Block, Conv2D, Dense, Init, Layer, MaxPool2D, Sequential};
+
+/// A network by name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSpec {
+    /// `mlp:H1,H2,…`: Dense(H, relu) for each size, then the output layer.
+    Mlp(Vec<usize>),
+    /// `lenet`: d2l's LeNet (7.6), sigmoid activations and average pooling.
+    LeNet,
+    /// `lenet-relu`: the same with ReLU and max pooling.
+    LeNetRelu,
+}
+
+impl FromStr for ModelSpec {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        match s {
+            "lenet" => Ok(ModelSpec::LeNet),
+            "lenet-relu" => Ok(ModelSpec::LeNetRelu),
+            _ => {
+                let sizes = s.strip_prefix("mlp:").with_context(|| {
+                    format!("invalid --model {s:?}: expected mlp:H1,H2,…, lenet or lenet-relu")
+                })?;
+                Ok(ModelSpec::Mlp(sizes_list("--model", s, sizes)?))
+            }
+        }
+    }
+}
+
+/// `2048,512` → [2048, 512]: positive sizes, comma separated; `flag` and `whole` name the
+/// value in errors.
+pub fn sizes_list(flag: &str, whole: &str, sizes: &str) -> anyhow::Result<Vec<usize>> {
+    let list = sizes
+        .split(',')
+        .map(|h| {
+            h.trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|h| *h > 0)
+                .with_context(|| format!("invalid {flag} {whole:?}: {h:?} is not a layer size"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if list.is_empty() {
+        bail!("invalid {flag} {whole:?}: expected positive sizes like 2048,512");
+    }
+    Ok(list)
+}
+
+impl fmt::Display for ModelSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ModelSpec::Mlp(hidden) => {
+                let sizes: Vec<String> = hidden.iter().map(usize::to_string).collect();
+                write!(f, "mlp:{}", sizes.join(","))
+            }
+            ModelSpec::LeNet => write!(f, "lenet"),
+            ModelSpec::LeNetRelu => write!(f, "lenet-relu"),
+        }
+    }
+}
+
+impl ModelSpec {
+    /// The network with `outputs` outputs, initialized with `init` on `device`; input sizes
+    /// are deferred until the first batch.
+    pub fn build(&self, outputs: usize, init: Init, device: &burn::tensor::Device) -> Sequential {
+        let net: Sequential = match self {
+            ModelSpec::Mlp(hidden) => hidden
+                .iter()
+                .fold(Sequential::new(), |net, &units| {
+                    net.add(Dense::new(units).activation(Activation::Relu))
+                })
+                .add(Dense::new(outputs)),
+            ModelSpec::LeNet => lenet(
+                Activation::Sigmoid,
+                |size| AvgPool2D::new(size).into(),
+                outputs,
+            ),
+            ModelSpec::LeNetRelu => lenet(
+                Activation::Relu,
+                |size| MaxPool2D::new(size).into(),
+                outputs,
+            ),
+        };
+        net.initialize(init, device)
+    }
+
+    /// The initializer d2l trains it with: N(0, 0.01) for its MLP (3.6), Xavier for LeNet (7.6).
+    pub fn init(&self) -> Init {
+        match self {
+            ModelSpec::Mlp(_) => Init::Normal(0.01),
+            ModelSpec::LeNet | ModelSpec::LeNetRelu => Init::Xavier,
+        }
+    }
+}
+
+/// d2l's LeNet with the given activation and 2×2, stride-2 pooling.
+fn lenet(activation: Activation, pool: impl Fn(usize) -> Layer, outputs: usize) -> Sequential {
+    Sequential::new()
+        .add(Conv2D::new(6, 5).padding(2).activation(activation))
+        .add(pool(2))
+        .add(Conv2D::new(16, 5).activation(activation))
+        .add(pool(2))
+        .add(Dense::new(120).activation(activation))
+        .add(Dense::new(84).activation(activation))
+        .add(Dense::new(outputs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_and_print_back() {
+        for name in ["lenet", "lenet-relu", "mlp:256", "mlp:64,32"] {
+            assert_eq!(name.parse::<ModelSpec>().unwrap().to_string(), name);
+        }
+        let err = "resnet".parse::<ModelSpec>().unwrap_err().to_string();
+        assert!(err.contains("\"resnet\""), "{err}");
+        let err = "mlp:64,0".parse::<ModelSpec>().unwrap_err().to_string();
+        assert!(err.contains("\"0\""), "{err}");
+    }
+}
