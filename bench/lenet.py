@@ -1,6 +1,6 @@
 """ember against PyTorch on d2l's LeNet (7.6) on Fashion-MNIST, the same machine, interleaved.
 
-Each round runs `ember train --device flex --data fashion-mnist --model MODEL --lr 0.9
+Each round runs `ember train --device flex --data fashion-mnist --model MODEL --lr LR
 --batch-size 256 --epochs N` and `bench/lenet_torch.py` with the same settings, one after the
 other, each in a fresh process; the rounds alternate which goes first. It prints every epoch's
 time and test accuracy, then the medians over all rounds and epochs and the ratio
@@ -9,7 +9,7 @@ ember / PyTorch of the time per epoch.
 Not part of CI: it needs PyTorch (`python3 -m venv v && v/bin/pip install torch numpy`) and
 Debian's data set (`apt-get install dataset-fashion-mnist`).
 
-Run: python3 bench/lenet.py [--rounds 3] [--epochs 10] [--model lenet] [--ember PATH]
+Run: python3 bench/lenet.py [--rounds 3] [--epochs 10] [--model lenet] [--lr 0.9] [--ember PATH]
 """
 import argparse
 import os
@@ -45,11 +45,12 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--model", default="lenet", choices=["lenet", "lenet-relu"])
+    p.add_argument("--lr", default="0.9", help="d2l's 0.9 for LeNet")
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     p.add_argument("--ember", default=str(target / "release/ember"))
     p.add_argument("--python", default=sys.executable)
     a = p.parse_args()
-    common = ["--lr", "0.9", "--batch-size", "256", "--epochs", str(a.epochs)]
+    common = ["--lr", a.lr, "--batch-size", "256", "--epochs", str(a.epochs)]
     ember = [a.ember, "train", "--device", "flex", "--data", "fashion-mnist", "--model", a.model] + common
     torch = [a.python, str(ROOT / "bench/lenet_torch.py"), "--model", a.model] + common
     results = {"ember": [], "pytorch": []}
@@ -66,7 +67,7 @@ def main():
                   f"test acc {' '.join(f'{x:.3f}' for x in accs)}; wall {wall:.1f} s", flush=True)
     e, t = statistics.median(results["ember"]), statistics.median(results["pytorch"])
     we, wt = statistics.median(walls["ember"]), statistics.median(walls["pytorch"])
-    print(f"\n{a.model}, {a.epochs} epochs x {a.rounds} rounds, medians:")
+    print(f"\n{a.model}, lr {a.lr}, {a.epochs} epochs x {a.rounds} rounds, medians:")
     print(f"| | ember (flex) | PyTorch CPU | ember / PyTorch |")
     print(f"|---|---|---|---|")
     print(f"| time per epoch (training) | {e:.2f} s | {t:.2f} s | {e / t:.2f} |")

@@ -7,13 +7,13 @@
 //! DIR defaults to Debian's `/usr/share/datasets/fashion-mnist`
 //! (`apt-get install dataset-fashion-mnist`); DEVICE to `flex`; EPOCHS to 10.
 
-#[path = "common/train_ch6.rs"]
-mod common;
+#[path = "common/d2l.rs"]
+mod d2l;
 
 use ember::{Activation, AvgPool2D, Block, Conv2D, Dense, Init, Sequential};
 
 fn main() -> anyhow::Result<()> {
-    let args = common::args(10)?;
+    let args = d2l::args(10)?;
     let device = args.device.device.clone().autodiff();
     device.seed(0);
 
@@ -37,7 +37,7 @@ fn main() -> anyhow::Result<()> {
 
     // lr, num_epochs = 0.9, 10
     // d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr)   (batch_size = 256)
-    let run = common::train_ch6(net, &args.dir, &device, args.epochs, 0.9, 256)?;
+    let run = d2l::train(net, &args.dir, &device, args.epochs, 0.9, 256)?;
     println!("{}", run.net.summary());
     Ok(())
 }

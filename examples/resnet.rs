@@ -7,8 +7,8 @@
 //!
 //! DIR defaults to Debian's `/usr/share/datasets/fashion-mnist`; DEVICE to `flex`; EPOCHS to 3.
 
-#[path = "common/train_ch6.rs"]
-mod common;
+#[path = "common/d2l.rs"]
+mod d2l;
 
 use burn::prelude::*;
 use ember::{
@@ -89,7 +89,7 @@ impl Block for Residual {
 }
 
 fn main() -> anyhow::Result<()> {
-    let args = common::args(3)?;
+    let args = d2l::args(3)?;
     let device = args.device.device.clone().autodiff();
     device.seed(0);
 
@@ -109,7 +109,7 @@ fn main() -> anyhow::Result<()> {
     let net = net.initialize(Init::Xavier, &device);
 
     // d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr=0.05)
-    let run = common::train_ch6(net, &args.dir, &device, args.epochs, 0.05, 256)?;
+    let run = d2l::train(net, &args.dir, &device, args.epochs, 0.05, 256)?;
     println!("{}", run.net.summary());
     Ok(())
 }

@@ -65,6 +65,23 @@ impl fmt::Display for Pair {
     }
 }
 
+/// A size per spatial axis: one for `usize` (1-D), two for [`Pair`] (2-D).
+trait Axes: Copy {
+    fn axes(self) -> Vec<usize>;
+}
+
+impl Axes for usize {
+    fn axes(self) -> Vec<usize> {
+        vec![self]
+    }
+}
+
+impl Axes for Pair {
+    fn axes(self) -> Vec<usize> {
+        self.0.to_vec()
+    }
+}
+
 /// The output length of a window sliding over `input` (PyTorch's and Gluon's formula).
 ///
 /// # Errors
@@ -241,16 +258,9 @@ impl Conv2D {
         self.conv.get()
     }
 
-    fn build(&self, in_channels: usize, device: &Device) -> Conv2d {
-        let o = &self.options;
-        let [ph, pw] = o.padding.0;
-        Conv2dConfig::new([in_channels, o.channels], o.kernel_size.0)
-            .with_stride(o.strides.0)
-            .with_dilation(o.dilation.0)
-            .with_groups(o.groups)
-            .with_padding(PaddingConfig2d::Explicit(ph, pw, ph, pw))
-            .with_bias(o.use_bias)
-            .init(device)
+    /// The input channels, once known.
+    pub fn known_in_channels(&self) -> Option<usize> {
+        known_in_channels(self)
     }
 }
 
@@ -264,48 +274,46 @@ impl Block for Conv2D {
         self.activate(conv.forward(x.rank::<4>()).into())
     }
 
-    fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
-        let dims = x.dims();
-        let o = &self.options;
-        let layout = "[batch, channels, height, width]";
-        let in_channels = input_channels(&self, &dims, 4, layout, o.groups, o.channels)?;
-        for axis in 0..2 {
-            window_output(
-                &self,
-                &dims,
-                axis + 2,
-                o.kernel_size.0[axis],
-                o.strides.0[axis],
-                o.padding.0[axis],
-                o.dilation.0[axis],
-            )?;
-        }
-        check_channels(&self, self.known_in_channels(), in_channels)?;
-        let layer = self.clone();
-        self.conv.resolve(&layer, &x.device(), |device| {
-            Ok(layer.build(in_channels, device))
-        })?;
-        let y = self.forward(x);
-        Ok((self, y))
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        infer_conv(self, x)
     }
 
-    fn initialize(mut self, init: Init, device: &Device) -> Self {
-        let declared = self.options.in_channels.map(|in_channels| {
-            let layer = self.clone();
-            move |device: &Device| layer.build(in_channels, device)
-        });
-        self.conv = self.conv.initialize(init, device, declared);
-        self
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        initialize_conv(self, init, device)
     }
 }
 
-impl Conv2D {
-    /// The input channels, once known.
-    pub fn known_in_channels(&self) -> Option<usize> {
-        self.conv
-            .get()
-            .map(|conv| conv.weight.lazy_shape().as_slice()[1] * conv.groups)
-            .or(self.options.in_channels)
+impl Convolution for Conv2D {
+    type Size = Pair;
+    type Inner = Conv2d;
+    const LAYOUT: &'static str = "[batch, channels, height, width]";
+
+    fn options(&self) -> &ConvOptions<Pair> {
+        &self.options
+    }
+
+    fn inner(&self) -> &Deferred<Conv2d> {
+        &self.conv
+    }
+
+    fn deferred(&mut self) -> &mut Deferred<Conv2d> {
+        &mut self.conv
+    }
+
+    fn in_channels_of(conv: &Conv2d) -> usize {
+        conv.weight.lazy_shape().as_slice()[1] * conv.groups
+    }
+
+    fn build(&self, in_channels: usize, device: &Device) -> Conv2d {
+        let o = &self.options;
+        let [ph, pw] = o.padding.0;
+        Conv2dConfig::new([in_channels, o.channels], o.kernel_size.0)
+            .with_stride(o.strides.0)
+            .with_dilation(o.dilation.0)
+            .with_groups(o.groups)
+            .with_padding(PaddingConfig2d::Explicit(ph, pw, ph, pw))
+            .with_bias(o.use_bias)
+            .init(device)
     }
 }
 
@@ -336,10 +344,48 @@ impl Conv1D {
 
     /// The input channels, once known.
     pub fn known_in_channels(&self) -> Option<usize> {
-        self.conv
-            .get()
-            .map(|conv| conv.weight.lazy_shape().as_slice()[1] * conv.groups)
-            .or(self.options.in_channels)
+        known_in_channels(self)
+    }
+}
+
+impl Block for Conv1D {
+    /// # Shapes
+    /// - input: `[batch, in_channels, width]`
+    /// - output: `[batch, channels, out_width]`, with
+    ///   `out = ⌊(in + 2·padding − dilation·(kernel − 1) − 1) / strides⌋ + 1`
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        let conv = self.conv.module(self);
+        self.activate(conv.forward(x.rank::<3>()).into())
+    }
+
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        infer_conv(self, x)
+    }
+
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        initialize_conv(self, init, device)
+    }
+}
+
+impl Convolution for Conv1D {
+    type Size = usize;
+    type Inner = Conv1d;
+    const LAYOUT: &'static str = "[batch, channels, width]";
+
+    fn options(&self) -> &ConvOptions<usize> {
+        &self.options
+    }
+
+    fn inner(&self) -> &Deferred<Conv1d> {
+        &self.conv
+    }
+
+    fn deferred(&mut self) -> &mut Deferred<Conv1d> {
+        &mut self.conv
+    }
+
+    fn in_channels_of(conv: &Conv1d) -> usize {
+        conv.weight.lazy_shape().as_slice()[1] * conv.groups
     }
 
     fn build(&self, in_channels: usize, device: &Device) -> Conv1d {
@@ -354,47 +400,57 @@ impl Conv1D {
     }
 }
 
-impl Block for Conv1D {
-    /// # Shapes
-    /// - input: `[batch, in_channels, width]`
-    /// - output: `[batch, channels, out_width]`, with
-    ///   `out = ⌊(in + 2·padding − dilation·(kernel − 1) − 1) / strides⌋ + 1`
-    fn forward(&self, x: NdTensor) -> NdTensor {
-        let conv = self.conv.module(self);
-        self.activate(conv.forward(x.rank::<3>()).into())
-    }
+/// What differs between the convolutions; [`infer_conv`] and [`initialize_conv`] do the rest.
+trait Convolution: Block + Clone + fmt::Display {
+    type Size: Axes;
+    type Inner: burn::module::Module;
+    /// The input's axes, in words; their number is the input's rank.
+    const LAYOUT: &'static str;
 
-    fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
-        let dims = x.dims();
-        let o = &self.options;
-        let layout = "[batch, channels, width]";
-        let in_channels = input_channels(&self, &dims, 3, layout, o.groups, o.channels)?;
-        window_output(
-            &self,
-            &dims,
-            2,
-            o.kernel_size,
-            o.strides,
-            o.padding,
-            o.dilation,
-        )?;
-        check_channels(&self, self.known_in_channels(), in_channels)?;
-        let layer = self.clone();
-        self.conv.resolve(&layer, &x.device(), |device| {
-            Ok(layer.build(in_channels, device))
-        })?;
-        let y = self.forward(x);
-        Ok((self, y))
-    }
+    fn options(&self) -> &ConvOptions<Self::Size>;
+    fn inner(&self) -> &Deferred<Self::Inner>;
+    fn deferred(&mut self) -> &mut Deferred<Self::Inner>;
+    /// The input channels of a created burn layer.
+    fn in_channels_of(inner: &Self::Inner) -> usize;
+    fn build(&self, in_channels: usize, device: &Device) -> Self::Inner;
+}
 
-    fn initialize(mut self, init: Init, device: &Device) -> Self {
-        let declared = self.options.in_channels.map(|in_channels| {
-            let layer = self.clone();
-            move |device: &Device| layer.build(in_channels, device)
-        });
-        self.conv = self.conv.initialize(init, device, declared);
-        self
+fn known_in_channels<C: Convolution>(layer: &C) -> Option<usize> {
+    layer
+        .inner()
+        .get()
+        .map(C::in_channels_of)
+        .or(layer.options().in_channels)
+}
+
+/// Checks the input against the layer (rank, channels, groups, every window), creates the
+/// burn layer if its size was deferred, and runs it.
+fn infer_conv<C: Convolution>(mut layer: C, x: NdTensor) -> Result<(C, NdTensor)> {
+    let dims = x.dims();
+    let o = layer.options();
+    let rank = C::LAYOUT.split(',').count();
+    let in_channels = input_channels(&layer, &dims, rank, C::LAYOUT, o.groups, o.channels)?;
+    let (k, s) = (o.kernel_size.axes(), o.strides.axes());
+    let (p, d) = (o.padding.axes(), o.dilation.axes());
+    for axis in 0..k.len() {
+        window_output(&layer, &dims, axis + 2, k[axis], s[axis], p[axis], d[axis])?;
     }
+    check_channels(&layer, known_in_channels(&layer), in_channels)?;
+    let copy = layer.clone();
+    layer.deferred().resolve(&copy, &x.device(), |device| {
+        Ok(copy.build(in_channels, device))
+    })?;
+    let y = layer.forward(x);
+    Ok((layer, y))
+}
+
+fn initialize_conv<C: Convolution>(mut layer: C, init: Init, device: &Device) -> C {
+    let declared = layer.options().in_channels.map(|in_channels| {
+        let copy = layer.clone();
+        move |device: &Device| copy.build(in_channels, device)
+    });
+    layer.deferred().initialize(init, device, declared);
+    layer
 }
 
 fn check_channels(layer: &dyn fmt::Display, known: Option<usize>, got: usize) -> Result<()> {

@@ -56,11 +56,11 @@ impl<M: Module> Deferred<M> {
     /// and re-initializes one that exists. A layer whose size is declared (`in_units`) is
     /// created at once with `build`.
     pub(crate) fn initialize(
-        mut self,
+        &mut self,
         init: Init,
         device: &Device,
         declared: Option<impl FnOnce(&Device) -> M>,
-    ) -> Self {
+    ) {
         self.pending = Some((init, device.clone()));
         self.module = match (self.module.take(), declared) {
             (Some(module), _) => Some(module.to_device(device)),
@@ -68,7 +68,6 @@ impl<M: Module> Deferred<M> {
             (None, None) => None,
         }
         .map(|module| module.map(&mut Reinitializer::new(init)));
-        self
     }
 
     /// Creates the module for an input on `device` if it does not exist yet.

@@ -164,7 +164,7 @@ impl Block for Dense {
             let layer = self.clone();
             move |device: &Device| layer.build(in_units, device)
         });
-        self.linear = self.linear.initialize(init, device, declared);
+        self.linear.initialize(init, device, declared);
         self
     }
 }

@@ -104,7 +104,7 @@ impl Block for Embedding {
     fn initialize(mut self, init: Init, device: &Device) -> Self {
         let (input_dim, output_dim) = (self.input_dim, self.output_dim);
         let build = move |device: &Device| EmbeddingConfig::new(input_dim, output_dim).init(device);
-        self.table = self.table.initialize(init, device, Some(build));
+        self.table.initialize(init, device, Some(build));
         self
     }
 }

@@ -184,7 +184,7 @@ impl Block for BatchNorm {
                 let layer = self.clone();
                 move |device: &Device| layer.build(channels, device).expect("checked above")
             });
-        self.norm = self.norm.initialize(init, device, declared);
+        self.norm.initialize(init, device, declared);
         self
     }
 }
@@ -299,7 +299,7 @@ impl Block for LayerNorm {
                 let layer = self.clone();
                 move |device: &Device| layer.build(size, device).expect("checked above")
             });
-        self.norm = self.norm.initialize(init, device, declared);
+        self.norm.initialize(init, device, declared);
         self
     }
 }

@@ -3,52 +3,71 @@
 //! The training loop of ember and the sync policies it enforces, the per-batch trace, the
 //! comparisons and plots, and the `ember` CLI.
 //!
-//! The shortest complete program with a model of one's own: a user-defined block, a built-in
-//! loss, a data loader, and the t/t+2 policy, with test accuracy after each epoch.
+//! The shortest complete program with a convolutional model of one's own: ember's layers and a
+//! user-defined block in one `Sequential`, a built-in loss, a data loader, and the t/t+2
+//! policy, with accuracy after each epoch.
 //!
 //! ```
 //! use burn::prelude::*;
-//! use burn::nn::{Linear, LinearConfig};
-//! use ember::{Block, NdTensor, SoftmaxCrossEntropyLoss, Trainer};
+//! use burn::nn::PaddingConfig2d;
+//! use burn::nn::conv::{Conv2d, Conv2dConfig};
+//! use burn::tensor::activation::relu;
+//! use ember::{Activation, Block, Conv2D, Dense, Init, MaxPool2D, NdTensor, Sequential};
+//! use ember::{SoftmaxCrossEntropyLoss, Trainer};
 //! use ember_datasets::{DataLoader, Examples};
 //! use ember_trainer::evaluate::accuracy;
 //! use ember_trainer::fit::{FitOptions, fit};
 //! use ember_trainer::policy::Window;
 //!
-//! /// Two linear layers with a residual connection.
+//! /// y = x + relu(conv(x)) on [N, C, H, W]: a block of the user's own, from burn's Conv2d.
 //! #[derive(Module, Debug)]
 //! struct Residual {
-//!     inner: Linear,
-//!     out: Linear,
+//!     conv: Conv2d,
 //! }
 //!
 //! impl Block for Residual {
 //!     fn forward(&self, x: NdTensor) -> NdTensor {
-//!         let x: Tensor<2> = x.rank();
-//!         let h = x.clone() + burn::tensor::activation::relu(self.inner.forward(x));
-//!         self.out.forward(h).into()
+//!         let x: Tensor<4> = x.rank();
+//!         (x.clone() + relu(self.conv.forward(x))).into()
 //!     }
 //! }
 //!
-//! // Two classes: is the first feature positive?
-//! let xs: Vec<f32> = (0..400).map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0).collect();
-//! let labels: Vec<usize> = xs.chunks(4).map(|row| usize::from(row[0] > 0.0)).collect();
-//! let data = Examples::classification(xs, 4, labels, 2).unwrap();
+//! // 1×6×6 images in two classes: is the top half the bright one?
+//! let (mut pixels, mut labels) = (Vec::new(), Vec::new());
+//! for i in 0..120 {
+//!     labels.push(i % 2);
+//!     for row in 0..6 {
+//!         for col in 0..6 {
+//!             let bright = (row < 3) == (i % 2 == 1);
+//!             let noise = ((i * 7 + row * 5 + col * 3) % 11) as f32 / 40.0;
+//!             pixels.push(if bright { 0.7 } else { 0.2 } + noise);
+//!         }
+//!     }
+//! }
+//! let data = Examples::classification(pixels, 36, labels, 2)
+//!     .unwrap()
+//!     .with_shape(&[1, 6, 6])
+//!     .unwrap();
 //!
 //! let device = Device::flex().autodiff();
-//! let net = Residual {
-//!     inner: LinearConfig::new(4, 4).init(&device),
-//!     out: LinearConfig::new(4, 2).init(&device),
-//! };
-//! let trainer = Trainer::new(&net, "sgd", 0.5).unwrap();
+//! let same = PaddingConfig2d::Explicit(1, 1, 1, 1);
+//! let net: Sequential<Residual> = Sequential::new()
+//!     .add(Conv2D::new(4, 3).padding(1).activation(Activation::Relu))
+//!     .add_block(Residual { conv: Conv2dConfig::new([4, 4], [3, 3]).with_padding(same).init(&device) })
+//!     .add(MaxPool2D::new(2))
+//!     .add(Dense::new(2))
+//!     .initialize(Init::Xavier, &device);
+//! let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
 //! let mut loader = DataLoader::new(data, 10).unwrap().shuffle(0);
-//! let test = loader.rebatched(100).unwrap();
+//! let test = loader.rebatched(120).unwrap();
 //! let options = FitOptions::epochs(5)
-//!     .evaluate("acc", move |net: &Residual| accuracy(net, &test, &Device::flex()));
+//!     .evaluate("acc", move |net: &Sequential<Residual>| accuracy(net, &test, &Device::flex()));
+//! // Input sizes (the first Conv2D's channels, the Dense's 36 features) come from the first batch.
 //! let run = fit(net, SoftmaxCrossEntropyLoss, trainer, &device, &mut loader, &mut Window(2), &options, &mut ())
 //!     .unwrap();
 //! let last = &run.trace.epochs[4];
 //! assert!(last.metrics["acc"] > 0.9, "{last:?}");
+//! assert_eq!(run.net.collect_params().get("0.weight").unwrap().shape, [4, 1, 3, 3]);
 //! ```
 #![warn(missing_docs)]
 

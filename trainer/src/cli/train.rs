@@ -195,36 +195,19 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         load: args.load,
     };
 
-    let (train, test) = match task {
-        Task::Synthetic => {
-            let model = model.unwrap_or(ModelSpec::Mlp(workload.hidden.clone()));
-            return train_synthetic(
-                &workload,
-                &model,
-                policy.as_mut(),
-                epochs,
-                &device,
-                &outputs,
-            );
-        }
-        Task::Classify { train, test } => (train, test),
-        Task::Regress { train } => {
-            let model = model.unwrap_or(ModelSpec::Mlp(vec![256]));
-            let net = model.build(train.outputs(), Init::default(), &device);
-            let run = ExamplesRun {
-                workload: &workload,
-                model: &model,
-                policy: policy.as_mut(),
-                epochs,
-                device: &picked.device,
-                outputs: &outputs,
-            };
-            return run.train(net, L2Loss, train, None);
-        }
-    };
+    if let Task::Synthetic = task {
+        let model = model.unwrap_or(ModelSpec::Mlp(workload.hidden.clone()));
+        return train_synthetic(
+            &workload,
+            &model,
+            policy.as_mut(),
+            epochs,
+            &device,
+            &outputs,
+        );
+    }
+    // d2l's MLP unless --model says otherwise.
     let model = model.unwrap_or(ModelSpec::Mlp(vec![256]));
-    let classes = train.classes().unwrap_or(1);
-    let net = model.build(classes, model.init(), &device);
     let run = ExamplesRun {
         workload: &workload,
         model: &model,
@@ -233,7 +216,18 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         device: &picked.device,
         outputs: &outputs,
     };
-    run.train(net, SoftmaxCrossEntropyLoss, train, test)
+    match task {
+        Task::Synthetic => unreachable!("trained above"),
+        Task::Classify { train, test } => {
+            let classes = train.classes().unwrap_or(1);
+            let net = model.build(classes, model.init(), &device);
+            run.train(net, SoftmaxCrossEntropyLoss, train, test)
+        }
+        Task::Regress { train } => {
+            let net = model.build(train.outputs(), Init::default(), &device);
+            run.train(net, L2Loss, train, None)
+        }
+    }
 }
 
 /// Where `ember train` writes and reads parameters and traces.

@@ -1,5 +1,5 @@
-//! d2l's `train_ch6` for the image examples: Fashion-MNIST from a directory, SGD, `fit` under
-//! the t/t+2 policy, and d2l's line per epoch with train and test accuracy.
+//! d2l's `train_ch3`/`train_ch6` for the Fashion-MNIST examples: the data from a directory,
+//! SGD, `fit` under the t/t+2 policy, and d2l's line per epoch with train and test accuracy.
 
 use anyhow::Context;
 use burn::tensor::Device;
@@ -57,7 +57,7 @@ impl Progress for EpochLines {
 }
 
 /// Trains `net` (initialized on `device`, an autodiff device) on Fashion-MNIST in `dir`.
-pub fn train_ch6<B: Block + 'static>(
+pub fn train<B: Block + 'static>(
     net: B,
     dir: &str,
     device: &Device,
