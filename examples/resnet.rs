@@ -93,17 +93,18 @@ fn main() -> anyhow::Result<()> {
     let device = args.device.device.clone().autodiff();
     device.seed(0);
 
-    // A small ResNet for 28×28 images (d2l's ResNet-18 has 64 to 512 channels):
+    // A small ResNet for 28×28 images, sized for a CPU (d2l's ResNet-18 has 64 to 512
+    // channels):
     // net = nn.Sequential()
-    // net.add(nn.Conv2D(16, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation('relu'),
-    //         Residual(16), Residual(32, use_1x1conv=True, strides=2),
+    // net.add(nn.Conv2D(8, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation('relu'),
+    //         Residual(8), Residual(16, use_1x1conv=True, strides=2),
     //         nn.GlobalAvgPool2D(), nn.Dense(10))
     let net: Sequential<Residual> = Sequential::new()
-        .add(Conv2D::new(16, 3).padding(1))
+        .add(Conv2D::new(8, 3).padding(1))
         .add(BatchNorm::new())
         .add(Activation::Relu)
-        .add_block(Residual::new(16, false, 1))
-        .add_block(Residual::new(32, true, 2))
+        .add_block(Residual::new(8, false, 1))
+        .add_block(Residual::new(16, true, 2))
         .add(GlobalAvgPool2D::new())
         .add(Dense::new(10));
     let net = net.initialize(Init::Xavier, &device);
