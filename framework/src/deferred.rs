@@ -47,7 +47,8 @@ impl<M: Module> Deferred<M> {
         self.module.as_ref().unwrap_or_else(|| {
             panic!(
                 "{layer} was run before its input size was known: call infer_shape(example) \
-                 (fit does so on its first batch)"
+                 first (fit does so on its first batch); a block of one's own that holds it \
+                 passes the example to it in its own `infer`"
             )
         })
     }
