@@ -14,8 +14,7 @@ use ember::{Activation, AvgPool2D, Block, Conv2D, Dense, Init, Sequential};
 
 fn main() -> anyhow::Result<()> {
     let args = d2l::args(10)?;
-    let device = args.device.device.clone().autodiff();
-    device.seed(0);
+    let device = &args.device;
 
     // net = nn.Sequential()
     // net.add(nn.Conv2D(channels=6, kernel_size=5, padding=2, activation='sigmoid'),
@@ -33,11 +32,11 @@ fn main() -> anyhow::Result<()> {
         .add(Dense::new(84).activation(Activation::Sigmoid))
         .add(Dense::new(10));
     // net.initialize(init=init.Xavier())   (train_ch6 does it; sizes are inferred at batch 1)
-    let net = net.initialize(Init::Xavier, &device);
+    let net = net.initialize(Init::Xavier, device);
 
     // lr, num_epochs = 0.9, 10
     // d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr)   (batch_size = 256)
-    let run = d2l::train(net, &args.dir, &device, args.epochs, 0.9, 256)?;
+    let run = d2l::train(net, &args.dir, device, args.epochs, 0.9, 256)?;
     println!("{}", run.net.summary());
     Ok(())
 }

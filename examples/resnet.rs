@@ -90,8 +90,7 @@ impl Block for Residual {
 
 fn main() -> anyhow::Result<()> {
     let args = d2l::args(3)?;
-    let device = args.device.device.clone().autodiff();
-    device.seed(0);
+    let device = &args.device;
 
     // A small ResNet for 28×28 images, sized for a CPU (d2l's ResNet-18 has 64 to 512
     // channels):
@@ -107,10 +106,10 @@ fn main() -> anyhow::Result<()> {
         .add_block(Residual::new(16, true, 2))
         .add(GlobalAvgPool2D::new())
         .add(Dense::new(10));
-    let net = net.initialize(Init::Xavier, &device);
+    let net = net.initialize(Init::Xavier, device);
 
     // d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr=0.05)
-    let run = d2l::train(net, &args.dir, &device, args.epochs, 0.05, 256)?;
+    let run = d2l::train(net, &args.dir, device, args.epochs, 0.05, 256)?;
     println!("{}", run.net.summary());
     Ok(())
 }

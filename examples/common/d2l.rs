@@ -13,7 +13,8 @@ use ember_trainer::trace::EpochRecord;
 /// `[DIR] [DEVICE] [EPOCHS]` from the command line, with these defaults.
 pub struct Args {
     pub dir: String,
-    pub device: ember::PickedDevice,
+    /// The chosen device with autodiff, its seed fixed at 0.
+    pub device: Device,
     pub epochs: usize,
 }
 
@@ -31,8 +32,10 @@ pub fn args(default_epochs: usize) -> anyhow::Result<Args> {
             .with_context(|| format!("invalid EPOCHS {n:?}: expected a positive number"))?,
         None => default_epochs,
     };
-    let device = name.resolve()?;
-    println!("device: {}", device.reason);
+    let picked = name.resolve()?;
+    println!("device: {}", picked.reason);
+    let device = picked.device.autodiff();
+    device.seed(0);
     Ok(Args {
         dir,
         device,

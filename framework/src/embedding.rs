@@ -69,19 +69,21 @@ impl Block for Embedding {
     /// Checks the rank and that every index of the example is a row of the table.
     fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
         let dims = x.dims();
-        if !(1..=2).contains(&dims.len()) || self.table.get().is_none() {
-            return Err(match self.table.get() {
-                None => Error::NotInitialized {
-                    param: format!("{self}.weight"),
-                },
-                Some(_) => Error::Shape {
-                    what: self.to_string(),
-                    expected: "[batch] or [batch, steps] of indices".to_string(),
-                    got: dims,
-                },
+        if self.table.get().is_none() {
+            return Err(Error::NotInitialized {
+                param: format!("{self}.weight"),
             });
         }
-        let indices: Vec<i64> = nd_flat(&x)
+        if !(1..=2).contains(&dims.len()) {
+            return Err(Error::Shape {
+                what: self.to_string(),
+                expected: "[batch] or [batch, steps] of indices".to_string(),
+                got: dims,
+            });
+        }
+        let indices: Vec<i64> = x
+            .clone()
+            .flatten()
             .int()
             .into_data()
             .convert::<i64>()
@@ -107,12 +109,6 @@ impl Block for Embedding {
         self.table.initialize(init, device, Some(build));
         self
     }
-}
-
-/// Every value of the tensor in one axis.
-fn nd_flat(x: &NdTensor) -> burn::tensor::Tensor<1> {
-    let n = x.dims().iter().product::<usize>();
-    crate::ndtensor::nd_with!(x.clone(), t => t.reshape([n]))
 }
 
 impl fmt::Display for Embedding {
