@@ -103,7 +103,8 @@ impl BatchNorm {
             .or(self.in_channels)
     }
 
-    fn build(&self, channels: usize, device: &Device) -> Result<BurnBatchNorm> {
+    /// The momentum and epsilon burn will accept (it panics on others).
+    fn check(&self) -> Result<()> {
         if !(0.0..=1.0).contains(&self.momentum) {
             return Err(Error::InvalidValue {
                 name: "BatchNorm momentum",
@@ -112,7 +113,11 @@ impl BatchNorm {
                     .to_string(),
             });
         }
-        check_epsilon(self.epsilon)?;
+        check_epsilon(self.epsilon)
+    }
+
+    fn build(&self, channels: usize, device: &Device) -> Result<BurnBatchNorm> {
+        self.check()?;
         Ok(BatchNormConfig::new(channels)
             .with_momentum(1.0 - self.momentum)
             .with_epsilon(self.epsilon)
@@ -179,7 +184,7 @@ impl Block for BatchNorm {
         // A declared size with a momentum out of range is reported at `infer`.
         let declared = self
             .in_channels
-            .filter(|_| self.build(1, device).is_ok())
+            .filter(|_| self.check().is_ok())
             .map(|channels| {
                 let layer = self.clone();
                 move |device: &Device| layer.build(channels, device).expect("checked above")
