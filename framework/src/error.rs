@@ -98,6 +98,15 @@ pub enum Error {
         /// What went wrong there.
         source: Box<Error>,
     },
+    /// A path that cannot take an output file: a device, a FIFO, a directory, an unwritable
+    /// directory.
+    #[error("cannot write {path}: {what}")]
+    Output {
+        /// The path given.
+        path: PathBuf,
+        /// What it is, or why it cannot be written.
+        what: String,
+    },
     /// An I/O error, with the path it concerns.
     #[error("{path}: {source}")]
     Io {

@@ -50,6 +50,7 @@ pub mod init;
 pub mod loss;
 pub mod ndtensor;
 pub mod norm;
+pub mod output;
 pub mod params;
 pub mod pool;
 pub mod sequential;

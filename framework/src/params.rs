@@ -7,8 +7,10 @@
 //! `bias`, `running_mean` and `running_var`; PyTorch's `num_batches_tracked` counters, which
 //! nothing in ember reads, are passed over. The names and shapes are those of
 //! [`Block::collect_params`], the one source of both. Loading checks every name and shape
-//! first; the error lists all that is missing, extra or mis-shaped. Files are written to a temporary name beside the target and renamed, so a
-//! failed save never leaves a half-written file behind.
+//! first; the error lists all that is missing, extra or mis-shaped. Half, bfloat16 and
+//! double tensors are cast to f32 on load. Files are written through [`crate::output`]: to a
+//! temporary name beside the target, then renamed, so a failed save never leaves a
+//! half-written file behind, and a device or FIFO at the path is refused, never replaced.
 //!
 //! ```
 //! use burn::prelude::*;
@@ -36,43 +38,41 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use burn::store::{
-    BurnToPyTorchAdapter, ModuleSnapshot, ModuleStore, PyTorchToBurnAdapter, SafetensorsStore,
+    BurnToPyTorchAdapter, FloatCastAdapter, ModuleAdapter, ModuleSnapshot, ModuleStore,
+    PyTorchToBurnAdapter, SafetensorsStore,
 };
-use burn::tensor::Device;
+use burn::tensor::{DType, Device};
 
 use crate::block::{Block, ParamDict};
 use crate::error::{Error, Result};
+use crate::output;
 
-/// Writes every parameter of `net` to a safetensors file at `path`, atomically.
+/// Writes every parameter of `net` to a safetensors file at `path`, atomically (see
+/// [`crate::output`]: `path` must be a regular file or new, and keeps its old content if the
+/// save fails).
+///
+/// # Errors
+/// [`Error::DeferredInitialization`] naming the layers still deferred; [`Error::Output`] for a
+/// path that cannot take the file; [`Error::ParameterFile`] when writing fails.
 pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
     refuse_deferred(&net.collect_params())?;
-    let tmp = temporary_sibling(path);
-    let mut store = SafetensorsStore::from_file(&tmp)
-        .overwrite(true)
-        .skip_enum_variants(true)
-        .with_to_adapter(BurnToPyTorchAdapter)
-        .metadata("format", "pt")
-        .metadata("producer", "ember");
-    // The inference copy: burn folds every pending update of a running statistic
-    // (BatchNorm's) into its value there, and the file gets the value as it stands.
-    let written = net
-        .valid()
-        .save_into(&mut store)
-        .map_err(|e| file_error(path, e.to_string()))
-        .and_then(|()| {
-            fs::rename(&tmp, path).map_err(|source| Error::Io {
-                path: path.to_path_buf(),
-                source,
-            })
-        });
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
+    output::write_atomic(path, |tmp| {
+        let mut store = SafetensorsStore::from_file(tmp)
+            .overwrite(true)
+            .skip_enum_variants(true)
+            .with_to_adapter(BurnToPyTorchAdapter)
+            .metadata("format", "pt")
+            .metadata("producer", "ember");
+        // The inference copy: burn folds every pending update of a running statistic
+        // (BatchNorm's) into its value there, and the file gets the value as it stands.
+        net.valid()
+            .save_into(&mut store)
+            .map_err(|e| file_error(path, e.to_string()))
+    })
 }
 
 /// Reads the parameters of `net` from a safetensors file.
@@ -87,15 +87,23 @@ pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> 
 /// is no safetensors file.
 pub fn load_parameters<B: Block>(net: B, path: impl AsRef<Path>, device: &Device) -> Result<B> {
     let path = path.as_ref();
+    refuse_pickle(path)?;
+    // Half, bfloat16 and double parameters are cast to the network's f32, as PyTorch's
+    // `load_state_dict` copies into the module's dtype.
     let mut store = SafetensorsStore::from_file(path)
         .skip_enum_variants(true)
-        .with_from_adapter(PyTorchToBurnAdapter);
-    let in_file: BTreeMap<String, Vec<usize>> = store
+        .with_from_adapter(PyTorchToBurnAdapter.chain(FloatCastAdapter::to(DType::F32)));
+    let in_file: BTreeMap<String, (Vec<usize>, DType)> = store
         .get_all_tensors()
         .map_err(|e| file_error(path, e.to_string()))?
         .iter()
         .filter(|(name, _)| !name.ends_with(PYTORCH_COUNTER))
-        .map(|(name, tensor)| (name.clone(), tensor.shape.as_slice().to_vec()))
+        .map(|(name, tensor)| {
+            (
+                name.clone(),
+                (tensor.shape.as_slice().to_vec(), tensor.dtype),
+            )
+        })
         .collect();
     let expected = net.collect_params();
     refuse_deferred(&expected)?;
@@ -133,20 +141,26 @@ fn refuse_deferred(params: &ParamDict) -> Result<()> {
 fn check_names_and_shapes(
     path: &Path,
     expected: &ParamDict,
-    in_file: &BTreeMap<String, Vec<usize>>,
+    in_file: &BTreeMap<String, (Vec<usize>, DType)>,
 ) -> Result<()> {
     let mut problems = Vec::new();
     for param in &expected.params {
         match in_file.get(&param.name) {
             None => problems.push(format!("missing: {} {:?}", param.name, param.shape)),
-            Some(shape) if *shape != param.shape => problems.push(format!(
-                "mis-shaped: {} is {:?} in the file but {:?} in the network",
+            Some((shape, _)) if *shape != param.shape => problems.push(format!(
+                "mis-shaped: {} is {:?} in the file but {:?} in the network (both in the \
+                 file's PyTorch layout)",
                 param.name, shape, param.shape
+            )),
+            Some((_, dtype)) if !dtype.is_float() => problems.push(format!(
+                "wrong type: {} is {dtype:?} in the file; parameters must be floating point \
+                 (f16, bf16 and f64 are cast to f32)",
+                param.name
             )),
             Some(_) => {}
         }
     }
-    for (name, shape) in in_file {
+    for (name, (shape, _)) in in_file {
         if expected.get(name).is_none() {
             problems.push(format!(
                 "extra: {name} {shape:?} is not a parameter of the network"
@@ -163,18 +177,32 @@ fn check_names_and_shapes(
     }
 }
 
+/// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
+/// safetensors reader can take: say so rather than report a malformed header.
+fn refuse_pickle(path: &Path) -> Result<()> {
+    let mut start = [0u8; 4];
+    let read = fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut start))
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    let zip = read == 4 && start == *b"PK\x03\x04";
+    let pickle = read >= 2 && start[0] == 0x80 && (2..=5).contains(&start[1]);
+    if zip || pickle {
+        return Err(file_error(
+            path,
+            "this is a PyTorch pickle (torch.save), not safetensors: in PyTorch, save it with \
+             safetensors.torch.save_file(model.state_dict(), path)"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
 fn file_error(path: &Path, message: String) -> Error {
     Error::ParameterFile {
         path: path.to_path_buf(),
         message,
     }
-}
-
-/// `dir/.name.tmp-PID`: same directory, so the final rename is atomic.
-pub(crate) fn temporary_sibling(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "parameters".to_string());
-    path.with_file_name(format!(".{name}.tmp-{}", std::process::id()))
 }

@@ -243,6 +243,40 @@ impl Trainer {
     }
 }
 
+impl Trainer {
+    /// Writes the optimizer's state (momentum buffers, Adam's moments and step count) to a
+    /// burnpack file at `path`, keyed by the parameters' ids, which burn's burnpack store keeps
+    /// with the parameters (checkpoints write both).
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the file when writing fails.
+    pub fn save_state(&self, path: &std::path::Path) -> Result<()> {
+        self.optimizer
+            .save(path)
+            .map_err(|e| state_error(path, e.to_string()))
+    }
+
+    /// Reads back what [`Trainer::save_state`] wrote. Each parameter's state goes to the
+    /// parameter of the same id, so the network must come from the same checkpoint.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the file when it cannot be read or is no optimizer state.
+    pub fn load_state(mut self, path: &std::path::Path) -> Result<Self> {
+        self.optimizer = self
+            .optimizer
+            .load(path)
+            .map_err(|e| state_error(path, e.to_string()))?;
+        Ok(self)
+    }
+}
+
+fn state_error(path: &std::path::Path, message: String) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(format!("optimizer state: {message}")),
+    }
+}
+
 /// Multiplies each parameter's gradient by `scale` (Gluon's `rescale_grad`).
 struct Rescale<'a> {
     grads: &'a mut GradientsParams,

@@ -1,0 +1,404 @@
+//! Output files that nothing can damage: every writer in ember goes through here.
+//!
+//! [`check`] says, before any work starts, whether a path can take an output: it must be a
+//! regular file, or not exist yet in a writable directory. A symlink to a regular file is
+//! followed, and the file it points to is what gets replaced. Anything else (a directory, a
+//! FIFO, a character or block device such as `/dev/null`, a socket, a dangling symlink) is an
+//! [`Error::Output`] naming the path and what it is. Writing to one would replace it, since
+//! the atomic rename that protects a regular file is exactly what destroys the others.
+//!
+//! [`write_atomic`] writes to a temporary name beside the target, `fsync`s it, and renames it
+//! over the target, so a reader sees the old file or the new one, never a part. The temporary
+//! is removed on every error path; [`remove_temporaries`] removes those in flight when the
+//! process is told to stop (SIGINT, SIGTERM), and a later write to the same target removes
+//! the ones a killed process (SIGKILL) left behind.
+//!
+//! ```
+//! use ember::output::{check, write_atomic_bytes};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("notes.txt");
+//! check(&path).unwrap();
+//! write_atomic_bytes(&path, b"hello").unwrap();
+//! assert_eq!(std::fs::read(&path).unwrap(), b"hello");
+//! // A directory is no output file.
+//! assert!(check(dir.path()).is_err());
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+
+/// The temporaries being written now, for [`remove_temporaries`].
+static IN_FLIGHT: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Tells apart the temporaries of one process.
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+/// Every temporary name starts with this, then the process id.
+const PREFIX: &str = ".ember-tmp-";
+
+/// Checks that `path` can take an output file and returns the path the file will be written
+/// at: `path` itself, or the regular file a symlink at `path` points to.
+///
+/// # Errors
+/// [`Error::Output`] when `path` is anything but a regular file or a symlink to one, or when
+/// its directory does not exist or cannot be written.
+pub fn check(path: &Path) -> Result<PathBuf> {
+    let refuse = |what: String| Error::Output {
+        path: path.to_path_buf(),
+        what,
+    };
+    let target = match fs::symlink_metadata(path) {
+        // Nothing there yet, or a parent that is no directory: the directory's check says.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            path.to_path_buf()
+        }
+        Err(e) => return Err(refuse(format!("it cannot be examined ({e})"))),
+        Ok(meta) if meta.file_type().is_symlink() => match fs::metadata(path) {
+            Ok(target) if target.is_file() => {
+                fs::canonicalize(path).map_err(|e| refuse(format!("symlink unresolvable ({e})")))?
+            }
+            Ok(target) => {
+                return Err(refuse(format!(
+                    "it is a symlink to {} (outputs go only to regular files)",
+                    describe(&target.file_type())
+                )));
+            }
+            Err(_) => return Err(refuse("it is a dangling symlink".to_string())),
+        },
+        Ok(meta) if meta.is_file() => path.to_path_buf(),
+        Ok(meta) => {
+            return Err(refuse(format!(
+                "it is {} (outputs go only to regular files)",
+                describe(&meta.file_type())
+            )));
+        }
+    };
+    let dir = directory_of(&target);
+    match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(refuse(format!("{} is not a directory", dir.display()))),
+        Err(e) => return Err(refuse(format!("its directory {}: {e}", dir.display()))),
+    }
+    // Root writes through permission bits, so only a real file says whether the directory
+    // takes one (a read-only mount, a full disk's quota).
+    let probe = temporary(&target);
+    match fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(target)
+        }
+        Err(e) => Err(refuse(format!(
+            "its directory {} is not writable ({e})",
+            dir.display()
+        ))),
+    }
+}
+
+/// Checks a directory that outputs will be written into (`ember compare --out`): it is created
+/// if missing, and must then be a writable directory (a symlink to one is followed).
+///
+/// # Errors
+/// [`Error::Output`] naming the path and what it is.
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let refuse = |what: String| Error::Output {
+        path: dir.to_path_buf(),
+        what,
+    };
+    match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(meta) => {
+            return Err(refuse(format!(
+                "it is {}, not a directory",
+                describe(&meta.file_type())
+            )));
+        }
+        Err(_) => fs::create_dir_all(dir)
+            .map_err(|e| refuse(format!("it cannot be created as a directory ({e})")))?,
+    }
+    check(&dir.join("probe"))
+        .map(drop)
+        .map_err(|_| refuse("it is a directory that cannot be written".to_string()))
+}
+
+/// Writes the file at `path` atomically: `write` fills a temporary file beside it, which is
+/// synced and renamed over `path` only if `write` succeeds. The temporary is removed on every
+/// error, and `path` keeps its old content.
+///
+/// # Errors
+/// What [`check`] refuses, what `write` returns, and I/O errors naming `path`.
+pub fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    let target = check(path)?;
+    remove_stale(&target);
+    let tmp = temporary(&target);
+    let guard = InFlight::register(tmp.clone());
+    let written = write(&tmp)
+        .and_then(|()| sync(&tmp))
+        .and_then(|()| fs::rename(&tmp, &target).map_err(|e| io(path, e)));
+    drop(guard);
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// [`write_atomic`] of a byte string.
+///
+/// # Errors
+/// As [`write_atomic`].
+pub fn write_atomic_bytes(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic(path, |tmp| fs::write(tmp, bytes).map_err(|e| io(path, e)))
+}
+
+/// Writes the directory at `path` atomically, as [`write_atomic`] does a file: `write` fills a
+/// temporary directory beside it, which is renamed to `path` when complete. `path` must not
+/// exist yet.
+///
+/// # Errors
+/// [`Error::Output`] when `path` exists; what `write` returns; I/O errors naming `path`.
+pub fn write_atomic_dir(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    if fs::symlink_metadata(path).is_ok() {
+        return Err(Error::Output {
+            path: path.to_path_buf(),
+            what: "it exists already".to_string(),
+        });
+    }
+    remove_stale(path);
+    let tmp = temporary(path);
+    let guard = InFlight::register(tmp.clone());
+    let written = fs::create_dir(&tmp)
+        .map_err(|e| io(&tmp, e))
+        .and_then(|()| write(&tmp))
+        .and_then(|()| fs::rename(&tmp, path).map_err(|e| io(path, e)))
+        .and_then(|()| sync(directory_of(path)));
+    drop(guard);
+    if written.is_err() {
+        let _ = fs::remove_dir_all(&tmp);
+    }
+    written
+}
+
+/// Removes every temporary file or directory being written now. For a signal handler's thread:
+/// the writes in flight are abandoned, and their targets keep their old content.
+pub fn remove_temporaries() {
+    let in_flight = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    for tmp in in_flight.iter() {
+        if tmp.is_dir() {
+            let _ = fs::remove_dir_all(tmp);
+        } else {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+}
+
+/// Is `name` one of the temporaries [`write_atomic`] makes?
+pub fn is_temporary(name: &str) -> bool {
+    name.starts_with(PREFIX)
+}
+
+/// A temporary in flight, registered until dropped.
+struct InFlight(PathBuf);
+
+impl InFlight {
+    fn register(tmp: PathBuf) -> Self {
+        IN_FLIGHT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(tmp.clone());
+        InFlight(tmp)
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        IN_FLIGHT
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|p| *p != self.0);
+    }
+}
+
+/// `dir/.ember-tmp-PID-N.NAME`: same directory, so the rename is atomic; the name ends as the
+/// target's does, so writers that choose a format by extension (PNG, SVG) choose the same.
+fn temporary(target: &Path) -> PathBuf {
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    target.with_file_name(format!("{PREFIX}{}-{n}.{name}", std::process::id()))
+}
+
+/// Removes the temporaries for `target` that processes no longer running left behind.
+fn remove_stale(target: &Path) {
+    if let Some(name) = target.file_name().map(|n| n.to_string_lossy().into_owned()) {
+        remove_stale_matching(directory_of(target), |tail| tail == name);
+    }
+}
+
+/// Removes every temporary in `dir` that a process no longer running left behind (a run
+/// killed while it wrote a checkpoint there).
+pub fn remove_stale_in(dir: &Path) {
+    remove_stale_matching(dir, |_| true);
+}
+
+/// Removes the temporaries in `dir` of dead processes whose target's name passes `matches`.
+fn remove_stale_matching(dir: &Path, matches: impl Fn(&str) -> bool) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        // PREFIX, then PID-N.NAME
+        let Some((pid, rest)) = file.strip_prefix(PREFIX).and_then(|r| r.split_once('-')) else {
+            continue;
+        };
+        let ours = rest
+            .split_once('.')
+            .is_some_and(|(n, name)| n.parse::<u64>().is_ok() && matches(name));
+        if ours && pid.parse::<u32>().is_ok_and(|pid| !running(pid)) {
+            let path = entry.path();
+            let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
+        }
+    }
+}
+
+/// Whether process `pid` runs on this machine (Linux: `/proc/PID`; elsewhere, assume so).
+fn running(pid: u32) -> bool {
+    if pid == std::process::id() {
+        return true;
+    }
+    if Path::new("/proc/self").exists() {
+        Path::new(&format!("/proc/{pid}")).exists()
+    } else {
+        true
+    }
+}
+
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+fn sync(path: &Path) -> Result<()> {
+    fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| io(path, e))
+}
+
+fn io(path: &Path, source: std::io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What a file type is, in words.
+fn describe(kind: &fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    if kind.is_file() {
+        "a regular file"
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_symlink() {
+        "a symlink"
+    } else {
+        "not a regular file"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_old_file_and_leaves_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.csv");
+        fs::write(&path, b"old").unwrap();
+        let err = write_atomic(&path, |tmp| {
+            fs::write(tmp, b"half").unwrap();
+            Err(Error::Execution("the writer failed".to_string()))
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("the writer failed"), "{err}");
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        assert_eq!(entries(dir.path()), ["out.csv"]);
+    }
+
+    #[test]
+    fn remove_temporaries_removes_the_writes_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.st");
+        let seen = write_atomic(&path, |tmp| {
+            fs::write(tmp, b"partial").unwrap();
+            assert!(tmp.exists());
+            // As a signal's thread would, while the write is in flight.
+            remove_temporaries();
+            Ok(tmp.exists()).and_then(|exists| {
+                if exists {
+                    Ok(())
+                } else {
+                    Err(Error::Execution("gone".into()))
+                }
+            })
+        });
+        assert!(seen.is_err(), "the temporary was removed under the writer");
+        assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+    }
+
+    #[test]
+    fn a_directory_is_written_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("step-1");
+        let failed = write_atomic_dir(&target, |tmp| {
+            fs::write(tmp.join("a"), b"1").unwrap();
+            Err(Error::Execution("stopped half way".to_string()))
+        });
+        assert!(failed.is_err());
+        assert!(entries(dir.path()).is_empty());
+        write_atomic_dir(&target, |tmp| {
+            fs::write(tmp.join("a"), b"1").map_err(|e| io(tmp, e))
+        })
+        .unwrap();
+        assert_eq!(entries(&target), ["a"]);
+        assert!(
+            write_atomic_dir(&target, |_| Ok(())).is_err(),
+            "never over an existing one"
+        );
+    }
+}
