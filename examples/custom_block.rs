@@ -19,7 +19,7 @@ use ember::{
     Activation, Block, Dense, DeviceName, Error, Init, Loss, NdTensor, Result, Sequential, Trainer,
 };
 use ember_datasets::{Batch, Synthetic};
-use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+use ember_trainer::fit::{Fit, FitOptions, SyntheticEpochs};
 use ember_trainer::policy::Window;
 
 /// `x + fc2(relu(fc1(x)))`: a residual MLP block of constant width.
@@ -118,16 +118,10 @@ fn main() -> anyhow::Result<()> {
         let l = Huber { delta: 1.0 }.forward(predict(net, &x)?, y)?;
         Ok(f64::from(l.mean().into_scalar::<f32>()))
     });
-    let run = fit(
-        net,
-        loss,
-        trainer,
-        &device,
-        &mut batches,
-        &mut Window(2),
-        &options,
-        &mut (),
-    )?;
+    let run = Fit::new(net, loss, trainer, &device)
+        .policy(Window(2))
+        .options(options)
+        .run(&mut batches)?;
     for e in &run.trace.epochs {
         println!(
             "epoch {}: train huber {:.5}, val huber {:.5}, {:.3} sec, max in flight {}",

@@ -16,7 +16,7 @@ use burn::tensor::Device;
 use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Result, Sequential, Trainer};
 use ember_datasets::Synthetic;
 use ember_trainer::compare::PolicyRun;
-use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+use ember_trainer::fit::{Fit, SyntheticEpochs};
 use ember_trainer::plot::{MemoryFigure, TimelineFigure, render};
 use ember_trainer::policy::{InFlight, NoSync, SyncPolicy, Window};
 use ember_trainer::trace::Trace;
@@ -60,16 +60,9 @@ fn train(device: &Device, policy: &mut dyn SyncPolicy) -> anyhow::Result<Trace> 
     let trainer = Trainer::new(&net, "sgd", 0.01)?;
     let mut data = SyntheticEpochs::new(Synthetic::chapter(256, 512, 0), 100);
     println!("policy {}", policy.name());
-    let run = fit(
-        net,
-        L2Loss,
-        trainer,
-        device,
-        &mut data,
-        policy,
-        &FitOptions::epochs(1),
-        &mut (),
-    )?;
+    let run = Fit::new(net, L2Loss, trainer, device)
+        .policy(policy)
+        .run(&mut data)?;
     let e = &run.trace.epochs[0];
     println!(
         "  time per epoch {:.3} sec, issued in {:.3} sec, max in flight {}, peak memory growth {:.1} MB",

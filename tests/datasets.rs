@@ -8,7 +8,7 @@ use common::fashion::fashion_like;
 use ember::{Activation, Block, Dense, Init, Sequential, SoftmaxCrossEntropyLoss, Trainer};
 use ember_datasets::DataLoader;
 use ember_trainer::evaluate::accuracy;
-use ember_trainer::fit::{FitOptions, fit};
+use ember_trainer::fit::Fit;
 use ember_trainer::policy::Window;
 
 #[test]
@@ -27,17 +27,11 @@ fn an_mlp_learns_fashion_mnist_format_data_from_idx_files() {
         .initialize(Init::Normal(0.01), &device);
     let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
     let mut loader = DataLoader::new(train, 64).unwrap().shuffle(5).prefetch(4);
-    let run = fit(
-        net,
-        SoftmaxCrossEntropyLoss,
-        trainer,
-        &device,
-        &mut loader,
-        &mut Window(2),
-        &FitOptions::epochs(3),
-        &mut (),
-    )
-    .unwrap();
+    let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+        .policy(Window(2))
+        .epochs(3)
+        .run(&mut loader)
+        .unwrap();
     assert_eq!(run.trace.batches.len(), 3 * loader.num_batches());
     let first = run.trace.epochs[0].mean_loss;
     let last = run.trace.epochs[2].mean_loss;

@@ -9,7 +9,7 @@ use burn::tensor::activation::relu;
 use ember::{Block, Error, Init, Loss, NdTensor, Result, Trainer};
 use ember_datasets::Synthetic;
 use ember_trainer::compare::PolicyRun;
-use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+use ember_trainer::fit::{Fit, FitOptions, SyntheticEpochs};
 use ember_trainer::plot::{TimelineFigure, render};
 use ember_trainer::policy::{InFlight, SyncPolicy};
 use ember_trainer::trace::Trace;
@@ -101,17 +101,11 @@ fn train(device: &Device) -> (Trace, Thirds, f64) {
     let options =
         FitOptions::epochs(3).evaluate("val_mse", move |net: &Residual| val_mse(net, &eval_device));
     let mut policy = Thirds::default();
-    let run = fit(
-        net,
-        Mse,
-        trainer,
-        &device,
-        &mut batches,
-        &mut policy,
-        &options,
-        &mut (),
-    )
-    .unwrap();
+    let run = Fit::new(net, Mse, trainer, &device)
+        .policy(&mut policy)
+        .options(options)
+        .run(&mut batches)
+        .unwrap();
     (run.trace, policy, untrained)
 }
 
@@ -214,19 +208,13 @@ fn labels_beyond_the_network_outputs_are_an_error_naming_them() {
     let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
     let mut loader = DataLoader::new(data, 5).unwrap();
     let options = FitOptions::epochs(1);
-    let err = fit(
-        net,
-        SoftmaxCrossEntropyLoss,
-        trainer,
-        &device,
-        &mut loader,
-        &mut ember_trainer::policy::Window(1),
-        &options,
-        &mut (),
-    )
-    .err()
-    .expect("labels 3 and 4 cannot index 3 outputs")
-    .to_string();
+    let err = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+        .policy(ember_trainer::policy::Window(1))
+        .options(options)
+        .run(&mut loader)
+        .err()
+        .expect("labels 3 and 4 cannot index 3 outputs")
+        .to_string();
     assert!(
         err.contains("class label 4") && err.contains("3 outputs"),
         "{err}"

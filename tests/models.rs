@@ -13,7 +13,7 @@ use ember::{
 };
 use ember_datasets::{Batch, DataLoader};
 use ember_trainer::evaluate::accuracy;
-use ember_trainer::fit::{BatchSource, FitOptions, fit};
+use ember_trainer::fit::{BatchSource, Fit, FitOptions};
 use ember_trainer::policy::Window;
 
 fn lenet(activation: Activation, max_pool: bool) -> Sequential {
@@ -44,17 +44,11 @@ fn lenet_learns_fashion_mnist_format_images_through_fit() {
     assert_eq!(net.collect_params().deferred.len(), 5, "{}", net.summary());
     let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
     let mut loader = DataLoader::new(train, 64).unwrap().shuffle(1);
-    let run = fit(
-        net,
-        SoftmaxCrossEntropyLoss,
-        trainer,
-        &device,
-        &mut loader,
-        &mut Window(2),
-        &FitOptions::epochs(3),
-        &mut (),
-    )
-    .unwrap();
+    let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+        .policy(Window(2))
+        .epochs(3)
+        .run(&mut loader)
+        .unwrap();
     let params = run.net.collect_params();
     assert!(params.deferred.is_empty());
     assert_eq!(params.get("0.weight").unwrap().shape, [6, 1, 5, 5]);
@@ -151,17 +145,11 @@ fn a_users_residual_block_on_images_trains_beside_ember_layers_and_modes_switch(
     assert_eq!(net.collect_params().deferred.len(), 6, "{}", net.summary());
     let trainer = Trainer::new(&net, "sgd", 0.05).unwrap();
     let mut data = Images::new(8);
-    let run = fit(
-        net,
-        SoftmaxCrossEntropyLoss,
-        trainer,
-        &device,
-        &mut data,
-        &mut Window(2),
-        &FitOptions::epochs(4),
-        &mut (),
-    )
-    .unwrap();
+    let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+        .policy(Window(2))
+        .epochs(4)
+        .run(&mut data)
+        .unwrap();
     let names = run.net.collect_params().names().join(" ");
     assert!(
         names.contains("3.conv1.weight") && names.contains("3.bn1.running_var"),
@@ -207,17 +195,10 @@ fn the_first_batch_resolves_deferred_sizes_and_a_misfit_batch_is_an_error_naming
     let train = |shape: Vec<usize>| {
         let net = lenet(Activation::Sigmoid, false).initialize(Init::Xavier, &device);
         let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
-        fit(
-            net,
-            SoftmaxCrossEntropyLoss,
-            trainer,
-            &device,
-            &mut data(shape),
-            &mut Window(1),
-            &FitOptions::epochs(1),
-            &mut (),
-        )
-        .map(|run| run.net)
+        Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+            .policy(Window(1))
+            .run(&mut data(shape))
+            .map(|run| run.net)
     };
     let net = train(vec![2, 1, 28, 28]).unwrap();
     assert_eq!(
@@ -246,19 +227,12 @@ fn a_batch_of_another_example_shape_mid_epoch_is_an_error_naming_it() {
         .add(Dense::new(2))
         .initialize(Init::default(), &device);
     let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
-    let err = fit(
-        net,
-        SoftmaxCrossEntropyLoss,
-        trainer,
-        &device,
-        &mut images,
-        &mut Window(1),
-        &FitOptions::epochs(1),
-        &mut (),
-    )
-    .map(drop)
-    .unwrap_err()
-    .to_string();
+    let err = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+        .policy(Window(1))
+        .run(&mut images)
+        .map(drop)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("batch 1 of epoch 0") && err.contains("[16, 4, 3, 12]"),
         "{err}"
@@ -278,17 +252,11 @@ fn the_warm_up_changes_no_parameter() {
         let trainer = Trainer::new(&net, "sgd", 0.5).unwrap();
         let mut options = FitOptions::epochs(1);
         options.warmup = warmup;
-        let run = fit(
-            net,
-            SoftmaxCrossEntropyLoss,
-            trainer,
-            &device,
-            &mut Images::new(3),
-            &mut Window(1),
-            &options,
-            &mut (),
-        )
-        .unwrap();
+        let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+            .policy(Window(1))
+            .options(options)
+            .run(&mut Images::new(3))
+            .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("net.safetensors");
         run.net.save_parameters(&path).unwrap();

@@ -6,7 +6,7 @@ use burn::tensor::Device;
 use ember::{Block, SoftmaxCrossEntropyLoss, Trainer};
 use ember_datasets::{DataLoader, fashion_mnist};
 use ember_trainer::evaluate::accuracy;
-use ember_trainer::fit::{FitOptions, FitRun, Progress, fit};
+use ember_trainer::fit::{Fit, FitOptions, FitRun, Progress};
 use ember_trainer::policy::Window;
 use ember_trainer::trace::EpochRecord;
 
@@ -84,16 +84,11 @@ pub fn train<B: Block + 'static>(
     let options = FitOptions::epochs(epochs)
         .evaluate("train_acc", move |net: &B| accuracy(net, &train_eval, &d1))
         .evaluate("test_acc", move |net: &B| accuracy(net, &test_iter, &d2));
-    let run = fit(
-        net,
-        SoftmaxCrossEntropyLoss,
-        trainer,
-        device,
-        &mut train_iter,
-        &mut Window(2),
-        &options,
-        &mut EpochLines,
-    )?;
+    let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, device)
+        .policy(Window(2))
+        .options(options)
+        .progress(&mut EpochLines)
+        .run(&mut train_iter)?;
     let total: f64 = run.trace.epochs.iter().map(|e| e.time).sum();
     let last = &run.trace.epochs[run.trace.epochs.len() - 1];
     println!(

@@ -8,7 +8,7 @@ pub mod memory;
 use burn::prelude::*;
 use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Sequential, Trainer};
 use ember_datasets::{Batch, Synthetic};
-use ember_trainer::fit::{BatchSource, FitOptions, fit};
+use ember_trainer::fit::{BatchSource, Fit};
 use ember_trainer::policy::SyncPolicy;
 use ember_trainer::trace::Trace;
 
@@ -62,15 +62,8 @@ pub fn run(
     let device = device.clone().autodiff();
     let net = net.initialize(Init::default(), &device);
     let trainer = Trainer::new(&net, "sgd", lr)?;
-    fit(
-        net,
-        L2Loss,
-        trainer,
-        &device,
-        data,
-        policy,
-        &FitOptions::epochs(1),
-        &mut (),
-    )
-    .map(|run| run.trace)
+    Fit::new(net, L2Loss, trainer, &device)
+        .policy(policy)
+        .run(data)
+        .map(|run| run.trace)
 }

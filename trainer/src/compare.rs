@@ -13,7 +13,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::trace::{BatchRecord, Trace, csv, write_atomically};
+use ember::output::write_atomic_bytes;
+
+use crate::trace::{BatchRecord, Trace, csv};
 
 /// The trace of one run of one policy.
 #[derive(Debug, Clone)]
@@ -114,8 +116,8 @@ pub fn write_tables(
     runs: &[PolicyRun],
     summaries: &[PolicySummary],
     context: &str,
-) -> std::io::Result<()> {
-    write_atomically(&dir.join("summary.csv"), csv(summaries).as_bytes())?;
+) -> ember::Result<()> {
+    write_atomic_bytes(&dir.join("summary.csv"), csv(summaries).as_bytes())?;
     let rows: Vec<TraceRow<'_>> = runs
         .iter()
         .flat_map(|run| {
@@ -125,8 +127,8 @@ pub fn write_tables(
             })
         })
         .collect();
-    write_atomically(&dir.join("trace.csv"), csv(&rows).as_bytes())?;
-    write_atomically(
+    write_atomic_bytes(&dir.join("trace.csv"), csv(&rows).as_bytes())?;
+    write_atomic_bytes(
         &dir.join("summary.md"),
         markdown(summaries, context).as_bytes(),
     )

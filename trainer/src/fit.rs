@@ -1,24 +1,42 @@
 //! The training loop: the frontend prepares and issues batches through the [`Engine`], the
 //! [`SyncPolicy`] decides how far it may run ahead, and every batch lands in the [`Trace`].
+//! A run is set up with [`Fit`], and can keep checkpoints and resume from them:
 //!
 //! ```
 //! use burn::prelude::*;
 //! use ember::{Activation, Block, Dense, Init, L2Loss, Sequential, Trainer};
 //! use ember_datasets::Synthetic;
-//! use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
-//! use ember_trainer::policy::Window;
+//! use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
+//! use ember_trainer::fit::{Fit, SyntheticEpochs};
 //!
 //! let device = Device::flex().autodiff();
-//! let net: Sequential = Sequential::new()
-//!     .add(Dense::new(16).activation(Activation::Relu))
-//!     .add(Dense::new(1))
-//!     .initialize(Init::default(), &device);
-//! let trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+//! let build = || -> Sequential {
+//!     Sequential::new()
+//!         .add(Dense::new(16).activation(Activation::Relu))
+//!         .add(Dense::new(1))
+//!         .initialize(Init::default(), &device)
+//! };
+//! let dir = tempfile::tempdir().unwrap();
 //! let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 5);
-//! let run = fit(net, L2Loss, trainer, &device, &mut data, &mut Window(2), &FitOptions::epochs(2), &mut ())
+//! let net = build();
+//! let trainer = Trainer::new(&net, "adam", 0.01).unwrap();
+//! Fit::new(net, L2Loss, trainer, &device)
+//!     .epochs(2)
+//!     .checkpoint(Checkpointing::new(dir.path()).every(3))
+//!     .run(&mut data)
+//!     .unwrap();
+//!
+//! // A new process: the same network, then the newest checkpoint (after step 9 of 10).
+//! let last = Checkpoint::latest(dir.path()).unwrap().unwrap();
+//! assert_eq!((last.position.epoch, last.position.next_batch), (1, 4));
+//! let net = build();
+//! let trainer = Trainer::new(&net, "adam", 0.01).unwrap();
+//! let run = Fit::new(net, L2Loss, trainer, &device)
+//!     .epochs(2)
+//!     .resume(last)
+//!     .run(&mut data)
 //!     .unwrap();
 //! assert_eq!(run.trace.batches.len(), 10);
-//! assert_eq!(run.trace.epochs.len(), 2);
 //! ```
 
 use std::collections::BTreeMap;
@@ -29,8 +47,10 @@ use ember::engine::Engine;
 use ember::{Block, Error, Loss, NdTensor, Result, Trainer};
 use ember_datasets::{Batch, Synthetic};
 
+use crate::checkpoint::{self, Checkpoint, Checkpointing, Position};
 use crate::memory::{mb, rss_bytes};
 use crate::policy::{InFlight, SyncPolicy};
+use crate::signals::{RunInProgress, Signal, requested};
 use crate::trace::{BatchRecord, EpochRecord, Trace};
 
 /// A loss target built from a host batch's `y` on a device.
@@ -90,6 +110,16 @@ impl Target for Tensor<1, Int> {
 pub trait BatchSource {
     /// The batches of epoch `epoch`, in the order they are to be issued.
     fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_>;
+
+    /// The batches of epoch `epoch` from batch `first` on, for a run that resumes inside an
+    /// epoch. By default the earlier ones are made and passed over.
+    fn batches_from(
+        &mut self,
+        epoch: usize,
+        first: usize,
+    ) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        Box::new(self.batches(epoch).skip(first))
+    }
 }
 
 /// The chapter's seeded synthetic data, `batches` per epoch; each epoch gets new batches.
@@ -108,8 +138,19 @@ impl SyntheticEpochs {
 
 impl BatchSource for SyntheticEpochs {
     fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
-        let first = (epoch * self.batches) as u64;
-        Box::new((0..self.batches as u64).map(move |i| Ok(self.data.batch(first + i))))
+        self.batches_from(epoch, 0)
+    }
+
+    fn batches_from(
+        &mut self,
+        epoch: usize,
+        first: usize,
+    ) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        let start = (epoch * self.batches) as u64;
+        Box::new(
+            (first.min(self.batches) as u64..self.batches as u64)
+                .map(move |i| Ok(self.data.batch(start + i))),
+        )
     }
 }
 
@@ -134,17 +175,18 @@ pub type Metric<B> = Box<dyn Fn(&B) -> Result<f64>>;
 /// How long to train, whether to run the book's warm-up batch first, and what to evaluate
 /// after each epoch.
 ///
-/// Before anything else, `fit` passes the first batch through the network's
+/// Before anything else, the run passes the first batch through the network's
 /// [`Block::infer`]: layers whose input size was deferred take it from there, and a batch
 /// that does not fit the network is an error naming the layer, before any training step.
 /// Every later batch must have the first one's example shape.
 pub struct FitOptions<B> {
     /// Epochs to run.
     pub epochs: usize,
-    /// One unmeasured training step on the first batch before the first epoch, so that
-    /// initialization (kernel compilation, allocation) is not counted, as the book's
+    /// One unmeasured pass on the first batch before the clock starts, so that initialization
+    /// (kernel compilation, allocation) is not counted, as the book's
     /// `loss(y, net(X)).wait_to_read()` does. It runs on copies of the network and of the
-    /// trainer: no parameter, running statistic or optimizer state changes.
+    /// trainer: no parameter, running statistic or optimizer state changes, and the first
+    /// batch's recorded loss is its loss before its own update.
     pub warmup: bool,
     /// Metrics computed after each epoch; their time does not count in the epoch's.
     pub evaluations: Vec<Evaluation<B>>,
@@ -180,11 +222,25 @@ pub trait Progress {
     fn issued(&mut self, _epoch: usize, _batch: usize, _elapsed: f64) {}
     /// An epoch finished.
     fn epoch_done(&mut self, _record: &EpochRecord) {}
+    /// A checkpoint was written.
+    fn checkpointed(&mut self, _dir: &std::path::Path) {}
 }
 
 impl Progress for () {}
 
-/// What `fit` hands back.
+impl<P: Progress + ?Sized> Progress for &mut P {
+    fn issued(&mut self, epoch: usize, batch: usize, elapsed: f64) {
+        (**self).issued(epoch, batch, elapsed);
+    }
+    fn epoch_done(&mut self, record: &EpochRecord) {
+        (**self).epoch_done(record);
+    }
+    fn checkpointed(&mut self, dir: &std::path::Path) {
+        (**self).checkpointed(dir);
+    }
+}
+
+/// What a run hands back.
 pub struct FitRun<B> {
     /// The trained network.
     pub net: B,
@@ -192,6 +248,9 @@ pub struct FitRun<B> {
     pub trainer: Trainer,
     /// Every batch and epoch.
     pub trace: Trace,
+    /// The signal that stopped the run before its last epoch ended (see [`crate::signals`]);
+    /// `None` when it ran to the end.
+    pub stopped: Option<Signal>,
 }
 
 /// The backend's state: it lives on the engine's worker thread during the run.
@@ -201,183 +260,423 @@ struct Backend<B, L> {
     loss: L,
 }
 
-/// Trains `net` on `data` under `policy`: any Block, any Loss, any policy.
-#[allow(clippy::too_many_arguments)]
-pub fn fit<B, L>(
+/// A training run, set up by name in the style of burn-train's `Learner`, then [`Fit::run`]
+/// on a data source. Any Block, any Loss, any policy.
+///
+/// ```
+/// use burn::prelude::*;
+/// use ember::{Activation, Block, Dense, Init, L2Loss, Sequential, Trainer};
+/// use ember_datasets::Synthetic;
+/// use ember_trainer::fit::{Fit, SyntheticEpochs};
+/// use ember_trainer::policy::Window;
+///
+/// let device = Device::flex().autodiff();
+/// let net: Sequential = Sequential::new()
+///     .add(Dense::new(16).activation(Activation::Relu))
+///     .add(Dense::new(1))
+///     .initialize(Init::default(), &device);
+/// let trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+/// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 5);
+/// let run = Fit::new(net, L2Loss, trainer, &device)
+///     .policy(Window(2))
+///     .epochs(2)
+///     .run(&mut data)
+///     .unwrap();
+/// assert_eq!(run.trace.batches.len(), 10);
+/// assert_eq!(run.trace.epochs.len(), 2);
+/// ```
+pub struct Fit<'a, B, L> {
     net: B,
     loss: L,
     trainer: Trainer,
-    device: &Device,
-    data: &mut dyn BatchSource,
-    policy: &mut dyn SyncPolicy,
-    options: &FitOptions<B>,
-    progress: &mut dyn Progress,
-) -> Result<FitRun<B>>
+    device: Device,
+    policy: Box<dyn SyncPolicy + 'a>,
+    options: FitOptions<B>,
+    progress: Box<dyn Progress + 'a>,
+    seed: Option<u64>,
+    checkpointing: Option<Checkpointing>,
+    resume: Option<Checkpoint>,
+}
+
+impl<'a, B, L> Fit<'a, B, L>
 where
     B: Block + 'static,
     L: Loss + Send + 'static,
     L::Target: Target,
 {
-    let first = match data.batches(0).next() {
-        Some(batch) => Some(batch?),
-        None => None,
-    };
-    let (net, example_shape) = match &first {
-        Some(batch) => {
-            let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
-            let (net, _) = net.infer(x)?;
-            (net, Some(batch.x_shape[1..].to_vec()))
-        }
-        None => (net, None),
-    };
-    let engine = Engine::new(
-        Backend {
-            net: Some(net),
-            trainer,
+    /// Trains `net` with `loss` and `trainer` on `device` (an autodiff device): one epoch
+    /// under a barrier, with the warm-up batch, until other settings say otherwise.
+    pub fn new(net: B, loss: L, trainer: Trainer, device: &Device) -> Self {
+        Self {
+            net,
             loss,
-        },
-        Some(device.clone()),
-    );
-    let name = policy.name();
-    // On the backend worker, as every step: its thread's first allocations are warm-up's too.
-    if options.warmup
-        && let Some(batch) = first
-    {
-        let device = device.clone();
-        engine
-            .issue(move |backend: &mut Backend<B, L>| {
-                let net = backend.net.as_ref().ok_or_else(lost)?;
-                warmup(net, &backend.loss, &backend.trainer, &batch, &device)
-            })
-            .wait()?;
+            trainer,
+            device: device.clone(),
+            policy: Box::new(crate::policy::Window(1)),
+            options: FitOptions::epochs(1),
+            progress: Box::new(()),
+            seed: None,
+            checkpointing: None,
+            resume: None,
+        }
     }
 
-    let start = Instant::now();
-    let seconds = |at: Instant| at.saturating_duration_since(start).as_secs_f64();
-    let mut trace = Trace::default();
-    for epoch in 0..options.epochs {
-        let rss_before = rss_bytes();
-        let mut peak_rss = rss_before;
-        let mut flight = InFlight::new(epoch, rss_before);
-        let mut records: Vec<BatchRecord> = Vec::new();
-        let mut batches = data.batches(epoch);
-        let epoch_start = Instant::now();
-        let mut last_issue = epoch_start;
-        for index in 0.. {
-            // No policy call for a batch that does not exist, where the source can tell.
-            if batches.size_hint().1 == Some(0) {
+    /// The sync policy (a `&mut` one works too, to read its state afterwards).
+    pub fn policy(mut self, policy: impl SyncPolicy + 'a) -> Self {
+        self.policy = Box::new(policy);
+        self
+    }
+
+    /// Epochs, warm-up and evaluations at once.
+    pub fn options(mut self, options: FitOptions<B>) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// How many epochs to run.
+    pub fn epochs(mut self, epochs: usize) -> Self {
+        self.options.epochs = epochs;
+        self
+    }
+
+    /// Whether to run the unmeasured warm-up batch first (see [`FitOptions::warmup`]).
+    pub fn warmup(mut self, warmup: bool) -> Self {
+        self.options.warmup = warmup;
+        self
+    }
+
+    /// Adds a metric computed after each epoch (see [`FitOptions::evaluate`]).
+    pub fn evaluate(
+        mut self,
+        name: impl Into<String>,
+        metric: impl Fn(&B) -> Result<f64> + 'static,
+    ) -> Self {
+        self.options = self.options.evaluate(name, metric);
+        self
+    }
+
+    /// Where progress goes (a `&mut` one works too).
+    pub fn progress(mut self, progress: impl Progress + 'a) -> Self {
+        self.progress = Box::new(progress);
+        self
+    }
+
+    /// Re-seeds the device's random stream (Dropout's) before every step from `seed` and the
+    /// step's number, so that a resumed run draws what the uninterrupted one would have.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Writes checkpoints as `checkpointing` says.
+    pub fn checkpoint(mut self, checkpointing: Checkpointing) -> Self {
+        self.checkpointing = Some(checkpointing);
+        self
+    }
+
+    /// Goes on from `checkpoint` instead of from the start: its parameters, optimizer state,
+    /// position and trace replace the run's. The network must be built as the checkpointed
+    /// one was; its deferred sizes are resolved from the data first.
+    pub fn resume(mut self, checkpoint: Checkpoint) -> Self {
+        self.resume = Some(checkpoint);
+        self
+    }
+
+    /// Trains on `data`.
+    ///
+    /// # Errors
+    /// Any error of the data, the network's `infer`, a step, an evaluation or a checkpoint,
+    /// with the batch it concerns where there is one.
+    pub fn run(self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
+        let Fit {
+            net,
+            loss,
+            trainer,
+            device,
+            mut policy,
+            options,
+            mut progress,
+            mut seed,
+            checkpointing,
+            resume,
+        } = self;
+        let device = &device;
+        if let Some(checkpointing) = &checkpointing {
+            checkpointing.prepare()?;
+        }
+        let first = match data.batches(0).next() {
+            Some(batch) => Some(batch?),
+            None => None,
+        };
+        let (net, example_shape) = match &first {
+            Some(batch) => {
+                let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+                let (net, _) = net.infer(x)?;
+                (net, Some(batch.x_shape[1..].to_vec()))
+            }
+            None => (net, None),
+        };
+        let mut at = Position {
+            epoch: 0,
+            next_batch: 0,
+            steps: 0,
+            seed,
+            description: checkpointing
+                .as_ref()
+                .map(|c| c.description.clone())
+                .unwrap_or_default(),
+        };
+        let (net, trainer, mut trace) = match &resume {
+            Some(checkpoint) => {
+                at.epoch = checkpoint.position.epoch;
+                at.next_batch = checkpoint.position.next_batch;
+                at.steps = checkpoint.position.steps;
+                seed = seed.or(checkpoint.position.seed);
+                at.seed = seed;
+                checkpoint.restore(net, trainer)?
+            }
+            None => (net, trainer, Trace::default()),
+        };
+        let engine = Engine::new(
+            Backend {
+                net: Some(net),
+                trainer,
+                loss,
+            },
+            Some(device.clone()),
+        );
+        let name = policy.name();
+        // On the backend worker, as every step: its thread's first allocations are warm-up's too.
+        if options.warmup
+            && let Some(batch) = first
+        {
+            let device = device.clone();
+            engine
+                .issue(move |backend: &mut Backend<B, L>| {
+                    let net = backend.net.as_ref().ok_or_else(lost)?;
+                    warmup(net, &backend.loss, &backend.trainer, &batch, &device)
+                })
+                .wait()?;
+        }
+        let run_in_progress = RunInProgress::start();
+        let mut stopped = None;
+
+        let start = Instant::now();
+        let seconds = |at: Instant| at.saturating_duration_since(start).as_secs_f64();
+        // The records of the epoch a resumed run stopped in go on from where they were.
+        let mut carried: Vec<BatchRecord> = Vec::new();
+        if resume.is_some() {
+            let (done, current) = trace.batches.drain(..).partition(|b| b.epoch < at.epoch);
+            trace.batches = done;
+            carried = current;
+        }
+        for epoch in at.epoch..options.epochs {
+            let first_batch = if epoch == at.epoch { at.next_batch } else { 0 };
+            let rss_before = rss_bytes();
+            let mut peak_rss = rss_before;
+            let mut flight = InFlight::new(epoch, rss_before);
+            let mut records: Vec<BatchRecord> = std::mem::take(&mut carried);
+            let mut peak_pool: Option<u64> = None;
+            let mut batches = data.batches_from(epoch, first_batch);
+            let epoch_start = Instant::now();
+            let mut last_issue = epoch_start;
+            for index in first_batch.. {
+                // No policy call for a batch that does not exist, where the source can tell.
+                if batches.size_hint().1 == Some(0) {
+                    break;
+                }
+                policy.before_issue(index, &mut flight)?;
+                let issue_start = Instant::now();
+                let Some(batch) = batches.next() else { break };
+                let batch = batch?;
+                if let Some(expected) = &example_shape
+                    && batch.x_shape[1..] != expected[..]
+                {
+                    return Err(Error::Shape {
+                        what: format!("batch {index} of epoch {epoch}"),
+                        expected: format!("examples of shape {expected:?}, as the first batch's"),
+                        got: batch.x_shape.clone(),
+                    });
+                }
+                let data_wait = issue_start.elapsed().as_secs_f64();
+                let step_seed = seed.map(|seed| step_seed(seed, at.steps));
+                let handle = engine.issue(train_step::<B, L>(batch, device.clone(), step_seed));
+                flight.push(index, handle);
+                at.steps += 1;
+                at.epoch = epoch;
+                at.next_batch = index + 1;
+                last_issue = Instant::now();
+                let rss = rss_bytes();
+                peak_rss = peak_rss.max(rss);
+                records.push(BatchRecord {
+                    policy: name.clone(),
+                    epoch,
+                    batch: index,
+                    issue_start: seconds(issue_start),
+                    issue_end: seconds(last_issue),
+                    done: f64::NAN,
+                    observed: f64::NAN,
+                    loss: f32::NAN,
+                    rss,
+                    pool_in_use: None,
+                    pool_reserved: None,
+                    depth: flight.depth(),
+                    data_wait,
+                });
+                progress.issued(epoch, index, seconds(last_issue) - seconds(epoch_start));
+                stopped = requested();
+                let due = checkpointing.as_ref().is_some_and(|c| {
+                    c.every
+                        .is_some_and(|every| at.steps.is_multiple_of(every as u64))
+                });
+                if stopped.is_some() || due {
+                    flight.wait_all()?;
+                    absorb(&mut flight, &mut records, &mut peak_pool, &seconds);
+                }
+                if let Some(checkpointing) = &checkpointing
+                    && (due || stopped.is_some())
+                {
+                    let mut so_far = trace.clone();
+                    so_far.batches.extend(records.iter().cloned());
+                    let dir = write_checkpoint(&engine, checkpointing, &at, &so_far)?;
+                    progress.checkpointed(&dir);
+                }
+                if stopped.is_some() {
+                    break;
+                }
+            }
+            drop(batches);
+            flight.wait_all()?;
+            let epoch_end = Instant::now();
+            let rss_after = rss_bytes();
+            peak_rss = peak_rss.max(rss_after);
+            absorb(&mut flight, &mut records, &mut peak_pool, &seconds);
+            if stopped.is_some() {
+                trace.batches.extend(records);
                 break;
             }
-            policy.before_issue(index, &mut flight)?;
-            let issue_start = Instant::now();
-            let Some(batch) = batches.next() else { break };
-            let batch = batch?;
-            if let Some(expected) = &example_shape
-                && batch.x_shape[1..] != expected[..]
-            {
-                return Err(Error::Shape {
-                    what: format!("batch {index} of epoch {epoch}"),
-                    expected: format!("examples of shape {expected:?}, as the first batch's"),
-                    got: batch.x_shape.clone(),
-                });
+            // The next epoch starts at its first batch.
+            at.epoch = epoch + 1;
+            at.next_batch = 0;
+
+            let mut metrics = BTreeMap::new();
+            if !options.evaluations.is_empty() {
+                let snapshot = on_backend(&engine, device, |b| b.net.as_ref().map(B::valid))?
+                    .ok_or_else(lost)?;
+                for evaluation in &options.evaluations {
+                    metrics.insert(evaluation.name.clone(), (evaluation.metric)(&snapshot)?);
+                }
             }
-            let data_wait = issue_start.elapsed().as_secs_f64();
-            let handle = engine.issue(train_step::<B, L>(batch, device.clone()));
-            flight.push(index, handle);
-            last_issue = Instant::now();
-            let rss = rss_bytes();
-            peak_rss = peak_rss.max(rss);
-            records.push(BatchRecord {
+            let losses: f64 = records.iter().map(|r| f64::from(r.loss)).sum();
+            let epoch_record = EpochRecord {
                 policy: name.clone(),
                 epoch,
-                batch: index,
-                issue_start: seconds(issue_start),
-                issue_end: seconds(last_issue),
-                done: f64::NAN,
-                observed: f64::NAN,
-                loss: f32::NAN,
-                rss,
-                pool_in_use: None,
-                pool_reserved: None,
-                depth: flight.depth(),
-                data_wait,
-            });
-            progress.issued(epoch, index, seconds(last_issue) - seconds(epoch_start));
+                batches: records.len(),
+                time: (epoch_end - epoch_start).as_secs_f64(),
+                issue_time: (last_issue - epoch_start).as_secs_f64(),
+                rss_before,
+                increased_mb: mb(rss_after as f64 - rss_before as f64),
+                peak_growth_mb: mb(peak_rss as f64 - rss_before as f64),
+                peak_pool_mb: peak_pool.map(|p| mb(p as f64)),
+                mean_loss: losses / records.len().max(1) as f64,
+                max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
+                metrics,
+            };
+            progress.epoch_done(&epoch_record);
+            trace.batches.extend(records);
+            trace.epochs.push(epoch_record);
+            if let Some(checkpointing) = &checkpointing
+                && checkpointing.every.is_none()
+            {
+                let dir = write_checkpoint(&engine, checkpointing, &at, &trace)?;
+                progress.checkpointed(&dir);
+            }
         }
-        drop(batches);
-        flight.wait_all()?;
-        let epoch_end = Instant::now();
-        let rss_after = rss_bytes();
-        peak_rss = peak_rss.max(rss_after);
+        drop(run_in_progress);
 
-        let mut peak_pool: Option<u64> = None;
-        for observed in flight.take_observed() {
-            let record = &mut records[observed.batch];
-            record.done = seconds(observed.done.at);
-            record.observed = seconds(observed.at);
-            record.loss = observed.done.value;
-            let pool = observed.handle.pool();
-            record.pool_in_use = pool.map(|p| p.in_use);
-            record.pool_reserved = pool.map(|p| p.reserved);
-            if let Some(pool) = pool {
-                peak_pool = Some(peak_pool.unwrap_or(0).max(pool.in_use));
-            }
-        }
-        let mut metrics = BTreeMap::new();
-        if !options.evaluations.is_empty() {
-            let snapshot = snapshot(&engine, device)?;
-            for evaluation in &options.evaluations {
-                metrics.insert(evaluation.name.clone(), (evaluation.metric)(&snapshot)?);
-            }
-        }
-        let losses: f64 = records.iter().map(|r| f64::from(r.loss)).sum();
-        let epoch_record = EpochRecord {
-            policy: name.clone(),
-            epoch,
-            batches: records.len(),
-            time: (epoch_end - epoch_start).as_secs_f64(),
-            issue_time: (last_issue - epoch_start).as_secs_f64(),
-            rss_before,
-            increased_mb: mb(rss_after as f64 - rss_before as f64),
-            peak_growth_mb: mb(peak_rss as f64 - rss_before as f64),
-            peak_pool_mb: peak_pool.map(|p| mb(p as f64)),
-            mean_loss: losses / records.len().max(1) as f64,
-            max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
-            metrics,
-        };
-        progress.epoch_done(&epoch_record);
-        trace.batches.extend(records);
-        trace.epochs.push(epoch_record);
+        let backend = engine.finish()?;
+        let net = backend.net.ok_or_else(lost)?;
+        Ok(FitRun {
+            net,
+            trainer: backend.trainer,
+            trace,
+            stopped,
+        })
     }
-
-    let backend = engine.finish()?;
-    let net = backend.net.ok_or_else(lost)?;
-    Ok(FitRun {
-        net,
-        trainer: backend.trainer,
-        trace,
-    })
 }
 
-/// The network as it stands after every issued step, without autodiff, handed over by the
-/// backend worker.
-fn snapshot<B, L>(engine: &Engine<Backend<B, L>>, device: &Device) -> Result<B>
+/// Moves the completions `flight` observed into their batches' records.
+fn absorb(
+    flight: &mut InFlight,
+    records: &mut [BatchRecord],
+    peak_pool: &mut Option<u64>,
+    seconds: &impl Fn(Instant) -> f64,
+) {
+    for observed in flight.take_observed() {
+        let Some(record) = records.iter_mut().rev().find(|r| r.batch == observed.batch) else {
+            continue;
+        };
+        record.done = seconds(observed.done.at);
+        record.observed = seconds(observed.at);
+        record.loss = observed.done.value;
+        let pool = observed.handle.pool();
+        record.pool_in_use = pool.map(|p| p.in_use);
+        record.pool_reserved = pool.map(|p| p.reserved);
+        if let Some(pool) = pool {
+            *peak_pool = Some(peak_pool.unwrap_or(0).max(pool.in_use));
+        }
+    }
+}
+
+/// Writes a checkpoint of the backend's network and trainer as they stand after every issued
+/// step, at `position`.
+fn write_checkpoint<B, L>(
+    engine: &Engine<Backend<B, L>>,
+    checkpointing: &Checkpointing,
+    position: &Position,
+    trace: &Trace,
+) -> Result<std::path::PathBuf>
 where
     B: Block + 'static,
     L: Loss + Send + 'static,
+{
+    let device = Device::flex();
+    let (net, trainer) = on_backend(engine, &device, |b| (b.net.clone(), b.trainer.clone()))?;
+    let net = net.ok_or_else(lost)?;
+    checkpoint::write(checkpointing, position, &net, &trainer, trace)
+}
+
+/// The seed of step `step`'s random stream: SplitMix64 of the run's seed and the step.
+fn step_seed(seed: u64, step: u64) -> u64 {
+    let mut z = seed ^ step.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Runs `f` on the backend's state after every issued step, on the worker, and hands its
+/// result over.
+fn on_backend<B, L, T>(
+    engine: &Engine<Backend<B, L>>,
+    device: &Device,
+    f: impl FnOnce(&Backend<B, L>) -> T + Send + 'static,
+) -> Result<T>
+where
+    B: Block + 'static,
+    L: Loss + Send + 'static,
+    T: Send + 'static,
 {
     let (sender, receiver) = std::sync::mpsc::channel();
     let device = device.clone();
     engine
         .issue(move |backend: &mut Backend<B, L>| {
-            let net = backend.net.as_ref().ok_or_else(lost)?;
-            let _ = sender.send(net.valid());
+            let _ = sender.send(f(backend));
             Ok(Tensor::<1>::zeros([1], &device))
         })
         .wait()?;
     receiver
         .recv()
-        .map_err(|_| Error::Execution("the backend did not hand over the network".to_string()))
+        .map_err(|_| Error::Execution("the backend did not hand over its state".to_string()))
 }
 
 /// One training step on the backend: upload, forward, loss, backward, `step(batch_size)`.
@@ -385,6 +684,7 @@ where
 fn train_step<B, L>(
     batch: Batch,
     device: Device,
+    seed: Option<u64>,
 ) -> impl FnOnce(&mut Backend<B, L>) -> Result<Tensor<1>> + Send + 'static
 where
     B: Block + 'static,
@@ -393,6 +693,9 @@ where
 {
     move |backend: &mut Backend<B, L>| {
         let size = batch.len();
+        if let Some(seed) = seed {
+            device.seed(seed);
+        }
         let l = loss_of(
             backend.net.as_ref().ok_or_else(lost)?,
             &backend.loss,

@@ -16,7 +16,7 @@
 //! use ember::{SoftmaxCrossEntropyLoss, Trainer};
 //! use ember_datasets::{DataLoader, Examples};
 //! use ember_trainer::evaluate::accuracy;
-//! use ember_trainer::fit::{FitOptions, fit};
+//! use ember_trainer::fit::Fit;
 //! use ember_trainer::policy::Window;
 //!
 //! /// y = x + relu(conv(x)) on [N, C, H, W]: a block of the user's own, from burn's Conv2d.
@@ -60,10 +60,12 @@
 //! let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
 //! let mut loader = DataLoader::new(data, 10).unwrap().shuffle(0);
 //! let test = loader.rebatched(120).unwrap();
-//! let options = FitOptions::epochs(5)
-//!     .evaluate("acc", move |net: &Sequential<Residual>| accuracy(net, &test, &Device::flex()));
 //! // Input sizes (the first Conv2D's channels, the Dense's 36 features) come from the first batch.
-//! let run = fit(net, SoftmaxCrossEntropyLoss, trainer, &device, &mut loader, &mut Window(2), &options, &mut ())
+//! let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+//!     .policy(Window(2))
+//!     .epochs(5)
+//!     .evaluate("acc", move |net: &Sequential<Residual>| accuracy(net, &test, &Device::flex()))
+//!     .run(&mut loader)
 //!     .unwrap();
 //! let last = &run.trace.epochs[4];
 //! assert!(last.metrics["acc"] > 0.9, "{last:?}");
@@ -72,10 +74,12 @@
 #![warn(missing_docs)]
 
 pub mod baseline;
+pub mod checkpoint;
 pub mod compare;
 pub mod evaluate;
 pub mod fit;
 pub mod memory;
 pub mod plot;
 pub mod policy;
+pub mod signals;
 pub mod trace;

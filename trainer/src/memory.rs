@@ -11,3 +11,12 @@ pub fn rss_bytes() -> u64 {
 pub fn mb(bytes: f64) -> f64 {
     bytes / (1024.0 * 1024.0)
 }
+
+/// The memory available to a new allocation, in bytes: `MemAvailable` of `/proc/meminfo`
+/// (`None` where the platform does not tell).
+pub fn available_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
+use ember::output::write_atomic;
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -38,36 +39,38 @@ pub trait Figure {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
 }
 
-/// Draws `figure` to `dir/name.png` and `dir/name.svg`, each through a temporary file that is
-/// renamed when complete. Returns the two paths.
+/// Draws `figure` to `dir/name.png` and `dir/name.svg`, each written atomically through
+/// [`ember::output`]. Returns the two paths.
 pub fn render(figure: &impl Figure, dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
     register_font();
-    let tmp = |ext: &str| dir.join(format!(".{name}.tmp-{}.{ext}", std::process::id()));
-    let (png_tmp, svg_tmp) = (tmp("png"), tmp("svg"));
-    let drawn = (|| {
-        {
-            let root = BitMapBackend::new(&png_tmp, SIZE).into_drawing_area();
-            root.fill(&WHITE).map_err(|e| e.to_string())?;
-            figure.draw(&root)?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        {
-            let root = SVGBackend::new(&svg_tmp, SIZE).into_drawing_area();
-            root.fill(&WHITE).map_err(|e| e.to_string())?;
-            figure.draw(&root)?;
-            root.present().map_err(|e| e.to_string())?;
-        }
-        let png = dir.join(format!("{name}.png"));
-        let svg = dir.join(format!("{name}.svg"));
-        std::fs::rename(&png_tmp, &png).map_err(|e| format!("{}: {e}", png.display()))?;
-        std::fs::rename(&svg_tmp, &svg).map_err(|e| format!("{}: {e}", svg.display()))?;
-        Ok(vec![png, svg])
-    })();
-    if drawn.is_err() {
-        let _ = std::fs::remove_file(&png_tmp);
-        let _ = std::fs::remove_file(&svg_tmp);
-    }
-    drawn
+    let png = dir.join(format!("{name}.png"));
+    let svg = dir.join(format!("{name}.svg"));
+    let failed = |path: &Path, e: String| ember::Error::Io {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    };
+    write_atomic(&png, |tmp| {
+        let root = BitMapBackend::new(tmp, SIZE).into_drawing_area();
+        draw_on(figure, &root).map_err(|e| failed(&png, e))
+    })
+    .and_then(|()| {
+        write_atomic(&svg, |tmp| {
+            let root = SVGBackend::new(tmp, SIZE).into_drawing_area();
+            draw_on(figure, &root).map_err(|e| failed(&svg, e))
+        })
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(vec![png, svg])
+}
+
+/// Fills `root` white, draws `figure` and writes it out.
+fn draw_on<DB: DrawingBackend>(
+    figure: &impl Figure,
+    root: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    figure.draw(root)?;
+    root.present().map_err(|e| e.to_string())
 }
 
 /// The colour of the i-th policy: dark, well separated hues.

@@ -51,6 +51,24 @@ pub trait SyncPolicy: Send {
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()>;
 }
 
+impl<P: SyncPolicy + ?Sized> SyncPolicy for &mut P {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
+        (**self).before_issue(batch, flight)
+    }
+}
+
+impl<P: SyncPolicy + ?Sized> SyncPolicy for Box<P> {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+    fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
+        (**self).before_issue(batch, flight)
+    }
+}
+
 /// A batch whose completion the loop has observed.
 pub(crate) struct Observed {
     pub(crate) batch: usize,

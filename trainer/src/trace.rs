@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use ember::output::write_atomic_bytes;
 use serde::{Deserialize, Serialize};
 
 /// One batch, from the frontend's issue to the policy's observation of its completion.
@@ -91,30 +91,41 @@ impl Trace {
     /// Writes the trace. `*.jsonl` gives one JSON object per line, each with a `kind` of
     /// `batch` or `epoch`; any other name gives CSV: batches in the file itself, epochs beside
     /// it in `<stem>.epochs.csv`. Files are written to a temporary name and renamed.
-    pub fn write(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+    ///
+    /// # Errors
+    /// [`ember::Error::Output`] for a path that cannot take a file, and I/O errors naming the
+    /// path. Each file keeps its old content if writing it fails.
+    pub fn write(&self, path: &Path) -> ember::Result<Vec<PathBuf>> {
         if path.extension().is_some_and(|ext| ext == "jsonl") {
             let mut out = Vec::new();
             for batch in &self.batches {
-                writeln!(out, "{}", tagged("batch", batch))?;
+                out.extend(tagged("batch", batch).bytes().chain([b'\n']));
             }
             for epoch in &self.epochs {
-                writeln!(out, "{}", tagged("epoch", epoch))?;
+                out.extend(tagged("epoch", epoch).bytes().chain([b'\n']));
             }
-            write_atomically(path, &out)?;
+            write_atomic_bytes(path, &out)?;
             Ok(vec![path.to_path_buf()])
         } else {
-            let epochs_path = path.with_file_name(format!(
-                "{}.epochs.csv",
-                path.file_stem().unwrap_or_default().to_string_lossy()
-            ));
-            write_atomically(path, csv(&self.batches).as_bytes())?;
-            write_atomically(&epochs_path, csv(&self.epochs).as_bytes())?;
-            Ok(vec![path.to_path_buf(), epochs_path])
+            let epochs = epochs_path(path);
+            write_atomic_bytes(path, csv(&self.batches).as_bytes())?;
+            write_atomic_bytes(&epochs, csv(&self.epochs).as_bytes())?;
+            Ok(vec![path.to_path_buf(), epochs])
         }
     }
 }
 
 impl Trace {
+    /// The files [`Trace::write`] writes for `path`: `path` itself, and for CSV the epochs'
+    /// file beside it. For checking them all before a run.
+    pub fn paths(path: &Path) -> Vec<PathBuf> {
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            vec![path.to_path_buf()]
+        } else {
+            vec![path.to_path_buf(), epochs_path(path)]
+        }
+    }
+
     /// Reads a trace written as JSON Lines by [`Trace::write`].
     pub fn read_jsonl(path: &Path) -> std::io::Result<Trace> {
         let invalid = |line: usize, e: serde_json::Error| {
@@ -140,6 +151,14 @@ impl Trace {
         }
         Ok(trace)
     }
+}
+
+/// `<stem>.epochs.csv` beside a CSV trace.
+fn epochs_path(path: &Path) -> PathBuf {
+    path.with_file_name(format!(
+        "{}.epochs.csv",
+        path.file_stem().unwrap_or_default().to_string_lossy()
+    ))
 }
 
 fn tagged(kind: &str, record: &impl Serialize) -> String {
@@ -174,15 +193,4 @@ pub fn csv<T: Serialize>(rows: &[T]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let written = fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    written
 }

@@ -152,7 +152,7 @@ fn chapter(keys: &[&str], args: ChapterArgs) -> anyhow::Result<()> {
         name => (name.resolve()?, "--device".to_string()),
     };
     if let Some(dir) = &args.report {
-        super::compare::prepare_out(dir)?;
+        super::compare::prepare_out(dir, &["chapter.md"])?;
     }
     let scratch = std::env::temp_dir().join(format!("ember-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
@@ -164,7 +164,7 @@ fn chapter(keys: &[&str], args: ChapterArgs) -> anyhow::Result<()> {
         Setup::label(&train),
         train_reason
     );
-    println!("{machine}");
+    say!("{machine}");
     let setup = Setup {
         cpu,
         gpu,
@@ -179,9 +179,9 @@ fn chapter(keys: &[&str], args: ChapterArgs) -> anyhow::Result<()> {
     let result = (|| -> anyhow::Result<()> {
         for key in keys {
             let outcome = chapter::run(key, &setup).with_context(|| format!("experiment {key}"))?;
-            println!();
+            say!("");
             for line in outcome.lines() {
-                println!("{line}");
+                say!("{line}");
             }
             outcomes.push(outcome);
         }
@@ -190,9 +190,9 @@ fn chapter(keys: &[&str], args: ChapterArgs) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&scratch);
     result?;
     if let Some(dir) = &args.report {
-        println!();
+        say!("");
         for file in report::write(dir, &machine, &outcomes)? {
-            println!("wrote {}", file.display());
+            say!("wrote {}", file.display());
         }
     }
     Ok(())
@@ -235,13 +235,8 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
     } else {
         let spec: PolicySpec = args.config.parse()?;
         let device = picked.device.autodiff();
-        let run = workload.fit(
-            workload.net(&device),
-            &device,
-            spec.build().as_mut(),
-            1,
-            &mut (),
-        )?;
+        let (fit, mut data) = workload.fit(workload.net(&device), &device)?;
+        let run = fit.policy(spec.build()).run(&mut data)?;
         let e = &run.trace.epochs[0];
         Sample {
             time: e.time,
@@ -250,7 +245,7 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
             peak_mb: Some(e.peak_growth_mb),
         }
     };
-    println!("{}", serde_json::to_string(&sample)?);
+    say!("{}", serde_json::to_string(&sample)?);
     Ok(())
 }
 
@@ -290,12 +285,15 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
         );
     }
     let picked = workload.device.resolve()?;
-    println!("device: {}", picked.reason);
-    println!(
+    say!("device: {}", picked.reason);
+    say!(
         "workload: {} batches x {} x {} features, hidden {:?}, {repeat} round(s), each run in a fresh process",
-        workload.batches, workload.batch_size, workload.features, workload.hidden
+        workload.batches,
+        workload.batch_size,
+        workload.features,
+        workload.hidden
     );
-    println!(
+    say!(
         "malloc pinned in every run: {}",
         MALLOC_PINS.map(|(k, v)| format!("{k}={v}")).join(" ")
     );
@@ -311,7 +309,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
         for k in 0..names.len() {
             let config = (k + round) % names.len();
             let sample = child(&workload_args, &configs[config])?;
-            println!(
+            say!(
                 "round {}: {:<20} time per epoch: {:.4} sec, issued in {}, increased memory: {}, peak growth {}",
                 round + 1,
                 names[config],
@@ -323,13 +321,13 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             samples[config].push(sample);
         }
     }
-    println!("\nmedians over {repeat} round(s):");
+    say!("\nmedians over {repeat} round(s):");
     let med = |i: usize, f: fn(&Sample) -> Option<f64>| {
         let values: Vec<f64> = samples[i].iter().filter_map(f).collect();
         (!values.is_empty()).then(|| median(values))
     };
     for (i, name) in names.iter().enumerate() {
-        println!(
+        say!(
             "{name:<20} time per epoch: {:.4} sec, issue time: {}, increased memory: {}, peak growth: {}",
             med(i, |s| Some(s.time)).unwrap_or(f64::NAN),
             show(med(i, |s| s.issue), "sec"),
@@ -345,7 +343,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             .zip(&samples[none])
             .map(|(w, n)| n.time / w.time)
             .collect();
-        println!(
+        say!(
             "ratio window:2 / none throughput: {:.3} (target >= 0.97)",
             median(ratios)
         );
@@ -356,7 +354,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             .zip(&samples[0])
             .map(|(b, r)| b.time / r.time)
             .collect();
-        println!(
+        say!(
             "ratio barrier / raw burn time: {:.3} (target <= 1.03)",
             median(ratios)
         );
@@ -366,7 +364,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             / med(none, |s| Some(s.time)).unwrap_or(f64::NAN);
         let above = med(none, |s| s.peak_mb).unwrap_or(f64::NAN)
             - med(barrier, |s| s.peak_mb).unwrap_or(f64::NAN);
-        println!(
+        say!(
             "none: issue time {:.1}% of its epoch; peak memory growth {above:.1} MB above barrier's",
             100.0 * share
         );

@@ -67,30 +67,31 @@ fn sweep_policies(sweep: &str) -> anyhow::Result<Vec<PolicySpec>> {
         .collect())
 }
 
-/// Creates `out` if needed and checks that it is a writable directory.
-pub(super) fn prepare_out(out: &Path) -> anyhow::Result<()> {
-    if out.exists() && !out.is_dir() {
-        bail!(
-            "invalid --out {}: it is a file, not a directory",
-            out.display()
-        );
+/// Creates `out` if needed, and checks that it is a writable directory and that each of
+/// `files` in it can take an output (see [`ember::output::check`]).
+pub(super) fn prepare_out(out: &Path, files: &[&str]) -> anyhow::Result<()> {
+    ember::output::check_dir(out).with_context(|| format!("invalid --out {}", out.display()))?;
+    for file in files {
+        ember::output::check(&out.join(file))
+            .with_context(|| format!("invalid --out {}", out.display()))?;
     }
-    std::fs::create_dir_all(out).with_context(|| {
-        format!(
-            "invalid --out {}: cannot create the directory",
-            out.display()
-        )
-    })?;
-    let probe = out.join(format!(".ember-write-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| {
-        format!(
-            "invalid --out {}: the directory is not writable",
-            out.display()
-        )
-    })?;
-    let _ = std::fs::remove_file(&probe);
     Ok(())
 }
+
+/// What `ember compare` writes into `--out`.
+const WRITTEN: [&str; 11] = [
+    "summary.csv",
+    "trace.csv",
+    "summary.md",
+    "time.png",
+    "time.svg",
+    "memory.png",
+    "memory.svg",
+    "timeline.png",
+    "timeline.svg",
+    "sweep.png",
+    "sweep.svg",
+];
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let workload_args = args.workload.to_args();
@@ -103,9 +104,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .map(|p| p.parse::<PolicySpec>())
         .collect::<Result<_, _>>()?;
     let sweep = args.sweep.as_deref().map(sweep_policies).transpose()?;
-    prepare_out(&args.out)?;
+    prepare_out(&args.out, &WRITTEN)?;
     let picked = workload.device.resolve()?;
-    println!("device: {}", picked.reason);
+    say!("device: {}", picked.reason);
 
     // Every distinct policy runs once per round; the sweep reuses the main runs it shares.
     let mut configs: Vec<PolicySpec> = Vec::new();
@@ -123,12 +124,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let runs = runs?;
 
     let subtitle = format!(
-        "{}, {} batches x {} x {} features, hidden {:?}, {} epoch(s), {} round(s)",
+        "{}, {}, {} epoch(s), {} round(s)",
         picked.name,
-        workload.batches,
-        workload.batch_size,
-        workload.features,
-        workload.hidden,
+        workload.describe(),
         epochs,
         repeat
     );
@@ -201,14 +199,15 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         ))?);
     }
 
-    println!();
-    print!(
+    say!("");
+    say!(
         "{}",
         ember_trainer::compare::markdown(&summaries, &format!("Device and workload: {subtitle}."))
+            .trim_end()
     );
-    println!();
+    say!("");
     for path in written {
-        println!("wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
     Ok(())
 }
@@ -230,7 +229,7 @@ pub(super) fn run_all(
             let spec = configs[(k + round) % configs.len()];
             let name = spec.name();
             let metrics = scratch.join(format!("{}-{round}.jsonl", name.replace([':', '+'], "_")));
-            println!("[{}/{total}] {name}, round {}", runs.len() + 1, round + 1);
+            say!("[{}/{total}] {name}, round {}", runs.len() + 1, round + 1);
             let mut child = Command::new(&exe)
                 .arg("train")
                 .args(workload_args)
@@ -250,7 +249,7 @@ pub(super) fn run_all(
             if let Some(stdout) = child.stdout.take() {
                 for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                     if line.starts_with("batch ") || line.starts_with("epoch ") {
-                        println!("  {name}: {line}");
+                        say!("  {name}: {line}");
                     }
                 }
             }

@@ -5,11 +5,11 @@ use ember::device::{DeviceName, list_devices};
 pub fn run() -> anyhow::Result<()> {
     for (name, status) in list_devices() {
         match status {
-            Ok(reason) => println!("{name:<8} usable    {reason}"),
-            Err(err) => println!("{name:<8} unusable  {err}"),
+            Ok(reason) => say!("{name:<8} usable    {reason}"),
+            Err(err) => say!("{name:<8} unusable  {err}"),
         }
     }
     let auto = DeviceName::Auto.resolve()?;
-    println!("auto     -> {}    {}", auto.name, auto.reason);
+    say!("auto     -> {}    {}", auto.name, auto.reason);
     Ok(())
 }

@@ -3,6 +3,40 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use ember_trainer::signals::Signal;
+
+/// `println!` for the CLI's output: a closed stdout (`ember train | head -1`) ends the program
+/// quietly, with the temporaries of any write in flight removed.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::cli::say(format_args!($($arg)*))
+    };
+}
+
+pub(crate) fn say(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let written = out
+        .write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush());
+    if written.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+        ember::output::remove_temporaries();
+        std::process::exit(0);
+    }
+}
+
+/// A run stopped by SIGINT or SIGTERM: `ember` exits with 128 + the signal's number.
+#[derive(Debug)]
+pub(crate) struct Interrupted(pub Signal);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stopped by {}", self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 mod bench;
 mod chapter;
@@ -44,6 +78,12 @@ pub fn run() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if err.downcast_ref::<Interrupted>().is_some() => {
+            let Some(Interrupted(signal)) = err.downcast_ref::<Interrupted>() else {
+                unreachable!("matched above")
+            };
+            ExitCode::from(signal.exit_code())
+        }
         Err(err) => {
             eprintln!("error: {err}");
             for cause in err.chain().skip(1) {

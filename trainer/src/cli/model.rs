@@ -100,6 +100,49 @@ impl ModelSpec {
     }
 }
 
+/// How many numbers a network holds: its parameters, and the activations of one batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Footprint {
+    /// Parameters.
+    pub parameters: u128,
+    /// The batch's inputs and every layer's outputs for it.
+    pub activations: u128,
+}
+
+impl ModelSpec {
+    /// An estimate of the numbers the network holds for examples of shape `example`,
+    /// `outputs` outputs and batches of `batch`, computed without overflow.
+    pub fn footprint(&self, example: &[usize], outputs: usize, batch: usize) -> Footprint {
+        let inputs: u128 = example.iter().map(|&d| d as u128).product();
+        let (parameters, widths) = match self {
+            ModelSpec::Mlp(hidden) => {
+                let mut parameters = 0u128;
+                let mut width = inputs;
+                let mut widths = inputs;
+                for &units in hidden.iter().chain([&outputs]) {
+                    let units = units as u128;
+                    parameters = parameters.saturating_add(width.saturating_mul(units) + units);
+                    widths = widths.saturating_add(units);
+                    width = units;
+                }
+                (parameters, widths)
+            }
+            // Two small convolutions, then Dense layers of 120, 84 and `outputs` on what is
+            // left of the image: 16 channels of a sixteenth of it (two 2×2 poolings), no more
+            // numbers than it had.
+            ModelSpec::LeNet | ModelSpec::LeNetRelu => {
+                let flat = inputs;
+                let dense = flat.saturating_mul(120) + 120 * 84 + 84 * outputs as u128;
+                (dense + 2_572, inputs.saturating_mul(16))
+            }
+        };
+        Footprint {
+            parameters,
+            activations: widths.saturating_mul(batch as u128),
+        }
+    }
+}
+
 /// d2l's LeNet with the given activation and 2×2, stride-2 pooling.
 fn lenet(activation: Activation, pool: impl Fn(usize) -> Layer, outputs: usize) -> Sequential {
     Sequential::new()

@@ -1,21 +1,25 @@
 //! `ember train`: the chapter's MLP on the chapter's synthetic data, or a model of `--model`
 //! on Fashion-MNIST, a CSV table or NumPy arrays.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use burn::tensor::Device;
 use clap::Args;
-use ember::{Block, Init, L2Loss, Loss, Sequential, SoftmaxCrossEntropyLoss, Trainer};
+use ember::output;
+use ember::{Block, DeviceName, Init, L2Loss, Loss, Sequential, SoftmaxCrossEntropyLoss, Trainer};
 use ember_datasets::csv::{CsvOptions, Label, read_csv};
 use ember_datasets::npy::read_npy_pair;
 use ember_datasets::{DataLoader, Examples};
+use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
 use ember_trainer::evaluate::accuracy;
-use ember_trainer::fit::Target;
-use ember_trainer::fit::{FitOptions, FitRun, Progress, fit};
+use ember_trainer::fit::{Fit, FitRun, Progress, Target};
+use ember_trainer::memory::available_bytes;
 use ember_trainer::policy::{PolicySpec, SyncPolicy};
-use ember_trainer::trace::EpochRecord;
+use ember_trainer::signals;
+use ember_trainer::trace::{EpochRecord, Trace};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::model::ModelSpec;
@@ -53,9 +57,22 @@ pub struct TrainArgs {
     /// The loss: `l2` (synthetic data, regression targets) or `softmax-ce` (class labels).
     #[arg(long)]
     loss: Option<String>,
-    /// Save the parameters (safetensors) here at the end.
+    /// Save the parameters (safetensors) here at the end. Written first, before --metrics.
     #[arg(long)]
     save: Option<PathBuf>,
+    /// Keep checkpoints in this directory (parameters, optimizer state, position, trace), so
+    /// that a killed or interrupted run can go on with --resume. Written at the end of each
+    /// epoch, or as --checkpoint-every says; the last two are kept.
+    #[arg(long)]
+    checkpoint: Option<PathBuf>,
+    /// Write a checkpoint after every N batches rather than at the end of each epoch.
+    #[arg(long)]
+    checkpoint_every: Option<usize>,
+    /// Go on from the newest complete checkpoint in this directory, with the same flags as
+    /// the run that wrote it (--epochs may grow); checkpoints keep going there unless
+    /// --checkpoint names another directory.
+    #[arg(long)]
+    resume: Option<PathBuf>,
     /// Start from the parameters (safetensors) in this file.
     #[arg(long)]
     load: Option<PathBuf>,
@@ -74,7 +91,7 @@ impl Progress for BookLines {
             bar.set_message(format!("epoch {}", epoch + 1));
             bar.set_position(done as u64);
         } else if done.is_multiple_of(50) {
-            println!("batch {done}, time {elapsed:.4} sec");
+            say!("batch {done}, time {elapsed:.4} sec");
         }
     }
 
@@ -84,7 +101,7 @@ impl Progress for BookLines {
             bar.reset();
             bar.set_length(self.batches as u64);
         }
-        println!(
+        say!(
             "epoch {}: time per epoch: {:.4} sec (issued in {:.4} sec), increased memory: {:.1} MB \
              (peak growth {:.1} MB), mean loss {:.6}, max in flight {}",
             r.epoch + 1,
@@ -96,7 +113,7 @@ impl Progress for BookLines {
             r.max_depth
         );
         if let Some(pool) = r.peak_pool_mb {
-            println!("epoch {}: peak device pool: {pool:.1} MB", r.epoch + 1);
+            say!("epoch {}: peak device pool: {pool:.1} MB", r.epoch + 1);
         }
         if !r.metrics.is_empty() {
             let metrics: Vec<String> = r
@@ -104,7 +121,7 @@ impl Progress for BookLines {
                 .iter()
                 .map(|(k, v)| format!("{k} {v:.4}"))
                 .collect();
-            println!(
+            say!(
                 "epoch {}: train loss {:.4}, {}",
                 r.epoch + 1,
                 r.mean_loss,
@@ -132,6 +149,8 @@ impl Task {
             DataSpec::Synthetic => return Ok(Task::Synthetic),
             DataSpec::FashionMnist(dir) => {
                 let (train, test) = ember_datasets::fashion_mnist::load(dir)?;
+                refuse_empty(&train, "training", data)?;
+                refuse_empty(&test, "test", data)?;
                 return Ok(Task::Classify {
                     train,
                     test: Some(test),
@@ -144,6 +163,7 @@ impl Task {
             }
             DataSpec::Npy(x, y) => read_npy_pair(x, y, classes)?,
         };
+        refuse_empty(&examples, "training", data)?;
         Ok(match classes {
             Some(_) => Task::Classify {
                 train: examples,
@@ -151,6 +171,58 @@ impl Task {
             },
             None => Task::Regress { train: examples },
         })
+    }
+
+    /// Refuses sizes whose parameters, or one batch's data and activations, cannot fit in
+    /// this machine's memory, before anything is allocated; names the flag at fault.
+    fn check_memory(&self, workload: &Workload, model: &ModelSpec) -> anyhow::Result<()> {
+        let (example, outputs) = match self {
+            Task::Synthetic => (vec![workload.features], 1),
+            Task::Classify { train, .. } => (train.shape().to_vec(), train.classes().unwrap_or(1)),
+            Task::Regress { train } => (train.shape().to_vec(), train.outputs()),
+        };
+        let Some(available) = available_bytes() else {
+            return Ok(());
+        };
+        let need = model.footprint(&example, outputs, workload.batch_size);
+        let one = model.footprint(&example, outputs, 1);
+        // Parameters, their gradients and the optimizer's copy: three times the parameters.
+        let params = need.parameters.saturating_mul(3 * 4);
+        // The batch, and activations kept for the backward pass with their gradients.
+        let batch = need.activations.saturating_mul(2 * 4);
+        let available = u128::from(available);
+        if params.saturating_add(batch) <= available {
+            return Ok(());
+        }
+        // The model is at fault when it does not fit even with one example per batch.
+        let flag = if params.saturating_add(one.activations.saturating_mul(2 * 4)) > available {
+            match model {
+                ModelSpec::Mlp(_) if workload.synthetic_flags.contains(&"--hidden") => {
+                    format!("--hidden {}", sizes(&workload.hidden))
+                }
+                ModelSpec::Mlp(hidden) if self.is_synthetic() => format!(
+                    "--hidden {} with --features {}",
+                    sizes(hidden),
+                    workload.features
+                ),
+                _ => format!("--model {model}"),
+            }
+        } else {
+            format!("--batch-size {}", workload.batch_size)
+        };
+        bail!(
+            "{flag} is too large for this machine: training needs about {} ({} of parameters, \
+             gradients and optimizer state, {} for one batch and its activations), and {} of \
+             memory is available",
+            bytes(params.saturating_add(batch)),
+            bytes(params),
+            bytes(batch),
+            bytes(available)
+        );
+    }
+
+    fn is_synthetic(&self) -> bool {
+        matches!(self, Task::Synthetic)
     }
 
     /// The loss this data trains with.
@@ -164,7 +236,7 @@ impl Task {
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
-    let mut policy = args.sync.parse::<PolicySpec>()?.build();
+    let policy = args.sync.parse::<PolicySpec>()?.build();
     let epochs = positive("epochs", args.epochs)?;
     let model = args
         .model
@@ -174,6 +246,15 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     if model.is_some() && workload.synthetic_flags.contains(&"--hidden") {
         bail!("--hidden is ignored when --model is given: put the sizes in --model mlp:H1,H2,…");
     }
+    // Every output is checked before any work starts.
+    let outputs = Outputs::check(
+        args.load,
+        args.save,
+        args.metrics,
+        args.checkpoint,
+        args.checkpoint_every,
+        args.resume,
+    )?;
     let task = Task::load(&workload.data, workload.classes)?;
     if let Some(loss) = args.loss.as_deref()
         && loss != task.loss()
@@ -183,131 +264,196 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             task.loss()
         );
     }
+    let model = model.unwrap_or(match task {
+        Task::Synthetic => ModelSpec::Mlp(workload.hidden.clone()),
+        // d2l's MLP unless --model says otherwise.
+        _ => ModelSpec::Mlp(vec![256]),
+    });
+    task.check_memory(&workload, &model)?;
     let picked = workload.device.resolve()?;
-    println!("device: {}", picked.reason);
+    say!("device: {}", picked.reason);
     let device = picked.device.clone().autodiff();
     // --seed fixes the weights' initialization as well as the data.
     picked.device.seed(workload.seed);
     device.seed(workload.seed);
-    let outputs = Outputs {
-        metrics: args.metrics,
-        save: args.save,
-        load: args.load,
-    };
-
-    if let Task::Synthetic = task {
-        let model = model.unwrap_or(ModelSpec::Mlp(workload.hidden.clone()));
-        return train_synthetic(
-            &workload,
-            &model,
-            policy.as_mut(),
-            epochs,
-            &device,
-            &outputs,
-        );
-    }
-    // d2l's MLP unless --model says otherwise.
-    let model = model.unwrap_or(ModelSpec::Mlp(vec![256]));
-    let run = ExamplesRun {
+    let run = Run {
         workload: &workload,
         model: &model,
-        policy: policy.as_mut(),
+        policy,
         epochs,
         device: &picked.device,
+        device_name: picked.name,
         outputs: &outputs,
     };
     match task {
-        Task::Synthetic => unreachable!("trained above"),
+        Task::Synthetic => run.synthetic(),
         Task::Classify { train, test } => {
             let classes = train.classes().unwrap_or(1);
             let net = model.build(classes, model.init(), &device);
-            run.train(net, SoftmaxCrossEntropyLoss, train, test)
+            run.examples(net, SoftmaxCrossEntropyLoss, train, test)
         }
         Task::Regress { train } => {
             let net = model.build(train.outputs(), Init::default(), &device);
-            run.train(net, L2Loss, train, None)
+            run.examples(net, L2Loss, train, None)
         }
     }
 }
 
-/// Where `ember train` writes and reads parameters and traces.
-struct Outputs {
-    metrics: Option<PathBuf>,
-    save: Option<PathBuf>,
-    load: Option<PathBuf>,
-}
-
-/// The chapter's workload: synthetic batches, L2 loss, the book's progress lines.
-fn train_synthetic(
-    workload: &Workload,
-    model: &ModelSpec,
-    policy: &mut dyn SyncPolicy,
-    epochs: usize,
-    device: &Device,
-    outputs: &Outputs,
-) -> anyhow::Result<()> {
-    println!(
-        "training {} batches x {} of {} features, model {model}, policy {}, {} epoch(s)",
-        workload.batches,
-        workload.batch_size,
-        workload.features,
-        policy.name(),
-        epochs
-    );
-    let bar = std::io::stdout().is_terminal().then(|| {
-        ProgressBar::new(workload.batches as u64).with_style(
-            ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} issued ({elapsed})")
-                .expect("valid template"),
-        )
-    });
-    let mut progress = BookLines {
-        bar,
-        batches: workload.batches,
-    };
-    let mut net = model.build(1, Init::default(), device);
-    if let Some(path) = &outputs.load {
-        let example = workload.data()?.batch(0);
-        let x = ember::NdTensor::from_host(&example.x, &example.x_shape, device)?;
-        net = net.infer_shape(x)?.load_parameters(path, device)?;
+/// An empty set of examples trains nothing and measures nothing: an error naming the data.
+fn refuse_empty(examples: &Examples, set: &str, data: &DataSpec) -> anyhow::Result<()> {
+    if examples.is_empty() {
+        bail!("invalid --data {data}: its {set} set has no examples");
     }
-    let run = workload.fit(net, device, policy, epochs, &mut progress)?;
-    finish(&run, outputs)
-}
-
-/// Writes the trace and the parameters, as asked.
-fn finish(run: &FitRun<Sequential>, outputs: &Outputs) -> anyhow::Result<()> {
-    if let Some(path) = &outputs.metrics {
-        let written = run
-            .trace
-            .write(path)
-            .with_context(|| format!("writing metrics to {}", path.display()))?;
-        for file in written {
-            println!("metrics: {}", file.display());
-        }
-    }
-    if let Some(path) = &outputs.save {
-        run.net.save_parameters(path)?;
-        println!("parameters saved to {}", path.display());
-    }
-    println!("parameters: {}", run.net.collect_params().total());
     Ok(())
 }
 
-/// Training on examples held in memory (Fashion-MNIST, CSV, NPY), d2l's `train_ch3`/`train_ch6`:
-/// shuffled minibatches, SGD at the workload's rate, and after each epoch the accuracy on the
-/// training and test sets for class labels.
-struct ExamplesRun<'a> {
+/// A byte count for people: `12.3 GB`, `4.1 TB`.
+fn bytes(n: u128) -> String {
+    let n = n as f64;
+    if n >= 1e12 {
+        format!("{:.1} TB", n / 1e12)
+    } else {
+        format!("{:.1} GB", n / 1e9)
+    }
+}
+
+/// `2048,512`.
+fn sizes(sizes: &[usize]) -> String {
+    sizes
+        .iter()
+        .map(usize::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
+/// any work starts.
+struct Outputs {
+    save: Option<PathBuf>,
+    metrics: Option<PathBuf>,
+    load: Option<PathBuf>,
+    checkpoint: Option<Checkpointing>,
+    resume: Option<Checkpoint>,
+}
+
+impl Outputs {
+    /// Checks every output path (a regular file, or new in a writable directory), prepares the
+    /// checkpoint directory, and finds the checkpoint to resume from.
+    fn check(
+        load: Option<PathBuf>,
+        save: Option<PathBuf>,
+        metrics: Option<PathBuf>,
+        checkpoint: Option<PathBuf>,
+        every: Option<usize>,
+        resume: Option<PathBuf>,
+    ) -> anyhow::Result<Self> {
+        if let Some(path) = &save {
+            output::check(path).with_context(|| format!("invalid --save {}", path.display()))?;
+        }
+        if let Some(path) = &metrics {
+            for file in Trace::paths(path) {
+                output::check(&file)
+                    .with_context(|| format!("invalid --metrics {}", path.display()))?;
+            }
+        }
+        if let Some(dir) = &resume
+            && !dir.is_dir()
+        {
+            bail!(
+                "invalid --resume {}: no such directory of checkpoints",
+                dir.display()
+            );
+        }
+        let checkpoint = match checkpoint.or_else(|| resume.clone()) {
+            Some(dir) => {
+                let mut checkpointing = Checkpointing::new(dir);
+                checkpointing.every = every;
+                checkpointing
+                    .prepare()
+                    .with_context(|| "invalid --checkpoint".to_string())?;
+                Some(checkpointing)
+            }
+            None if every.is_some() => {
+                bail!("--checkpoint-every needs --checkpoint DIR (or --resume DIR)")
+            }
+            None => None,
+        };
+        let resume = match &resume {
+            Some(dir) => {
+                let found = Checkpoint::latest(dir)?;
+                if found.is_none() {
+                    say!(
+                        "no complete checkpoint in {} yet: starting from the beginning",
+                        dir.display()
+                    );
+                }
+                found
+            }
+            None => None,
+        };
+        Ok(Self {
+            save,
+            metrics,
+            load,
+            checkpoint,
+            resume,
+        })
+    }
+}
+
+/// One `ember train` run: the workload, the model, the policy, and where things go.
+struct Run<'a> {
     workload: &'a Workload,
     model: &'a ModelSpec,
-    policy: &'a mut dyn SyncPolicy,
+    policy: Box<dyn SyncPolicy>,
     epochs: usize,
     /// The device without autodiff, for evaluation.
     device: &'a Device,
+    /// What `--device` resolved to.
+    device_name: DeviceName,
     outputs: &'a Outputs,
 }
 
-impl ExamplesRun<'_> {
-    fn train<L>(
+impl Run<'_> {
+    /// The chapter's workload: synthetic batches, L2 loss, the book's progress lines.
+    fn synthetic(self) -> anyhow::Result<()> {
+        let w = self.workload;
+        say!(
+            "training {} batches x {} of {} features, model {}, policy {}, {} epoch(s)",
+            w.batches,
+            w.batch_size,
+            w.features,
+            self.model,
+            self.policy.name(),
+            self.epochs
+        );
+        let bar = std::io::stdout().is_terminal().then(|| {
+            ProgressBar::new(w.batches as u64).with_style(
+                ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} issued ({elapsed})")
+                    .expect("valid template"),
+            )
+        });
+        let progress = BookLines {
+            bar,
+            batches: w.batches,
+        };
+        let device = self.device.clone().autodiff();
+        let mut net = self.model.build(1, Init::default(), &device);
+        if let Some(path) = &self.outputs.load {
+            let example = w.data()?.batch(0);
+            let x = ember::NdTensor::from_host(&example.x, &example.x_shape, &device)?;
+            net = net.infer_shape(x)?.load_parameters(path, &device)?;
+        }
+        let (fit, mut data) = w.fit(net, &device)?;
+        let outputs = self.outputs;
+        let run = self.configure(fit, progress)?.run(&mut data)?;
+        finish(run, outputs)
+    }
+
+    /// Training on examples held in memory (Fashion-MNIST, CSV, NPY), d2l's
+    /// `train_ch3`/`train_ch6`: shuffled minibatches, SGD at the workload's rate, and after
+    /// each epoch the accuracy on the training and test sets for class labels.
+    fn examples<L>(
         self,
         net: Sequential,
         loss: L,
@@ -319,7 +465,7 @@ impl ExamplesRun<'_> {
         L::Target: Target,
     {
         let w = self.workload;
-        println!(
+        say!(
             "training on {}: {} train{} examples of shape {:?}; {}, batch {}, lr {}, policy {}, {} epoch(s)",
             w.data,
             train.len(),
@@ -344,35 +490,135 @@ impl ExamplesRun<'_> {
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
         let trainer = Trainer::new(&net, "sgd", w.lr)?;
-        let mut options = FitOptions::epochs(self.epochs);
+        let mut fit = Fit::new(net, loss, trainer, &device);
         if loader.examples().classes().is_some() {
             let train_eval = loader.rebatched(1024)?;
             let d = self.device.clone();
-            options = options.evaluate("train_acc", move |net: &Sequential| {
+            fit = fit.evaluate("train_acc", move |net: &Sequential| {
                 accuracy(net, &train_eval, &d)
             });
         }
         if let Some(test) = test {
             let test_eval = DataLoader::new(test, 1024)?;
             let d = self.device.clone();
-            options = options.evaluate("test_acc", move |net: &Sequential| {
+            fit = fit.evaluate("test_acc", move |net: &Sequential| {
                 accuracy(net, &test_eval, &d)
             });
         }
-        let mut progress = BookLines {
+        let progress = BookLines {
             bar: None,
             batches: loader.num_batches(),
         };
-        let run = fit(
-            net,
-            loss,
-            trainer,
-            &device,
-            &mut loader,
-            self.policy,
-            &options,
-            &mut progress,
-        )?;
-        finish(&run, self.outputs)
+        let outputs = self.outputs;
+        let run = self.configure(fit, progress)?.run(&mut loader)?;
+        finish(run, outputs)
+    }
+
+    /// The settings every run of `ember train` shares: policy, epochs, progress, the per-step
+    /// seed, checkpoints and resume.
+    fn configure<'f, L>(
+        self,
+        fit: Fit<'f, Sequential, L>,
+        progress: BookLines,
+    ) -> anyhow::Result<Fit<'f, Sequential, L>>
+    where
+        L: Loss + Send + 'static,
+        L::Target: Target,
+    {
+        signals::install()?;
+        let description = self.description();
+        let mut fit = fit
+            .policy(self.policy)
+            .epochs(self.epochs)
+            .progress(progress)
+            .seed(self.workload.seed);
+        if let Some(checkpointing) = &self.outputs.checkpoint {
+            fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
+        }
+        if let Some(checkpoint) = &self.outputs.resume {
+            for (flag, value) in &description {
+                let before = checkpoint.description().get(flag);
+                if before != Some(value) {
+                    bail!(
+                        "cannot resume from {}: it was written by a run with {flag} {}, and \
+                         this one has {flag} {value}; resume with the flags of that run",
+                        checkpoint.dir.display(),
+                        before.map(String::as_str).unwrap_or("(not given)")
+                    );
+                }
+            }
+            say!(
+                "resuming from {}: epoch {}, batch {}",
+                checkpoint.dir.display(),
+                checkpoint.position.epoch + 1,
+                checkpoint.position.next_batch
+            );
+            fit = fit.resume(checkpoint.clone());
+        }
+        Ok(fit)
+    }
+
+    /// What makes two runs the same run, flag by flag: what a resume must match. --epochs may
+    /// grow and --sync changes no result, so neither is here.
+    fn description(&self) -> BTreeMap<String, String> {
+        let w = self.workload;
+        let mut flags = BTreeMap::from([
+            ("--data".to_string(), w.data.to_string()),
+            ("--model".to_string(), self.model.to_string()),
+            ("--batch-size".to_string(), w.batch_size.to_string()),
+            ("--lr".to_string(), w.lr.to_string()),
+            ("--seed".to_string(), w.seed.to_string()),
+            (
+                "--device".to_string(),
+                self.device_name.as_str().to_string(),
+            ),
+        ]);
+        if w.data == DataSpec::Synthetic {
+            flags.insert("--batches".to_string(), w.batches.to_string());
+            flags.insert("--features".to_string(), w.features.to_string());
+        }
+        flags
+    }
+}
+
+/// Writes the parameters first, then the trace: a failure writing one never keeps the other
+/// from being written. A run stopped by a signal writes its trace so far and no parameters
+/// (its checkpoint holds them), and ends with the signal's exit status.
+fn finish(run: FitRun<Sequential>, outputs: &Outputs) -> anyhow::Result<()> {
+    let mut failures = Vec::new();
+    if let Some(path) = &outputs.save
+        && run.stopped.is_none()
+    {
+        match run.net.save_parameters(path) {
+            Ok(()) => say!("parameters saved to {}", path.display()),
+            Err(e) => failures.push(format!("--save {}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = &outputs.metrics {
+        match run.trace.write(path) {
+            Ok(written) => {
+                for file in written {
+                    say!("metrics: {}", file.display());
+                }
+            }
+            Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
+        }
+    }
+    if let Some(signal) = run.stopped {
+        let resume = match &outputs.checkpoint {
+            Some(c) => format!("; go on with --resume {}", c.dir.display()),
+            None => String::new(),
+        };
+        say!(
+            "stopped by {signal} after batch {} of epoch {}{resume}",
+            run.trace.batches.last().map_or(0, |b| b.batch + 1),
+            run.trace.batches.last().map_or(0, |b| b.epoch + 1)
+        );
+        return Err(super::Interrupted(signal).into());
+    }
+    say!("parameters: {}", run.net.collect_params().total());
+    match failures.len() {
+        0 => Ok(()),
+        _ => bail!("{}", failures.join("\n")),
     }
 }

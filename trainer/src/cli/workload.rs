@@ -6,8 +6,7 @@ use anyhow::bail;
 use clap::Args;
 use ember::{DeviceName, Init, L2Loss, Sequential, Trainer};
 use ember_datasets::Synthetic;
-use ember_trainer::fit::{FitOptions, FitRun, Progress, SyntheticEpochs, fit};
-use ember_trainer::policy::SyncPolicy;
+use ember_trainer::fit::{Fit, SyntheticEpochs};
 
 use super::model::{ModelSpec, sizes_list};
 
@@ -218,22 +217,28 @@ impl Workload {
         }
     }
 
-    /// Trains `net` (see [`Workload::net`]) on `device` (an autodiff device) for `epochs`
-    /// epochs under `policy`, with SGD at the workload's rate.
-    pub fn fit(
+    /// A run of `net` (see [`Workload::net`]) on `device` (an autodiff device) with SGD at the
+    /// workload's rate, and the chapter's batches for it, numbered from the seed.
+    pub fn fit<'a>(
         &self,
         net: Sequential,
         device: &burn::tensor::Device,
-        policy: &mut dyn SyncPolicy,
-        epochs: usize,
-        progress: &mut dyn Progress,
-    ) -> anyhow::Result<FitRun<Sequential>> {
+    ) -> anyhow::Result<(Fit<'a, Sequential, L2Loss>, SyntheticEpochs)> {
         let trainer = Trainer::new(&net, "sgd", self.lr)?;
-        let mut data = SyntheticEpochs::new(self.data()?, self.batches);
-        let options = FitOptions::epochs(epochs);
-        Ok(fit(
-            net, L2Loss, trainer, device, &mut data, policy, &options, progress,
-        )?)
+        let data = SyntheticEpochs::new(self.data()?, self.batches);
+        Ok((Fit::new(net, L2Loss, trainer, device), data))
+    }
+
+    /// The workload in a few words, for reports: the chapter's sizes on synthetic data, the
+    /// data and batch size otherwise.
+    pub fn describe(&self) -> String {
+        match self.data {
+            DataSpec::Synthetic => format!(
+                "{} batches x {} x {} features, hidden {:?}",
+                self.batches, self.batch_size, self.features, self.hidden
+            ),
+            ref data => format!("{data}, batch {}, lr {}", self.batch_size, self.lr),
+        }
     }
 
     /// Dense(h, relu) for each hidden size, then Dense(1), initialized on `device`.

@@ -102,7 +102,7 @@ pub fn child(args: ChildArgs) -> anyhow::Result<()> {
         seconds.push(start.elapsed().as_secs_f64());
         output = to_host(out)?;
     }
-    println!(
+    say!(
         "{}",
         serde_json::to_string(&ChildResult { seconds, output })?
     );

@@ -5,9 +5,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use ember::output::write_atomic_bytes;
 use ember_trainer::compare::PolicyRun;
 use ember_trainer::plot::{BarsFigure, TimelineFigure, render};
-use ember_trainer::trace::write_atomically;
 
 use super::{Outcome, Picture, show_ratio};
 
@@ -101,7 +101,7 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
         written.extend(figure);
     }
     let path = dir.join("chapter.md");
-    write_atomically(&path, md.as_bytes())
+    write_atomic_bytes(&path, md.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
     written.push(path);
     Ok(written)

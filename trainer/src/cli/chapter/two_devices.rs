@@ -5,7 +5,7 @@ use burn::tensor::Device;
 use ember::{Init, L2Loss, Trainer};
 use ember_datasets::Synthetic;
 use ember_trainer::compare::median;
-use ember_trainer::fit::{FitOptions, SyntheticEpochs, fit};
+use ember_trainer::fit::{Fit, SyntheticEpochs};
 use ember_trainer::policy::{NoSync, SyncPolicy, Window};
 
 use super::{Outcome, Picture, Setup, Timing};
@@ -37,16 +37,9 @@ fn epoch(device: &Device, sizes: &Sizes, barrier: bool) -> anyhow::Result<f64> {
     } else {
         Box::new(NoSync)
     };
-    let run = fit(
-        net,
-        L2Loss,
-        trainer,
-        &device,
-        &mut data,
-        policy.as_mut(),
-        &FitOptions::epochs(1),
-        &mut (),
-    )?;
+    let run = Fit::new(net, L2Loss, trainer, &device)
+        .policy(policy.as_mut())
+        .run(&mut data)?;
     Ok(run.trace.epochs[0].time)
 }
 

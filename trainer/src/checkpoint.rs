@@ -1,0 +1,241 @@
+//! Checkpoints: everything a run needs to go on as if it had never stopped.
+//!
+//! A checkpoint is a directory `step-NNNNNNNNNN` (the number of training steps taken) inside
+//! the run's checkpoint directory, written atomically through [`ember::output`]: it appears
+//! complete or not at all, so a run killed at any moment, SIGKILL included, leaves the last
+//! complete checkpoint to resume from. It holds:
+//!
+//! | file            | what                                                              |
+//! |-----------------|-------------------------------------------------------------------|
+//! | `model.bpk`     | the parameters and running statistics, with their ids (burnpack)  |
+//! | `optimizer.bpk` | the optimizer's state, keyed by those ids (burn's `OptimizerRecord`) |
+//! | `trace.jsonl`   | every batch and epoch record so far                               |
+//! | `state.json`    | the position (epoch, next batch, steps), the seed, the run's description |
+//!
+//! The data order needs no file: `DataLoader` shuffles each epoch from its seed and the
+//! epoch's number, and the synthetic batches are numbered. The random stream of Dropout is
+//! re-seeded before every step from the run's seed and the step's number
+//! ([`Fit::seed`](crate::fit::Fit::seed)), so the step after a resume draws what it would
+//! have drawn. On flex, a resumed run therefore ends with the same bits as one never stopped.
+//!
+//! Writing a checkpoint is a barrier: the batches in flight finish first.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use burn::store::{BurnpackStore, ModuleSnapshot};
+use ember::{Block, Error, Result, Trainer};
+use serde::{Deserialize, Serialize};
+
+use crate::trace::Trace;
+
+/// Where and how often a run writes checkpoints.
+#[derive(Debug, Clone)]
+pub struct Checkpointing {
+    /// The run's checkpoint directory; created if missing.
+    pub dir: PathBuf,
+    /// A checkpoint after every this many training steps (batches); `None`: at the end of
+    /// every epoch.
+    pub every: Option<usize>,
+    /// How many checkpoints to keep; older ones are removed once a newer one is complete.
+    pub keep: usize,
+    /// What the caller says the run is (its model, data, flags), stored in every checkpoint
+    /// so that a resume can check it continues the same run.
+    pub description: BTreeMap<String, String>,
+}
+
+impl Checkpointing {
+    /// A checkpoint into `dir` at the end of every epoch, keeping the last two.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            every: None,
+            keep: 2,
+            description: BTreeMap::new(),
+        }
+    }
+
+    /// A checkpoint after every `steps` training steps.
+    pub fn every(mut self, steps: usize) -> Self {
+        self.every = Some(steps);
+        self
+    }
+
+    /// Stores `description` in every checkpoint (see [`Checkpoint::description`]).
+    pub fn describe(mut self, description: BTreeMap<String, String>) -> Self {
+        self.description = description;
+        self
+    }
+
+    /// Creates the directory if needed, checks that it takes files, and removes what killed
+    /// runs left half-written there.
+    ///
+    /// # Errors
+    /// [`Error::Output`] naming the directory and what is wrong with it.
+    pub fn prepare(&self) -> Result<()> {
+        if self.every == Some(0) {
+            return Err(Error::InvalidValue {
+                name: "checkpoint interval",
+                value: "0".to_string(),
+                reason: "checkpoints come after at least one step".to_string(),
+            });
+        }
+        ember::output::check_dir(&self.dir)?;
+        ember::output::remove_stale_in(&self.dir);
+        Ok(())
+    }
+}
+
+/// Where a run stands: what a checkpoint's `state.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Position {
+    /// The epoch to go on with, from 0.
+    pub epoch: usize,
+    /// The first batch of that epoch not yet trained on.
+    pub next_batch: usize,
+    /// Training steps taken since the run began.
+    pub steps: u64,
+    /// The seed of the per-step random stream, if the run has one.
+    pub seed: Option<u64>,
+    /// The caller's description of the run ([`Checkpointing::describe`]).
+    pub description: BTreeMap<String, String>,
+}
+
+/// A complete checkpoint found on disk.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Where the run stood.
+    pub position: Position,
+}
+
+const MODEL: &str = "model.bpk";
+const OPTIMIZER: &str = "optimizer.bpk";
+const TRACE: &str = "trace.jsonl";
+const STATE: &str = "state.json";
+const PREFIX: &str = "step-";
+
+impl Checkpoint {
+    /// The newest complete checkpoint in `dir`, or `None` when there is none yet.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when `dir` cannot be read or the newest checkpoint's `state.json` is
+    /// unreadable.
+    pub fn latest(dir: &Path) -> Result<Option<Checkpoint>> {
+        let Some(newest) = steps_in(dir)?.pop() else {
+            return Ok(None);
+        };
+        let path = newest.join(STATE);
+        let text = fs::read_to_string(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let position = serde_json::from_str(&text).map_err(|e| Error::Io {
+            path: path.clone(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        })?;
+        Ok(Some(Checkpoint {
+            dir: newest,
+            position,
+        }))
+    }
+
+    /// What the run that wrote it said it was.
+    pub fn description(&self) -> &BTreeMap<String, String> {
+        &self.position.description
+    }
+
+    /// Loads the parameters into `net` (built and resolved as the run's was), the optimizer's
+    /// state into `trainer`, and returns them with the trace so far.
+    ///
+    /// # Errors
+    /// [`Error::ParameterFile`] or [`Error::Io`] naming the file that does not fit.
+    pub fn restore<B: Block>(&self, net: B, trainer: Trainer) -> Result<(B, Trainer, Trace)> {
+        let model = self.dir.join(MODEL);
+        let mut store = BurnpackStore::from_file(&model).auto_extension(false);
+        let mut net = net;
+        let result = net
+            .load_from(&mut store)
+            .map_err(|e| Error::ParameterFile {
+                path: model.clone(),
+                message: e.to_string(),
+            })?;
+        if !result.errors.is_empty() || !result.missing.is_empty() || !result.unused.is_empty() {
+            return Err(Error::ParameterMismatch {
+                path: model,
+                details: result.to_string(),
+            });
+        }
+        let trainer = trainer.load_state(&self.dir.join(OPTIMIZER))?;
+        let trace_path = self.dir.join(TRACE);
+        let trace = Trace::read_jsonl(&trace_path).map_err(|source| Error::Io {
+            path: trace_path,
+            source,
+        })?;
+        Ok((net, trainer, trace))
+    }
+}
+
+/// Writes a checkpoint of `net`, `trainer` and `trace` at `position` into `settings.dir`,
+/// then removes the ones beyond `settings.keep`. Returns its directory.
+pub(crate) fn write<B: Block>(
+    settings: &Checkpointing,
+    position: &Position,
+    net: &B,
+    trainer: &Trainer,
+    trace: &Trace,
+) -> Result<PathBuf> {
+    let dir = settings.dir.join(format!("{PREFIX}{:010}", position.steps));
+    if dir.exists() {
+        // The same step again (a stop right after a periodic checkpoint): already written.
+        return Ok(dir);
+    }
+    ember::output::write_atomic_dir(&dir, |tmp| {
+        let model = tmp.join(MODEL);
+        // The inference copy folds pending running-statistic updates in; ids stay the same.
+        let mut store = BurnpackStore::from_file(&model).auto_extension(false);
+        net.valid()
+            .save_into(&mut store)
+            .map_err(|e| Error::ParameterFile {
+                path: model.clone(),
+                message: e.to_string(),
+            })?;
+        trainer.save_state(&tmp.join(OPTIMIZER))?;
+        trace.write(&tmp.join(TRACE))?;
+        let state = serde_json::to_string_pretty(position)
+            .map_err(|e| Error::Execution(format!("checkpoint state: {e}")))?;
+        ember::output::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
+    })?;
+    let steps = steps_in(&settings.dir)?;
+    for old in steps
+        .iter()
+        .take(steps.len().saturating_sub(settings.keep.max(1)))
+    {
+        let _ = fs::remove_dir_all(old);
+    }
+    Ok(dir)
+}
+
+/// The complete checkpoints in `dir`, oldest first.
+fn steps_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = fs::read_dir(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut steps: Vec<(u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let steps = name.strip_prefix(PREFIX)?.parse::<u64>().ok()?;
+            entry
+                .path()
+                .join(STATE)
+                .is_file()
+                .then(|| (steps, entry.path()))
+        })
+        .collect();
+    steps.sort();
+    Ok(steps.into_iter().map(|(_, path)| path).collect())
+}

@@ -1,0 +1,103 @@
+//! SIGINT and SIGTERM: a run in [`fit`](crate::fit) finishes the batch in flight, writes a
+//! checkpoint when it keeps them, and returns [`FitRun::stopped`](crate::fit::FitRun); the
+//! `ember` binary then exits with 130 or 143.
+//!
+//! [`install`] starts a thread that receives the signals (signal-hook). While a run is in
+//! progress, the first signal only asks it to stop; a second one, or a signal outside a run,
+//! removes the temporary files of the writes in flight ([`ember::output::remove_temporaries`])
+//! and exits at once with 128 + the signal's number. Without `install`, signals keep their
+//! default action and `fit` never sees a request.
+
+use std::fmt;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+/// The signal a run was asked to stop by, 0 for none.
+static REQUESTED: AtomicI32 = AtomicI32::new(0);
+/// How many runs are in progress and will stop by themselves.
+static RUNS: AtomicUsize = AtomicUsize::new(0);
+static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// A signal that asked the run to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Signal(pub i32);
+
+impl Signal {
+    /// The shell's exit status for a process ended by this signal: 128 + its number (130 for
+    /// SIGINT, 143 for SIGTERM).
+    pub fn exit_code(self) -> u8 {
+        (128 + self.0).clamp(0, 255) as u8
+    }
+}
+
+impl fmt::Display for Signal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            SIGINT => write!(f, "SIGINT"),
+            SIGTERM => write!(f, "SIGTERM"),
+            n => write!(f, "signal {n}"),
+        }
+    }
+}
+
+/// Receives SIGINT and SIGTERM on a thread of their own from now on. Calling it again does
+/// nothing.
+///
+/// # Errors
+/// [`ember::Error::Execution`] when the handlers cannot be registered.
+pub fn install() -> ember::Result<()> {
+    INSTALLED
+        .get_or_init(|| {
+            let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(|e| e.to_string())?;
+            std::thread::Builder::new()
+                .name("ember-signals".to_string())
+                .spawn(move || {
+                    for signal in signals.forever() {
+                        let first = REQUESTED
+                            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+                            .is_ok();
+                        if first && RUNS.load(Ordering::SeqCst) > 0 {
+                            eprintln!(
+                                "{}: finishing the batch in flight, then stopping (again to \
+                                 stop at once)",
+                                Signal(signal)
+                            );
+                        } else {
+                            ember::output::remove_temporaries();
+                            std::process::exit(i32::from(Signal(signal).exit_code()));
+                        }
+                    }
+                })
+                .map(drop)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|e| ember::Error::Execution(format!("cannot handle SIGINT/SIGTERM: {e}")))
+}
+
+/// The signal that asked the runs to stop, if one did.
+pub fn requested() -> Option<Signal> {
+    match REQUESTED.load(Ordering::SeqCst) {
+        0 => None,
+        n => Some(Signal(n)),
+    }
+}
+
+/// Held by a run that stops by itself when [`requested`] says so.
+pub(crate) struct RunInProgress;
+
+impl RunInProgress {
+    pub(crate) fn start() -> Self {
+        RUNS.fetch_add(1, Ordering::SeqCst);
+        RunInProgress
+    }
+}
+
+impl Drop for RunInProgress {
+    fn drop(&mut self) {
+        RUNS.fetch_sub(1, Ordering::SeqCst);
+    }
+}
