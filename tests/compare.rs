@@ -221,8 +221,14 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
             vec!["--out", file.to_str().unwrap()],
             "is a regular file, not a directory",
         ),
-        (vec!["--out", under_file.to_str().unwrap()], "cannot be created"),
-        (vec!["--out", "/proc/ember-compare-test"], "cannot be created"),
+        (
+            vec!["--out", under_file.to_str().unwrap()],
+            "cannot be created",
+        ),
+        (
+            vec!["--out", "/proc/ember-compare-test"],
+            "cannot be created",
+        ),
         (
             vec!["--out", fresh.to_str().unwrap(), "--sweep", ""],
             "at least one window size",

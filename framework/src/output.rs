@@ -7,8 +7,8 @@
 //! [`Error::Output`] naming the path and what it is. Writing to one would replace it, since
 //! the atomic rename that protects a regular file is exactly what destroys the others.
 //!
-//! [`write_atomic`] writes to a temporary name beside the target, `fsync`s it, and renames it
-//! over the target, so a reader sees the old file or the new one, never a part. The temporary
+//! [`write_atomic`] writes into a temporary directory beside the target, `fsync`s the file, and
+//! renames it over the target, so a reader sees the old file or the new one, never a part. The temporary
 //! is removed on every error path; [`remove_temporaries`] removes those in flight when the
 //! process is told to stop (SIGINT, SIGTERM), and a later write to the same target removes
 //! the ones a killed process (SIGKILL) left behind.
@@ -137,15 +137,20 @@ pub fn check_dir(dir: &Path) -> Result<()> {
 pub fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let target = check(path)?;
     remove_stale(&target);
-    let tmp = temporary(&target);
-    let guard = InFlight::register(tmp.clone());
-    let written = write(&tmp)
-        .and_then(|()| sync(&tmp))
-        .and_then(|()| fs::rename(&tmp, &target).map_err(|e| io(path, e)));
+    // The temporary is a directory holding the file under the target's own name, so that
+    // whatever scratch files the writer makes beside it (burn-store and safetensors make
+    // their own) are inside, and go with it.
+    let scratch = temporary(&target);
+    let guard = InFlight::register(scratch.clone());
+    let file = scratch.join(target.file_name().unwrap_or_default());
+    let written = fs::create_dir(&scratch)
+        .map_err(|e| io(&scratch, e))
+        .and_then(|()| write(&file))
+        .and_then(|()| keep_permissions(&file, &target))
+        .and_then(|()| sync(&file))
+        .and_then(|()| fs::rename(&file, &target).map_err(|e| io(path, e)));
     drop(guard);
-    if written.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
+    let _ = fs::remove_dir_all(&scratch);
     written
 }
 
@@ -287,6 +292,19 @@ fn directory_of(path: &Path) -> &Path {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => Path::new("."),
     }
+}
+
+/// Gives `file` the permissions of the `target` it replaces, or, for a new one, those of a
+/// file a user creates (0644): writers' own scratch files are often 0600.
+fn keep_permissions(file: &Path, target: &Path) -> Result<()> {
+    let permissions = match fs::metadata(target) {
+        Ok(meta) => meta.permissions(),
+        #[cfg(unix)]
+        Err(_) => std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        #[cfg(not(unix))]
+        Err(_) => return Ok(()),
+    };
+    fs::set_permissions(file, permissions).map_err(|e| io(file, e))
 }
 
 fn sync(path: &Path) -> Result<()> {

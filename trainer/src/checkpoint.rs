@@ -124,10 +124,19 @@ impl Checkpoint {
     /// [`Error::Io`] when `dir` cannot be read or the newest checkpoint's `state.json` is
     /// unreadable.
     pub fn latest(dir: &Path) -> Result<Option<Checkpoint>> {
-        let Some(newest) = steps_in(dir)?.pop() else {
-            return Ok(None);
-        };
-        let path = newest.join(STATE);
+        match steps_in(dir)?.pop() {
+            Some(newest) => Checkpoint::open(&newest).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The checkpoint in `dir`, one `step-N` directory (to go back to an earlier one than the
+    /// newest).
+    ///
+    /// # Errors
+    /// [`Error::Io`] when its `state.json` is missing or unreadable.
+    pub fn open(dir: &Path) -> Result<Checkpoint> {
+        let path = dir.join(STATE);
         let text = fs::read_to_string(&path).map_err(|source| Error::Io {
             path: path.clone(),
             source,
@@ -136,10 +145,10 @@ impl Checkpoint {
             path: path.clone(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
         })?;
-        Ok(Some(Checkpoint {
-            dir: newest,
+        Ok(Checkpoint {
+            dir: dir.to_path_buf(),
             position,
-        }))
+        })
     }
 
     /// What the run that wrote it said it was.

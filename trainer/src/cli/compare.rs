@@ -148,55 +148,46 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .filter_map(|m| main_runs.iter().find(|r| r.policy == m.name()))
         .collect();
 
-    write_tables(
+    // A failure writing one output never keeps the others from being written.
+    let mut failures: Vec<String> = Vec::new();
+    let mut written: Vec<PathBuf> = Vec::new();
+    match write_tables(
         &args.out,
         &runs,
         &summaries,
         &format!("Device and workload: {subtitle}."),
-    )
-    .with_context(|| format!("writing the tables into {}", args.out.display()))?;
-    let mut written = vec![
-        args.out.join("summary.csv"),
-        args.out.join("trace.csv"),
-        args.out.join("summary.md"),
-    ];
-    let plot = |result: Result<Vec<PathBuf>, String>| {
-        result.map_err(|e| anyhow::anyhow!("drawing a plot: {e}"))
+    ) {
+        Ok(()) => {
+            written.extend(["summary.csv", "trace.csv", "summary.md"].map(|f| args.out.join(f)))
+        }
+        Err(e) => failures.push(format!("writing the tables: {e}")),
+    }
+    let mut plot = |name: &str, result: Result<Vec<PathBuf>, String>| match result {
+        Ok(files) => written.extend(files),
+        Err(e) => failures.push(format!("drawing {name}: {e}")),
     };
-    written.extend(plot(render(
-        &TimeFigure {
-            summaries: &main_summaries,
-            subtitle: &subtitle,
-        },
-        &args.out,
-        "time",
-    ))?);
-    written.extend(plot(render(
-        &MemoryFigure {
-            runs: &first_rounds,
-            subtitle: &subtitle,
-        },
-        &args.out,
-        "memory",
-    ))?);
-    written.extend(plot(render(
-        &TimelineFigure {
-            runs: &first_rounds,
-            subtitle: &subtitle,
-        },
-        &args.out,
-        "timeline",
-    ))?);
+    let time = TimeFigure {
+        summaries: &main_summaries,
+        subtitle: &subtitle,
+    };
+    plot("time", render(&time, &args.out, "time"));
+    let memory = MemoryFigure {
+        runs: &first_rounds,
+        subtitle: &subtitle,
+    };
+    plot("memory", render(&memory, &args.out, "memory"));
+    let timeline = TimelineFigure {
+        runs: &first_rounds,
+        subtitle: &subtitle,
+    };
+    plot("timeline", render(&timeline, &args.out, "timeline"));
     if let Some(sweep) = &sweep {
         let sweep_summaries = pick(sweep);
-        written.extend(plot(render(
-            &SweepFigure {
-                summaries: &sweep_summaries,
-                subtitle: &subtitle,
-            },
-            &args.out,
-            "sweep",
-        ))?);
+        let figure = SweepFigure {
+            summaries: &sweep_summaries,
+            subtitle: &subtitle,
+        };
+        plot("sweep", render(&figure, &args.out, "sweep"));
     }
 
     say!("");
@@ -208,6 +199,9 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     say!("");
     for path in written {
         say!("wrote {}", path.display());
+    }
+    if !failures.is_empty() {
+        bail!("in {}:\n{}", args.out.display(), failures.join("\n"));
     }
     Ok(())
 }

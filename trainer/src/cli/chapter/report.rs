@@ -14,6 +14,7 @@ use super::{Outcome, Picture, show_ratio};
 /// Writes the figures and `chapter.md` into `dir`; returns every file written.
 pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
     let mut md = String::new();
     let held = outcomes.iter().filter(|o| o.held).count();
     let _ = writeln!(
@@ -90,7 +91,11 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
             }
             Picture::None => Ok(Vec::new()),
         }
-        .map_err(|e| anyhow::anyhow!("drawing the figure of {}: {e}", o.key))?;
+        .unwrap_or_else(|e| {
+            // The report and the other figures are written all the same.
+            failures.push(format!("drawing the figure of {}: {e}", o.key));
+            Vec::new()
+        });
         if let Some(png) = figure
             .iter()
             .find(|p| p.extension().is_some_and(|e| e == "png"))
@@ -104,6 +109,9 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
     write_atomic_bytes(&path, md.as_bytes())
         .with_context(|| format!("writing {}", path.display()))?;
     written.push(path);
+    if !failures.is_empty() {
+        anyhow::bail!("{}", failures.join("\n"));
+    }
     Ok(written)
 }
 
