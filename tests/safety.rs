@@ -368,7 +368,15 @@ fn sigint_and_sigterm_finish_the_batch_write_a_checkpoint_and_exit_130_and_143()
 }
 
 fn run_kill(signal: &str, pid: u32) {
-    run("kill", &[&format!("-{signal}"), &pid.to_string()]);
+    let number = match signal {
+        "INT" => libc::SIGINT,
+        "TERM" => libc::SIGTERM,
+        "KILL" => libc::SIGKILL,
+        other => panic!("no signal {other} here"),
+    };
+    let pid = libc::pid_t::try_from(pid).unwrap();
+    // SAFETY: kill(2) takes plain integers; the child is ours and not yet reaped.
+    assert_eq!(unsafe { libc::kill(pid, number) }, 0, "kill -{signal} {pid}");
 }
 
 #[test]
