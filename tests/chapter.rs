@@ -7,19 +7,15 @@ use std::collections::BTreeMap;
 
 use common::cli::{fails_with, succeeds};
 
-const EXPERIMENTS: [&str; 11] = [
-    "async-matmul",
-    "dependency-graph",
-    "barriers",
-    "implicit-blockers",
-    "improving-computation",
-    "memory-footprint",
-    "exercise-2",
-    "exercise-3",
-    "exercise-4",
-    "hybridize",
-    "auto-parallel",
-];
+/// The experiments' keys, from the binary's one list (`ember bench --list`).
+fn experiments() -> Vec<String> {
+    let keys: Vec<String> = succeeds(&["bench", "--list"])
+        .lines()
+        .map(|line| line.split('\t').next().unwrap_or_default().to_string())
+        .collect();
+    assert!(keys.len() > 1, "{keys:?}");
+    keys
+}
 
 /// One experiment's printed section.
 #[derive(Debug, Default)]
@@ -86,7 +82,13 @@ fn check(gpu: &str) {
         report.to_str().unwrap(),
     ]);
     let sections = parse(&stdout);
-    for key in EXPERIMENTS {
+    let experiments = experiments();
+    assert_eq!(
+        sections.keys().collect::<std::collections::BTreeSet<_>>(),
+        experiments.iter().collect(),
+        "every listed experiment ran, and nothing else"
+    );
+    for key in &experiments {
         let s = sections
             .get(key)
             .unwrap_or_else(|| panic!("no section {key} in:\n{stdout}"));
@@ -145,7 +147,7 @@ fn check(gpu: &str) {
     }
     // The report: every section, its verdict, and its figure.
     let md = std::fs::read_to_string(report.join("chapter.md")).unwrap();
-    for key in EXPERIMENTS {
+    for key in &experiments {
         assert!(
             md.contains(&format!("<a id=\"{key}\"></a>")),
             "{key} missing from chapter.md"
@@ -157,7 +159,7 @@ fn check(gpu: &str) {
             assert_eq!((png.width(), png.height()), (1200, 750));
         }
     }
-    assert_eq!(md.matches("**Claim: ").count(), EXPERIMENTS.len());
+    assert_eq!(md.matches("**Claim: ").count(), experiments.len());
 }
 
 #[test]

@@ -376,7 +376,11 @@ fn run_kill(signal: &str, pid: u32) {
     };
     let pid = libc::pid_t::try_from(pid).unwrap();
     // SAFETY: kill(2) takes plain integers; the child is ours and not yet reaped.
-    assert_eq!(unsafe { libc::kill(pid, number) }, 0, "kill -{signal} {pid}");
+    assert_eq!(
+        unsafe { libc::kill(pid, number) },
+        0,
+        "kill -{signal} {pid}"
+    );
 }
 
 #[test]

@@ -4,14 +4,14 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context, bail};
-use clap::{Args, Subcommand};
+use clap::Args;
 use ember::DeviceName;
 use ember_trainer::baseline::raw_burn_epoch;
 use ember_trainer::compare::median;
 use ember_trainer::policy::PolicySpec;
 use serde::{Deserialize, Serialize};
 
-use super::chapter::{self, EXPERIMENTS, Setup, hybridize, report};
+use super::chapter::{EXPERIMENTS, Experiment, Setup, hybridize, report};
 use super::workload::{Workload, WorkloadArgs, positive};
 
 /// Options of `ember bench`: with no experiment named, every experiment of the chapter.
@@ -19,7 +19,7 @@ use super::workload::{Workload, WorkloadArgs, positive};
 #[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
     #[command(subcommand)]
-    experiment: Option<Experiment>,
+    command: Option<BenchCommand>,
     #[command(flatten)]
     chapter: ChapterArgs,
 }
@@ -47,48 +47,83 @@ pub struct ChapterArgs {
     /// Also write chapter.md and its figures into this directory.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Print the experiments' keys and titles, one per line, and run nothing.
+    #[arg(long)]
+    list: bool,
 }
 
-#[derive(Debug, Subcommand)]
-enum Experiment {
-    /// 12.2.1: ten 1000x1000 random matrices and their products on the CPU, on the GPU
-    /// (issue only), and on the GPU with wait_all.
-    AsyncMatmul(ChapterArgs),
-    /// 12.2.2: z = x * y + 2 prints [[3, 3]]; the print is the blocker.
-    DependencyGraph(ChapterArgs),
-    /// 12.2.2: waitall against wait_to_read after one product.
-    Barriers(ChapterArgs),
-    /// 12.2.2: conversion to host data and to a scalar block.
-    ImplicitBlockers(ChapterArgs),
-    /// 12.2.3: 1000 x (y = x + 1), waited for one by one or once; t1, t2, t3.
-    ImprovingComputation(ChapterArgs),
-    /// 12.2.3: the training loop with and without a barrier (`ember train` in fresh processes).
-    MemoryFootprint(ChapterArgs),
-    /// Exercise 2: batch t finishes before batch t + 2 starts, beside barrier and none.
-    #[command(name = "exercise-2")]
-    Exercise2(ChapterArgs),
-    /// Exercise 3: training on the CPU and the GPU at once; a barrier on one, both ways.
-    #[command(name = "exercise-3")]
-    Exercise3(ChapterArgs),
-    /// Exercise 4: waitall against waiting for an intermediate result, several in flight.
-    #[command(name = "exercise-4")]
-    Exercise4(ChapterArgs),
-    /// 12.1: the MLP 512-256-128-2 forward 1000 times without and with kernel fusion; export.
-    Hybridize(ChapterArgs),
-    /// 12.3: products on the CPU, the GPU and both at once; run and copy to the CPU.
-    AutoParallel(ChapterArgs),
-    /// The chapter's training loop under barrier, t+2 and none, beside the same MLP written
-    /// straight against burn: time per epoch, issue time, increased memory, and the ratios.
-    /// Each configuration runs in a fresh process.
+/// What `ember bench` runs: one of the chapter's experiments (their subcommands come from
+/// [`EXPERIMENTS`]), the policies' comparison, or a child process of one of those.
+#[derive(Debug)]
+enum BenchCommand {
+    Experiment(&'static Experiment, ChapterArgs),
     Policies(PoliciesArgs),
-    /// One configuration of `policies` in this process; prints one JSON line (used by
-    /// `policies`, which runs each configuration in a child process).
-    #[command(hide = true)]
     One(OneArgs),
-    /// One mode of `hybridize` in this process (fusion's optimizers must be removed before
-    /// the first tensor operation).
-    #[command(hide = true)]
     HybridizeChild(hybridize::ChildArgs),
+}
+
+const POLICIES: &str = "policies";
+const ONE: &str = "one";
+const HYBRIDIZE_CHILD: &str = "hybridize-child";
+
+impl clap::Subcommand for BenchCommand {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        // `augment_args` sets the struct's own doc as the about, so each about comes after.
+        let experiments = EXPERIMENTS
+            .iter()
+            .map(|e| ChapterArgs::augment_args(clap::Command::new(e.key)).about(e.about));
+        let policies = PoliciesArgs::augment_args(clap::Command::new(POLICIES)).about(
+            "The chapter's training loop under barrier, t+2 and none, beside the same MLP \
+             written straight against burn: time per epoch, issue time, increased memory, and \
+             the ratios. Each configuration runs in a fresh process.",
+        );
+        let one = OneArgs::augment_args(clap::Command::new(ONE))
+            .about("One configuration of `policies` in this process; prints one JSON line")
+            .hide(true);
+        let hybridize_child =
+            hybridize::ChildArgs::augment_args(clap::Command::new(HYBRIDIZE_CHILD))
+                .about("One mode of `hybridize` in this process")
+                .hide(true);
+        cmd.subcommands(experiments)
+            .subcommands([policies, one, hybridize_child])
+    }
+
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        [POLICIES, ONE, HYBRIDIZE_CHILD].contains(&name)
+            || EXPERIMENTS.iter().any(|e| e.key == name)
+    }
+}
+
+impl clap::FromArgMatches for BenchCommand {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        match matches.subcommand() {
+            Some((POLICIES, sub)) => Ok(Self::Policies(PoliciesArgs::from_arg_matches(sub)?)),
+            Some((ONE, sub)) => Ok(Self::One(OneArgs::from_arg_matches(sub)?)),
+            Some((HYBRIDIZE_CHILD, sub)) => Ok(Self::HybridizeChild(
+                hybridize::ChildArgs::from_arg_matches(sub)?,
+            )),
+            Some((name, sub)) => match EXPERIMENTS.iter().find(|e| e.key == name) {
+                Some(experiment) => Ok(Self::Experiment(
+                    experiment,
+                    ChapterArgs::from_arg_matches(sub)?,
+                )),
+                None => Err(clap::Error::raw(
+                    clap::error::ErrorKind::InvalidSubcommand,
+                    format!("unknown experiment {name:?}\n"),
+                )),
+            },
+            None => Err(clap::Error::new(clap::error::ErrorKind::MissingSubcommand)),
+        }
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]
@@ -114,28 +149,25 @@ struct OneArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let (key, chapter_args) = match args.experiment {
-        None => return chapter(&EXPERIMENTS, args.chapter),
-        Some(Experiment::Policies(args)) => return policies(args),
-        Some(Experiment::One(args)) => return one(args),
-        Some(Experiment::HybridizeChild(args)) => return hybridize::child(args),
-        Some(Experiment::AsyncMatmul(a)) => ("async-matmul", a),
-        Some(Experiment::DependencyGraph(a)) => ("dependency-graph", a),
-        Some(Experiment::Barriers(a)) => ("barriers", a),
-        Some(Experiment::ImplicitBlockers(a)) => ("implicit-blockers", a),
-        Some(Experiment::ImprovingComputation(a)) => ("improving-computation", a),
-        Some(Experiment::MemoryFootprint(a)) => ("memory-footprint", a),
-        Some(Experiment::Exercise2(a)) => ("exercise-2", a),
-        Some(Experiment::Exercise3(a)) => ("exercise-3", a),
-        Some(Experiment::Exercise4(a)) => ("exercise-4", a),
-        Some(Experiment::Hybridize(a)) => ("hybridize", a),
-        Some(Experiment::AutoParallel(a)) => ("auto-parallel", a),
-    };
-    chapter(&[key], chapter_args)
+    match args.command {
+        None => chapter(&EXPERIMENTS, args.chapter),
+        Some(BenchCommand::Experiment(experiment, chapter_args)) => {
+            chapter(&[experiment], chapter_args)
+        }
+        Some(BenchCommand::Policies(args)) => policies(args),
+        Some(BenchCommand::One(args)) => one(args),
+        Some(BenchCommand::HybridizeChild(args)) => hybridize::child(args),
+    }
 }
 
-/// Runs the chapter's experiments named in `keys`, prints their lines, and writes the report.
-fn chapter(keys: &[&str], args: ChapterArgs) -> anyhow::Result<()> {
+/// Runs `experiments`, prints their lines, and writes the report.
+fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Result<()> {
+    if args.list {
+        for experiment in experiments {
+            say!("{}\t{}", experiment.key, experiment.title);
+        }
+        return Ok(());
+    }
     let repeat = positive("repeat", args.repeat)?;
     let cpu = args.cpu.parse::<DeviceName>()?.resolve()?;
     let gpu = args.gpu.parse::<DeviceName>()?.resolve()?;
@@ -177,8 +209,9 @@ fn chapter(keys: &[&str], args: ChapterArgs) -> anyhow::Result<()> {
     };
     let mut outcomes = Vec::new();
     let result = (|| -> anyhow::Result<()> {
-        for key in keys {
-            let outcome = chapter::run(key, &setup).with_context(|| format!("experiment {key}"))?;
+        for experiment in experiments {
+            let outcome = (experiment.run)(&setup)
+                .with_context(|| format!("experiment {}", experiment.key))?;
             say!("");
             for line in outcome.lines() {
                 say!("{line}");

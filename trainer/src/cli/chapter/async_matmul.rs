@@ -1,14 +1,23 @@
 //! 12.2.1 "Asynchrony via Backend": ten random matrices and their products, on the CPU, then on
 //! the GPU with and without a final `waitall`.
 
-use super::{Outcome, Picture, Setup, no_overlap_reason, normal, timed, wait_all};
+use super::{Experiment, Outcome, Picture, Setup, no_overlap_reason, normal, timed, wait_all};
 
 const BOOK: &str = "d2l warms the GPU up, then times 10 x (a = random 1000x1000, b = a @ a): \
     numpy: 0.4711 sec on the CPU, mxnet.np: 0.0015 sec on the GPU with waitall. \
     Without waitall the GPU loop only issues the work, and returns in a small fraction of that: \
     the frontend gives the work to the backend and returns at once.";
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// 12.2.1: ten 1000x1000 random matrices and their products on the CPU, on the GPU (issue only), and on the GPU with wait_all.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "async-matmul",
+    title: "Asynchrony via backend (12.2.1)",
+    about: "12.2.1: ten 1000x1000 random matrices and their products on the CPU, on the GPU (issue only), and on the GPU with wait_all",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(1000, 64);
     let reps = 10;
     let (cpu, gpu) = (&s.cpu.device, &s.gpu.device);
@@ -73,9 +82,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
         finished.median() / cpu_time.median()
     )];
     Ok(Outcome {
-        key: "async-matmul",
-        title: "Asynchrony via backend (12.2.1)",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "CPU {}, GPU {}; 10 x {n}x{n} matmul, median of {}",
             super::Setup::label(&s.cpu),

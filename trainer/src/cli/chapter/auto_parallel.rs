@@ -4,7 +4,7 @@
 use anyhow::anyhow;
 use burn::tensor::{Device, Tensor};
 
-use super::{Outcome, Picture, Setup, Timing, normal, timed, wait_all};
+use super::{Experiment, Outcome, Picture, Setup, Timing, normal, timed, wait_all};
 
 const BOOK: &str = "d2l runs 50 products of 4000x4000 matrices on GPU1, on GPU2, and on both \
     at once ('GPU1 & GPU2'): the frontend issues both \
@@ -30,7 +30,16 @@ fn copy_to(results: Vec<Tensor<2>>, cpu: &Device) -> anyhow::Result<Vec<Tensor<2
         .collect()
 }
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// 12.3: products on the CPU, the GPU and both at once; run and copy to the CPU.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "auto-parallel",
+    title: "Automatic parallelism (12.3)",
+    about: "12.3: products on the CPU, the GPU and both at once; run and copy to the CPU",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(1000, 64);
     let reps = 10;
     let (cpu, gpu) = (&s.cpu.device, &s.gpu.device);
@@ -114,9 +123,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
         )
     };
     Ok(Outcome {
-        key: "auto-parallel",
-        title: "Automatic parallelism (12.3)",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "CPU {}, GPU {}; {reps} products of {n}x{n}, median of {}",
             Setup::label(&s.cpu),

@@ -1,12 +1,21 @@
 //! 12.2.2 "Barriers and Blockers": `waitall` against `wait_to_read` after one product.
 
-use super::{Outcome, Picture, Setup, normal, timed, wait_all, wait_to_read};
+use super::{Experiment, Outcome, Picture, Setup, normal, timed, wait_all, wait_to_read};
 
 const BOOK: &str = "d2l times b = np.dot(a, a) followed by npx.waitall() and by \
     b.wait_to_read(): with one operation in flight both wait \
     for the same work, so they cost about the same; waitall is the blunter tool.";
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// 12.2.2: waitall against wait_to_read after one product.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "barriers",
+    title: "Barriers: waitall and wait_to_read (12.2.2)",
+    about: "12.2.2: waitall against wait_to_read after one product",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(1000, 64);
     let device = &s.gpu.device;
     let a = normal(n, device);
@@ -22,9 +31,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let ratio = one.median() / all.median();
     let held = (0.5..=2.0).contains(&ratio);
     Ok(Outcome {
-        key: "barriers",
-        title: "Barriers: waitall and wait_to_read (12.2.2)",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "{}, {n}x{n} matmul, median of {}",
             Setup::label(&s.gpu),

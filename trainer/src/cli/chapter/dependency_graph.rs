@@ -3,7 +3,7 @@
 
 use burn::tensor::Tensor;
 
-use super::{Outcome, Picture, Setup, Timing, to_host};
+use super::{Experiment, Outcome, Picture, Setup, Timing, to_host};
 
 const BOOK: &str = "d2l builds x = np.ones((1, 2)), y = np.ones((1, 2)), z = x * y + 2 and \
     prints [[3. 3.]]: the frontend only records the graph x, y -> x * y -> + 2, the backend \
@@ -27,7 +27,16 @@ pub fn show(values: &[f32]) -> String {
     format!("[[{}]]", cells.join(", "))
 }
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// 12.2.2: z = x * y + 2 prints [[3, 3]]; the print is the blocker.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "dependency-graph",
+    title: "The dependency graph (12.2.2)",
+    about: "12.2.2: z = x * y + 2 prints [[3, 3]]; the print is the blocker",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let device = &s.gpu.device;
     graph(device)?; // warm-up: the kernels compile once
     let (mut issue, mut print, mut values) = (Vec::new(), Vec::new(), Vec::new());
@@ -48,9 +57,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
     };
     let held = z == "[[3, 3]]";
     Ok(Outcome {
-        key: "dependency-graph",
-        title: "The dependency graph (12.2.2)",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!("{}, median of {}", Setup::label(&s.gpu), s.repeat),
         ratio: (
             "print / issue".into(),

@@ -16,7 +16,7 @@ use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
 use ember_datasets::Synthetic;
 use serde::{Deserialize, Serialize};
 
-use super::{Outcome, Picture, Setup, Timing, to_host};
+use super::{Experiment, Outcome, Picture, Setup, Timing, to_host};
 
 const BOOK: &str = "d2l builds Dense(256, relu), Dense(128, relu), Dense(2) on a (1, 512) \
     input and times 1000 forward passes before and after net.hybridize(): the \
@@ -146,7 +146,16 @@ fn max_diff(a: &[f32], b: &[f32]) -> f32 {
         .fold(0.0, f32::max)
 }
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// 12.1: the MLP 512-256-128-2 forward 1000 times without and with kernel fusion; export.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "hybridize",
+    title: "Hybridization: kernel fusion and export (12.1)",
+    about: "12.1: the MLP 512-256-128-2 forward 1000 times without and with kernel fusion; export",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let passes = s.size(1000, 50);
     // Export: the parameters, written by this process on the CPU and read back.
     let cpu = Device::flex();
@@ -193,9 +202,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
             .into()
     };
     Ok(Outcome {
-        key: "hybridize",
-        title: "Hybridization: kernel fusion and export (12.1)",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "{}; MLP 512-256-128-2, {passes} forward passes of a (1, 512) input, each mode in \
              its own process, median of {}",

@@ -1,12 +1,23 @@
 //! 12.2.2 "Implicit Blockers": converting a result to host data or to a scalar waits for it.
 
-use super::{Outcome, Picture, Setup, no_overlap_reason, normal, timed, to_host, wait_all};
+use super::{
+    Experiment, Outcome, Picture, Setup, no_overlap_reason, normal, timed, to_host, wait_all,
+};
 
 const BOOK: &str = "d2l times b = np.dot(a, a) followed by b.asnumpy() ('numpy \
     conversion') and by b.sum().item() ('scalar conversion'): both convert to the \
     host, so both block until the product is done, like waitall.";
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// 12.2.2: conversion to host data and to a scalar block.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "implicit-blockers",
+    title: "Implicit blockers: numpy and scalar conversion (12.2.2)",
+    about: "12.2.2: conversion to host data and to a scalar block",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(1000, 64);
     let device = &s.gpu.device;
     let a = normal(n, device);
@@ -29,9 +40,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let ratio = host.median().min(scalar.median()) / issue.median().max(1e-9);
     let held = ratio >= 5.0;
     Ok(Outcome {
-        key: "implicit-blockers",
-        title: "Implicit blockers: numpy and scalar conversion (12.2.2)",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "{}, {n}x{n} matmul, median of {}",
             Setup::label(&s.gpu),

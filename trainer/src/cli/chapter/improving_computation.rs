@@ -5,7 +5,9 @@ use std::time::Instant;
 
 use burn::tensor::Tensor;
 
-use super::{Outcome, Picture, Setup, Timing, no_overlap_reason, timed, to_host, wait_all};
+use super::{
+    Experiment, Outcome, Picture, Setup, Timing, no_overlap_reason, timed, to_host, wait_all,
+};
 
 const BOOK: &str = "d2l runs y = x + 1 on a (1, 2) matrix 10000 times, with y.wait_to_read() \
     after each ('synchronous') and with one npx.waitall() at the end ('asynchronous'): the \
@@ -19,7 +21,16 @@ fn read(y: &Tensor<2>) -> anyhow::Result<()> {
     to_host(y.clone()).map(drop)
 }
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// 12.2.3: 1000 x (y = x + 1), waited for one by one or once; t1, t2, t3.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "improving-computation",
+    title: "Improving computation (12.2.3)",
+    about: "12.2.3: 1000 x (y = x + 1), waited for one by one or once; t1, t2, t3",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(1000, 100);
     let device = &s.gpu.device;
     let x = Tensor::<2>::ones([1, 2], device);
@@ -96,9 +107,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
     ];
     let timings: Vec<Timing> = vec![sync, asynchronous];
     Ok(Outcome {
-        key: "improving-computation",
-        title: "Improving computation (12.2.3)",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "{}, {n} x (y = x + 1) on a 1x2 matrix, median of {}",
             Setup::label(&s.gpu),

@@ -1,19 +1,23 @@
 //! The experiments of d2l's "Computational Performance" chapters (12.1 hybridization, 12.2
-//! asynchronous computation and its exercises, 12.3 automatic parallelism), each in a file of
-//! its own name. Each one measures, prints the book's lines and a ratio, and says whether the
-//! book's qualitative claim held on this machine, and why not when it did not.
+//! asynchronous computation and its exercises, 12.3 automatic parallelism), each in a file
+//! named after its key (`exercise-2` in `exercise_2.rs`) that holds its one [`Experiment`]
+//! value: key, title, help line, the book's passage and its `run`. [`EXPERIMENTS`] lists them;
+//! `ember bench`'s parser and help, its `--list`, the report and the tests all read that list.
+//! Each one measures, prints the book's lines and a ratio, and says whether the book's
+//! qualitative claim held on this machine, and why not when it did not.
 
 pub mod async_matmul;
 pub mod auto_parallel;
 pub mod barriers;
 pub mod dependency_graph;
+pub mod exercise_2;
+pub mod exercise_3;
+pub mod exercise_4;
 pub mod hybridize;
 pub mod implicit_blockers;
 pub mod improving_computation;
 pub mod memory_footprint;
 pub mod report;
-pub mod two_devices;
-pub mod wait_cost;
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -105,14 +109,41 @@ pub enum Picture {
     None,
 }
 
-/// An experiment's result.
-pub struct Outcome {
-    /// The name on the command line.
+/// One experiment of the chapter: everything about it that is written once.
+#[derive(Debug)]
+pub struct Experiment {
+    /// The name on the command line (`ember bench KEY`), in the report and in the figures'
+    /// file names.
     pub key: &'static str,
     /// The section's title, with the book's section number.
     pub title: &'static str,
+    /// One line for `ember bench --help`.
+    pub about: &'static str,
     /// What the book does and finds, with its figures.
     pub book: &'static str,
+    /// Measures, and says whether the book's claim held here.
+    pub run: fn(&Setup) -> anyhow::Result<Outcome>,
+}
+
+/// Every experiment, in the chapter's order.
+pub const EXPERIMENTS: [&Experiment; 11] = [
+    &async_matmul::EXPERIMENT,
+    &dependency_graph::EXPERIMENT,
+    &barriers::EXPERIMENT,
+    &implicit_blockers::EXPERIMENT,
+    &improving_computation::EXPERIMENT,
+    &memory_footprint::EXPERIMENT,
+    &exercise_2::EXPERIMENT,
+    &exercise_3::EXPERIMENT,
+    &exercise_4::EXPERIMENT,
+    &hybridize::EXPERIMENT,
+    &auto_parallel::EXPERIMENT,
+];
+
+/// An experiment's result.
+pub struct Outcome {
+    /// The experiment.
+    pub experiment: &'static Experiment,
     /// Device and sizes of this run.
     pub context: String,
     /// The timed lines.
@@ -134,7 +165,10 @@ pub struct Outcome {
 impl Outcome {
     /// The book's lines, the ratio and the verdict, as printed.
     pub fn lines(&self) -> Vec<String> {
-        let mut lines = vec![format!("== {}: {} ==", self.key, self.title)];
+        let mut lines = vec![format!(
+            "== {}: {} ==",
+            self.experiment.key, self.experiment.title
+        )];
         lines.push(format!("on {}", self.context));
         lines.extend(
             self.timings
@@ -163,42 +197,6 @@ pub fn show_ratio(value: f64) -> String {
         format!("{value:.3e}")
     } else {
         format!("{value:.4}")
-    }
-}
-
-/// Every experiment, in the chapter's order.
-pub const EXPERIMENTS: [&str; 11] = [
-    "async-matmul",
-    "dependency-graph",
-    "barriers",
-    "implicit-blockers",
-    "improving-computation",
-    "memory-footprint",
-    "exercise-2",
-    "exercise-3",
-    "exercise-4",
-    "hybridize",
-    "auto-parallel",
-];
-
-/// Runs the experiment named `key`.
-pub fn run(key: &str, setup: &Setup) -> anyhow::Result<Outcome> {
-    match key {
-        "async-matmul" => async_matmul::run(setup),
-        "dependency-graph" => dependency_graph::run(setup),
-        "barriers" => barriers::run(setup),
-        "implicit-blockers" => implicit_blockers::run(setup),
-        "improving-computation" => improving_computation::run(setup),
-        "memory-footprint" => memory_footprint::run(setup),
-        "exercise-2" => memory_footprint::exercise_2(setup),
-        "exercise-3" => two_devices::run(setup),
-        "exercise-4" => wait_cost::run(setup),
-        "hybridize" => hybridize::run(setup),
-        "auto-parallel" => auto_parallel::run(setup),
-        other => Err(anyhow!(
-            "unknown experiment {other:?}: expected one of {}",
-            EXPERIMENTS.join(", ")
-        )),
     }
 }
 

@@ -34,17 +34,21 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
         let _ = writeln!(
             md,
             "| [{}](#{}) | {}: {} | {} |",
-            o.title,
-            o.key,
+            o.experiment.title,
+            o.experiment.key,
             o.ratio.0,
             show_ratio(o.ratio.1),
             if o.held { "held" } else { "did not hold" }
         );
     }
     for o in outcomes {
-        let _ = writeln!(md, "\n<a id=\"{}\"></a>\n## {}\n", o.key, o.title);
-        let _ = writeln!(md, "`ember bench {}` — {}\n", o.key, o.context);
-        let _ = writeln!(md, "**The book.** {}\n", o.book);
+        let _ = writeln!(
+            md,
+            "\n<a id=\"{}\"></a>\n## {}\n",
+            o.experiment.key, o.experiment.title
+        );
+        let _ = writeln!(md, "`ember bench {}` — {}\n", o.experiment.key, o.context);
+        let _ = writeln!(md, "**The book.** {}\n", o.experiment.book);
         let _ = writeln!(md, "**Measured here.**\n\n| | seconds |\n|---|---:|");
         for t in &o.timings {
             let _ = writeln!(md, "| {} | {:.4} |", t.label, t.median());
@@ -70,12 +74,12 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
                     .collect();
                 render(
                     &BarsFigure {
-                        title: o.title,
+                        title: o.experiment.title,
                         subtitle: &o.context,
                         bars: &bars,
                     },
                     dir,
-                    o.key,
+                    o.experiment.key,
                 )
             }
             Picture::Timeline(runs) => {
@@ -86,14 +90,14 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
                         subtitle: &o.context,
                     },
                     dir,
-                    o.key,
+                    o.experiment.key,
                 )
             }
             Picture::None => Ok(Vec::new()),
         }
         .unwrap_or_else(|e| {
             // The report and the other figures are written all the same.
-            failures.push(format!("drawing the figure of {}: {e}", o.key));
+            failures.push(format!("drawing the figure of {}: {e}", o.experiment.key));
             Vec::new()
         });
         if let Some(png) = figure
@@ -101,7 +105,7 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
             .find(|p| p.extension().is_some_and(|e| e == "png"))
         {
             let name = png.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            let _ = writeln!(md, "![{}]({name})\n", o.title);
+            let _ = writeln!(md, "![{}]({name})\n", o.experiment.title);
         }
         written.extend(figure);
     }

@@ -8,7 +8,7 @@ use ember_trainer::compare::median;
 use ember_trainer::fit::{Fit, SyntheticEpochs};
 use ember_trainer::policy::{NoSync, SyncPolicy, Window};
 
-use super::{Outcome, Picture, Setup, Timing};
+use super::{Experiment, Outcome, Picture, Setup, Timing};
 use crate::cli::workload::mlp;
 
 const BOOK: &str = "Exercise 3 of 12.2 asks what happens when the same program trains on the \
@@ -62,7 +62,16 @@ fn together(
     })
 }
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// Exercise 3: training on the CPU and the GPU at once; a barrier on one, both ways.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "exercise-3",
+    title: "Exercise 3: training on the CPU and the GPU at once",
+    about: "Exercise 3: training on the CPU and the GPU at once; a barrier on one, both ways",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let sizes = if s.quick {
         Sizes {
             batches: 4,
@@ -128,9 +137,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
         "the two frontends share the host: a barrier changes how the host's time is split".into()
     };
     Ok(Outcome {
-        key: "exercise-3",
-        title: "Exercise 3: training on the CPU and the GPU at once",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "CPU {}, GPU {}; {} batches of {} x {}, hidden {:?}, one epoch per device and \
              scenario, median of {}",

@@ -5,14 +5,23 @@ use std::time::Instant;
 
 use burn::tensor::Tensor;
 
-use super::{Outcome, Picture, Setup, Timing, normal, wait_all, wait_to_read};
+use super::{Experiment, Outcome, Picture, Setup, Timing, normal, wait_all, wait_to_read};
 
 const BOOK: &str = "Exercise 4 of 12.2: with several instructions in flight, compare waitall \
     with waiting for an intermediate result (wait_to_read on an early output). MXNet's engine \
     tracks dependencies, so waiting for an early result need not wait for the later, \
     independent work: it should be cheaper than waitall.";
 
-pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
+/// Exercise 4: waitall against waiting for an intermediate result, several in flight.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "exercise-4",
+    title: "Exercise 4: waitall against waiting for an intermediate result",
+    about: "Exercise 4: waitall against waiting for an intermediate result, several in flight",
+    book: BOOK,
+    run,
+};
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(600, 48);
     let k = 8;
     let device = &s.gpu.device;
@@ -70,9 +79,7 @@ pub fn run(s: &Setup) -> anyhow::Result<Outcome> {
         )
     };
     Ok(Outcome {
-        key: "exercise-4",
-        title: "Exercise 4: waitall against waiting for an intermediate result",
-        book: BOOK,
+        experiment: &EXPERIMENT,
         context: format!(
             "{}, {k} independent {n}x{n} products in flight, median of {}",
             Setup::label(&s.gpu),
