@@ -538,7 +538,7 @@ where
                 {
                     let mut so_far = trace.clone();
                     so_far.batches.extend(records.iter().cloned());
-                    let dir = write_checkpoint(&engine, checkpointing, &at, &so_far)?;
+                    let dir = write_checkpoint(&engine, device, checkpointing, &at, &so_far)?;
                     progress.checkpointed(&dir);
                 }
                 if stopped.is_some() {
@@ -588,7 +588,7 @@ where
             if let Some(checkpointing) = &checkpointing
                 && checkpointing.every.is_none()
             {
-                let dir = write_checkpoint(&engine, checkpointing, &at, &trace)?;
+                let dir = write_checkpoint(&engine, device, checkpointing, &at, &trace)?;
                 progress.checkpointed(&dir);
             }
         }
@@ -632,6 +632,7 @@ fn absorb(
 /// step, at `position`.
 fn write_checkpoint<B, L>(
     engine: &Engine<Backend<B, L>>,
+    device: &Device,
     checkpointing: &Checkpointing,
     position: &Position,
     trace: &Trace,
@@ -640,8 +641,7 @@ where
     B: Block + 'static,
     L: Loss + Send + 'static,
 {
-    let device = Device::flex();
-    let (net, trainer) = on_backend(engine, &device, |b| (b.net.clone(), b.trainer.clone()))?;
+    let (net, trainer) = on_backend(engine, device, |b| (b.net.clone(), b.trainer.clone()))?;
     let net = net.ok_or_else(lost)?;
     checkpoint::write(checkpointing, position, &net, &trainer, trace)
 }
