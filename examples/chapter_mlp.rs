@@ -70,7 +70,7 @@ fn step(
 
 /// A host batch on the device: X of any rank, y as `[batch, 1]`.
 fn upload(batch: &Batch, device: &Device) -> ember::Result<(NdTensor, Tensor<2>)> {
-    let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+    let x = batch.x_on(device)?;
     let y = NdTensor::from_host(&batch.y, &batch.y_shape, device)?.into_rank()?;
     Ok((x, y))
 }

@@ -83,7 +83,7 @@ fn network(device: &Device) -> Sequential<Residual> {
 }
 
 fn upload(batch: &Batch, device: &Device) -> Result<(NdTensor, Tensor<2>)> {
-    let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+    let x = batch.x_on(device)?;
     let y = NdTensor::from_host(&batch.y, &batch.y_shape, device)?.into_rank()?;
     Ok((x, y))
 }

@@ -15,7 +15,6 @@ use std::path::PathBuf;
 use burn::tensor::Device;
 use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Result, Sequential, Trainer};
 use ember_datasets::Synthetic;
-use ember_trainer::compare::PolicyRun;
 use ember_trainer::fit::{Fit, SyntheticEpochs};
 use ember_trainer::plot::{MemoryFigure, TimelineFigure, render};
 use ember_trainer::policy::{InFlight, NoSync, SyncPolicy, Window};
@@ -84,21 +83,16 @@ fn main() -> anyhow::Result<()> {
         print_every: 25,
     };
     let policies: [&mut dyn SyncPolicy; 3] = [&mut mine, &mut Window(1), &mut NoSync];
-    let mut runs = Vec::new();
+    let mut runs: Vec<Trace> = Vec::new();
     for policy in policies {
-        let trace = train(&device, policy)?;
-        runs.push(PolicyRun {
-            policy: policy.name(),
-            round: 0,
-            trace,
-        });
+        runs.push(train(&device, policy)?);
     }
 
     // The user's policy obeyed its own rule: batch 10k started after every earlier batch had
     // finished.
-    for b in &runs[0].trace.batches {
+    for b in &runs[0].batches {
         if b.batch > 0 && b.batch % 10 == 0 {
-            let latest_done = runs[0].trace.batches[..b.batch]
+            let latest_done = runs[0].batches[..b.batch]
                 .iter()
                 .map(|p| p.done)
                 .fold(f64::NEG_INFINITY, f64::max);
@@ -113,22 +107,22 @@ fn main() -> anyhow::Result<()> {
     std::fs::create_dir_all(&out)?;
     let mut all = Trace::default();
     for run in &runs {
-        all.extend(run.trace.clone());
+        all.extend(run.clone());
     }
     for file in all.write(&out.join("trace.csv"))? {
         println!("wrote {}", file.display());
     }
-    let refs: Vec<&PolicyRun> = runs.iter().collect();
+    let refs: Vec<&Trace> = runs.iter().collect();
     let subtitle = format!(
         "100 batches of 256 x 512, MLP 512-128-1, on {}",
         picked.name.as_str()
     );
     let timeline = TimelineFigure {
-        runs: &refs,
+        traces: &refs,
         subtitle: &subtitle,
     };
     let memory = MemoryFigure {
-        runs: &refs,
+        traces: &refs,
         subtitle: &subtitle,
     };
     for file in render(&timeline, &out, "timeline")

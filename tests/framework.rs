@@ -453,7 +453,7 @@ fn chapter_mlp_learns_on(device: &Device, batch: usize, steps: usize) {
     let mut losses = Vec::new();
     for step in 0..steps {
         let b = data.batch(step as u64 % 4);
-        let x = NdTensor::from_host(&b.x, &b.x_shape, device).unwrap();
+        let x = b.x_on(device).unwrap();
         let y = NdTensor::from_host(&b.y, &b.y_shape, device)
             .unwrap()
             .rank();

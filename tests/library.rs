@@ -8,7 +8,6 @@ use burn::prelude::*;
 use burn::tensor::activation::relu;
 use ember::{Block, Error, Init, Loss, NdTensor, Result, Trainer};
 use ember_datasets::Synthetic;
-use ember_trainer::compare::PolicyRun;
 use ember_trainer::fit::{Fit, FitOptions, SyntheticEpochs};
 use ember_trainer::plot::{TimelineFigure, render};
 use ember_trainer::policy::{InFlight, SyncPolicy};
@@ -89,7 +88,7 @@ fn train(device: &Device) -> (Trace, Thirds, f64) {
     let held_out = data.batch(10_000);
     let mut batches = SyntheticEpochs::new(data, BATCHES);
     let val_mse = move |net: &Residual, device: &Device| -> Result<f64> {
-        let x = NdTensor::from_host(&held_out.x, &held_out.x_shape, device)?;
+        let x = held_out.x_on(device)?;
         let y = NdTensor::from_host(&held_out.y, &held_out.y_shape, device)?.into_rank()?;
         Ok(f64::from(
             Mse.forward(net.forward(x).into_rank()?, y)?
@@ -157,15 +156,10 @@ fn check(trace: &Trace, policy: &Thirds, untrained: f64) {
     assert_eq!(written.len(), 2);
     let csv = std::fs::read_to_string(&written[0]).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * BATCHES);
-    let run = PolicyRun {
-        policy: "thirds".into(),
-        round: 0,
-        trace: trace.clone(),
-    };
-    let runs = [&run];
+    // A trace from fit draws as it is.
     let files = render(
         &TimelineFigure {
-            runs: &runs,
+            traces: &[trace],
             subtitle: "user policy",
         },
         dir.path(),

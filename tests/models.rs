@@ -160,7 +160,7 @@ fn a_users_residual_block_on_images_trains_beside_ember_layers_and_modes_switch(
 
     // Training mode drops units at random; the inference copy is deterministic.
     let batch = &data.batches[0];
-    let x = |device: &Device| NdTensor::from_host(&batch.x, &batch.x_shape, device).unwrap();
+    let x = |device: &Device| batch.x_on(device).unwrap();
     let out = |net: &Sequential<Residual>, device: &Device| -> Vec<f32> {
         net.forward(x(device))
             .flatten()

@@ -1,5 +1,8 @@
 //! A minibatch held in host memory, before it is uploaded to a device.
 
+use burn::tensor::Device;
+use ember::NdTensor;
+
 /// Features and targets of one minibatch, row-major, in host memory.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
@@ -23,6 +26,15 @@ impl Batch {
     /// Whether the batch has no example.
     pub fn is_empty(&self) -> bool {
         self.x_shape[0] == 0
+    }
+
+    /// The features on `device`, in their shape (`[batch, features]`, or `[batch, channels,
+    /// height, width]` for images): the one upload of a batch's inputs.
+    ///
+    /// # Errors
+    /// [`ember::Error::Shape`] when `x` does not hold as many values as `x_shape` says.
+    pub fn x_on(&self, device: &Device) -> ember::Result<NdTensor> {
+        NdTensor::from_host(&self.x, &self.x_shape, device)
     }
 
     /// Bytes of host memory the batch holds.

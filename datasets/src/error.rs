@@ -52,3 +52,11 @@ pub enum DatasetError {
 
 /// `Result` with [`DatasetError`].
 pub type Result<T, E = DatasetError> = std::result::Result<T, E>;
+
+/// A dataset's error where ember's are expected (in a `BatchSource`, a `fit` run): the same
+/// message, its source kept.
+impl From<DatasetError> for ember::Error {
+    fn from(error: DatasetError) -> Self {
+        ember::Error::Data(Box::new(error))
+    }
+}

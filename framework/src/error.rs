@@ -107,6 +107,9 @@ pub enum Error {
         /// What it is, or why it cannot be written.
         what: String,
     },
+    /// A data source failed (a dataset file, a loader setting), as that source reports it.
+    #[error(transparent)]
+    Data(Box<dyn std::error::Error + Send + Sync>),
     /// An I/O error, with the path it concerns.
     #[error("{path}: {source}")]
     Io {

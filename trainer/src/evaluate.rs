@@ -1,7 +1,7 @@
 //! Evaluation metrics over a data loader, computed without autodiff.
 
 use burn::tensor::{Device, Tensor};
-use ember::{Block, NdTensor, Result};
+use ember::{Block, Result};
 use ember_datasets::DataLoader;
 
 /// The share of examples whose largest output is their class label.
@@ -10,7 +10,7 @@ use ember_datasets::DataLoader;
 pub fn accuracy<B: Block>(net: &B, data: &DataLoader, device: &Device) -> Result<f64> {
     let (mut correct, mut seen) = (0usize, 0usize);
     for batch in data.epoch(0) {
-        let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+        let x = batch.x_on(device)?;
         let scores: Tensor<2> = net.forward(x).into_rank()?;
         let predicted = scores.argmax(1).into_data().convert::<i64>();
         let predicted: Vec<i64> = predicted

@@ -410,7 +410,7 @@ where
         };
         let (net, example_shape) = match &first {
             Some(batch) => {
-                let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+                let x = batch.x_on(device)?;
                 let (net, _) = net.infer(x)?;
                 (net, Some(batch.x_shape[1..].to_vec()))
             }
@@ -722,7 +722,7 @@ where
     L: Loss,
     L::Target: Target,
 {
-    let x = NdTensor::from_host(&batch.x, &batch.x_shape, device)?;
+    let x = batch.x_on(device)?;
     let y = L::Target::upload(batch, device)?;
     let pred: Tensor<2> = net.forward(x).into_rank()?;
     L::Target::check(batch, pred.dims()[1])?;

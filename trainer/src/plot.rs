@@ -13,7 +13,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
-use crate::compare::{PolicyRun, PolicySummary};
+use crate::compare::PolicySummary;
+use crate::trace::Trace;
 
 const FONT: &str = "sans-serif";
 const SIZE: (u32, u32) = (1200, 750);
@@ -302,8 +303,9 @@ impl Figure for TimeFigure<'_> {
 /// Figure 2, `memory`: memory growth over the batches of each policy: process RSS, and the
 /// device pool.
 pub struct MemoryFigure<'a> {
-    /// The first round of each policy.
-    pub runs: &'a [&'a PolicyRun],
+    /// One trace per curve (a run of `fit`; the first round of each policy in a comparison),
+    /// labelled with its policy.
+    pub traces: &'a [&'a Trace],
     /// A line under the title.
     pub subtitle: &'a str,
 }
@@ -311,13 +313,13 @@ pub struct MemoryFigure<'a> {
 impl MemoryFigure<'_> {
     /// (batch number over the run, RSS growth in MB) for each policy.
     fn rss_curves(&self) -> Vec<Vec<(f64, f64)>> {
-        self.runs
+        self.traces
             .iter()
-            .map(|run| {
+            .map(|trace| {
                 let mut x = 0.0;
                 let mut points = Vec::new();
-                for epoch in &run.trace.epochs {
-                    for b in run.trace.batches.iter().filter(|b| b.epoch == epoch.epoch) {
+                for epoch in &trace.epochs {
+                    for b in trace.batches.iter().filter(|b| b.epoch == epoch.epoch) {
                         points.push((
                             x,
                             (b.rss as f64 - epoch.rss_before as f64) / (1024.0 * 1024.0),
@@ -331,10 +333,10 @@ impl MemoryFigure<'_> {
     }
 
     fn pool_curves(&self) -> Vec<Vec<(f64, f64)>> {
-        self.runs
+        self.traces
             .iter()
-            .map(|run| {
-                run.trace
+            .map(|trace| {
+                trace
                     .batches
                     .iter()
                     .enumerate()
@@ -368,12 +370,12 @@ impl Figure for MemoryFigure<'_> {
             "batch (issue order)",
             "MB: RSS growth since the epoch began, pool in use",
         )?;
-        for (i, run) in self.runs.iter().enumerate() {
+        for (i, trace) in self.traces.iter().enumerate() {
             let style = color(i).stroke_width(2);
             chart
                 .draw_series(LineSeries::new(rss[i].clone(), style))
                 .map_err(err)?
-                .label(format!("{}: process RSS", run.policy))
+                .label(format!("{}: process RSS", trace.policy()))
                 .legend(move |(x, y)| {
                     EmptyElement::at((x, y))
                         + PathElement::new(vec![(0, 0), (24, 0)], style)
@@ -384,7 +386,7 @@ impl Figure for MemoryFigure<'_> {
                 chart
                     .draw_series(DashedLineSeries::new(pool[i].clone(), 10, 6, style))
                     .map_err(err)?
-                    .label(format!("{}: device pool in use (absolute)", run.policy))
+                    .label(format!("{}: device pool in use (absolute)", trace.policy()))
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 8, y)], style));
             }
         }
@@ -397,8 +399,9 @@ impl Figure for MemoryFigure<'_> {
 ///
 /// Each curve is a staircase of (seconds, batches).
 pub struct TimelineFigure<'a> {
-    /// The first round of each policy.
-    pub runs: &'a [&'a PolicyRun],
+    /// One trace per pair of curves (a run of `fit`; the first round of each policy in a
+    /// comparison), labelled with its policy.
+    pub traces: &'a [&'a Trace],
     /// A line under the title.
     pub subtitle: &'a str,
 }
@@ -407,22 +410,17 @@ impl Figure for TimelineFigure<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         // (issued, completed) per policy.
         let curves: Vec<(Curve, Curve)> = self
-            .runs
+            .traces
             .iter()
-            .map(|run| {
-                let first = run
-                    .trace
+            .map(|trace| {
+                let first = trace
                     .batches
                     .iter()
                     .map(|b| b.issue_start)
                     .fold(f64::INFINITY, f64::min);
-                let mut issued: Vec<f64> = run
-                    .trace
-                    .batches
-                    .iter()
-                    .map(|b| b.issue_end - first)
-                    .collect();
-                let mut done: Vec<f64> = run.trace.batches.iter().map(|b| b.done - first).collect();
+                let mut issued: Vec<f64> =
+                    trace.batches.iter().map(|b| b.issue_end - first).collect();
+                let mut done: Vec<f64> = trace.batches.iter().map(|b| b.done - first).collect();
                 issued.sort_by(f64::total_cmp);
                 done.sort_by(f64::total_cmp);
                 let steps = |times: Vec<f64>| -> Vec<(f64, f64)> {
@@ -447,12 +445,12 @@ impl Figure for TimelineFigure<'_> {
             "wall time since the epoch's first issue (s)",
             "batches",
         )?;
-        for (i, (run, (issued, done))) in self.runs.iter().zip(&curves).enumerate() {
+        for (i, (trace, (issued, done))) in self.traces.iter().zip(&curves).enumerate() {
             let style = color(i).stroke_width(2);
             chart
                 .draw_series(LineSeries::new(issued.clone(), style))
                 .map_err(err)?
-                .label(format!("{}: issued (solid)", run.policy))
+                .label(format!("{}: issued (solid)", trace.policy()))
                 .legend(move |(x, y)| {
                     EmptyElement::at((x, y))
                         + PathElement::new(vec![(0, 0), (24, 0)], style)
@@ -461,7 +459,7 @@ impl Figure for TimelineFigure<'_> {
             chart
                 .draw_series(DashedLineSeries::new(done.clone(), 10, 6, style))
                 .map_err(err)?
-                .label(format!("{}: completed (dashed)", run.policy))
+                .label(format!("{}: completed (dashed)", trace.policy()))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 10, y)], style));
             draw_markers(&mut chart, i, sparse(done, 10), style)?;
             draw_markers(&mut chart, i, sparse(issued, 10), style)?;

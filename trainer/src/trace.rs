@@ -82,6 +82,15 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The policy the run was under, as its records name it (`"run"` for an empty trace).
+    pub fn policy(&self) -> &str {
+        self.batches
+            .first()
+            .map(|b| b.policy.as_str())
+            .or_else(|| self.epochs.first().map(|e| e.policy.as_str()))
+            .unwrap_or("run")
+    }
+
     /// Appends another run's records (for example another policy's).
     pub fn extend(&mut self, other: Trace) {
         self.batches.extend(other.batches);

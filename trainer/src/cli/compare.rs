@@ -143,9 +143,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .filter(|r| r.round == 0 && main.iter().any(|m| m.name() == r.policy))
         .cloned()
         .collect();
-    let first_rounds: Vec<&PolicyRun> = main
+    let first_rounds: Vec<&Trace> = main
         .iter()
         .filter_map(|m| main_runs.iter().find(|r| r.policy == m.name()))
+        .map(|r| &r.trace)
         .collect();
 
     // A failure writing one output never keeps the others from being written.
@@ -172,12 +173,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     };
     plot("time", render(&time, &args.out, "time"));
     let memory = MemoryFigure {
-        runs: &first_rounds,
+        traces: &first_rounds,
         subtitle: &subtitle,
     };
     plot("memory", render(&memory, &args.out, "memory"));
     let timeline = TimelineFigure {
-        runs: &first_rounds,
+        traces: &first_rounds,
         subtitle: &subtitle,
     };
     plot("timeline", render(&timeline, &args.out, "timeline"));

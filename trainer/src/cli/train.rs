@@ -441,7 +441,7 @@ impl Run<'_> {
         let mut net = self.model.build(1, Init::default(), &device);
         if let Some(path) = &self.outputs.load {
             let example = w.data()?.batch(0);
-            let x = ember::NdTensor::from_host(&example.x, &example.x_shape, &device)?;
+            let x = example.x_on(&device)?;
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
         let (fit, mut data) = w.fit(net, &device)?;
@@ -486,7 +486,7 @@ impl Run<'_> {
         let mut net = net;
         if let Some(path) = &self.outputs.load {
             let example = loader.examples().batch(&[0]);
-            let x = ember::NdTensor::from_host(&example.x, &example.x_shape, &device)?;
+            let x = example.x_on(&device)?;
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
         let trainer = Trainer::new(&net, "sgd", w.lr)?;

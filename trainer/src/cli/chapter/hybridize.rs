@@ -31,13 +31,15 @@ fn network(device: &Device) -> anyhow::Result<Sequential> {
         .add(Dense::new(128).activation(Activation::Relu))
         .add(Dense::new(2))
         .initialize(Init::default(), device);
-    Ok(net.infer_shape(input(device))?)
+    Ok(net.infer_shape(input(device)?)?)
 }
 
 /// The book's input: one row of 512 standard normals, the same in every process.
-fn input(device: &Device) -> Tensor<2> {
-    let batch = Synthetic::chapter(1, 512, 12).batch(0);
-    Tensor::<1>::from_floats(batch.x.as_slice(), device).reshape([1, 512])
+fn input(device: &Device) -> anyhow::Result<Tensor<2>> {
+    Ok(Synthetic::chapter(1, 512, 12)
+        .batch(0)
+        .x_on(device)?
+        .into_rank()?)
 }
 
 /// The network's output for `x`, as the tensor of rank 2 it is.
@@ -83,7 +85,7 @@ pub fn child(args: ChildArgs) -> anyhow::Result<()> {
     }
     let device = args.device.parse::<DeviceName>()?.resolve()?.device;
     let net = network(&device)?;
-    let x = input(&device);
+    let x = input(&device)?;
     let net = net.load_parameters(&args.params, &device)?;
     let forward = || -> anyhow::Result<Tensor<2>> {
         let mut out = run_net(&net, &x)?;
@@ -161,7 +163,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let cpu = Device::flex();
     cpu.seed(12);
     let net = network(&cpu)?;
-    let x = input(&cpu);
+    let x = input(&cpu)?;
     let before = to_host(run_net(&net, &x)?)?;
     let params = s.scratch.join("hybrid-mlp.safetensors");
     net.save_parameters(&params)?;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use ember::output::write_atomic_bytes;
-use ember_trainer::compare::PolicyRun;
 use ember_trainer::plot::{BarsFigure, TimelineFigure, render};
+use ember_trainer::trace::Trace;
 
 use super::{Outcome, Picture, show_ratio};
 
@@ -83,10 +83,10 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
                 )
             }
             Picture::Timeline(runs) => {
-                let refs: Vec<&PolicyRun> = runs.iter().collect();
+                let traces: Vec<&Trace> = runs.iter().map(|r| &r.trace).collect();
                 render(
                     &TimelineFigure {
-                        runs: &refs,
+                        traces: &traces,
                         subtitle: &o.context,
                     },
                     dir,
