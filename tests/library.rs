@@ -214,3 +214,58 @@ fn labels_beyond_the_network_outputs_are_an_error_naming_them() {
         "{err}"
     );
 }
+
+/// `train_acc` comes from the forward passes the steps already made (d2l's `train_ch3`), not
+/// from a second pass after the epoch: with one batch per epoch, epoch e's training accuracy is
+/// the accuracy of the network as epoch e − 1 left it.
+#[test]
+fn training_accuracy_is_accumulated_from_the_steps_forward_passes() {
+    use ember::{Activation, Dense, Sequential, SoftmaxCrossEntropyLoss};
+    use ember_datasets::{DataLoader, Examples};
+    use ember_trainer::evaluate::accuracy;
+    let device = Device::flex().autodiff();
+    // 60 examples of 4 features; the class is the largest of the first three.
+    let mut state = 7u64;
+    let x: Vec<f32> = (0..60 * 4)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            4.0 * ((state >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
+        })
+        .collect();
+    let labels: Vec<usize> = x
+        .chunks(4)
+        .map(|row| (0..3).max_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap())
+        .collect();
+    let data = Examples::classification(x, 4, labels, 3).unwrap();
+    let loader = DataLoader::new(data, 60).unwrap();
+    let example = loader.examples().batch(&[0]);
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(16).activation(Activation::Relu))
+        .add(Dense::new(3))
+        .initialize(Init::Xavier, &device)
+        .infer_shape(example.x_on(&device).unwrap())
+        .unwrap();
+    let untrained = accuracy(&net.valid(), &loader, &Device::flex()).unwrap();
+    let trainer = Trainer::new(&net, "sgd", 0.5).unwrap();
+    let eval = loader.rebatched(60).unwrap();
+    let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
+        .epochs(6)
+        .evaluate("acc_after", move |net: &Sequential| {
+            accuracy(net, &eval, &Device::flex())
+        })
+        .run(&mut loader.clone())
+        .unwrap();
+    let metric =
+        |name: &str| -> Vec<f64> { run.trace.epochs.iter().map(|e| e.metrics[name]).collect() };
+    let (train_acc, after) = (metric("train_acc"), metric("acc_after"));
+    let mut before = vec![untrained];
+    before.extend_from_slice(&after[..after.len() - 1]);
+    assert_eq!(train_acc, before, "accuracy after each epoch: {after:?}");
+    // The accuracy moves from epoch to epoch, so a second pass (train_acc == acc_after) fails.
+    assert!(
+        after.windows(2).any(|w| w[0] != w[1]) && train_acc != after,
+        "train_acc {train_acc:?}, after {after:?}"
+    );
+}

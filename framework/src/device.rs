@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// A device as a user names it on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceName {
-    /// wgpu when an adapter exists (a GPU, or Mesa's lavapipe on the CPU), otherwise flex.
+    /// wgpu on a GPU card, otherwise flex.
     Auto,
     /// burn's wgpu backend: asynchronous, on a GPU or on lavapipe.
     Wgpu,
@@ -40,22 +40,30 @@ impl DeviceName {
         }
     }
 
-    /// Opens the device. `auto` picks wgpu when an adapter exists, else flex, and says why in
-    /// [`PickedDevice::reason`]. Asking for `wgpu` with no adapter is [`Error::NoWgpuAdapter`].
+    /// Opens the device. `auto` picks the fastest: wgpu on a GPU card, otherwise flex (a
+    /// software adapter such as lavapipe computes on the same CPU cores, far slower than
+    /// flex), and says why in [`PickedDevice::reason`]. Asking for `wgpu` with no adapter is
+    /// [`Error::NoWgpuAdapter`].
     pub fn resolve(self) -> Result<PickedDevice> {
         match self {
-            Self::Auto => Ok(match wgpu_adapter() {
-                Some(adapter) => PickedDevice {
+            Self::Auto => Ok(match wgpu_adapter_info() {
+                Some((adapter, true)) => PickedDevice {
                     name: Self::Wgpu,
                     device: Device::wgpu(DeviceKind::DefaultDevice),
-                    reason: format!("auto: picked wgpu, adapter {adapter} found"),
+                    reason: format!("auto: picked wgpu, GPU adapter {adapter} found"),
+                },
+                Some((adapter, false)) => PickedDevice {
+                    name: Self::Flex,
+                    device: Device::flex(),
+                    reason: format!(
+                        "auto: picked flex; the only wgpu adapter, {adapter}, is a software \
+                         rasterizer on these CPU cores, where flex is faster"
+                    ),
                 },
                 None => PickedDevice {
                     name: Self::Flex,
                     device: Device::flex(),
-                    reason: "auto: picked flex, no wgpu adapter found \
-                             (apt-get install -y mesa-vulkan-drivers for lavapipe)"
-                        .to_string(),
+                    reason: "auto: picked flex, no wgpu adapter found".to_string(),
                 },
             }),
             Self::Wgpu => {

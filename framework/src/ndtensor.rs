@@ -17,7 +17,7 @@
 //! assert!(NdTensor::from(Tensor::<2>::ones([2, 3], &device)).into_rank::<4>().is_err());
 //! ```
 
-use burn::tensor::{Device, Gradients, Tensor};
+use burn::tensor::{Device, Gradients, Tensor, TensorData};
 
 use crate::error::{Error, Result};
 
@@ -78,13 +78,14 @@ impl NdTensor {
                 got: shape.to_vec(),
             });
         }
-        let flat = Tensor::<1>::from_floats(values, device);
-        Ok(match *shape {
-            [a] => Self::R1(flat.reshape([a])),
-            [a, b] => Self::R2(flat.reshape([a, b])),
-            [a, b, c] => Self::R3(flat.reshape([a, b, c])),
-            [a, b, c, d] => Self::R4(flat.reshape([a, b, c, d])),
-            [a, b, c, d, e] => Self::R5(flat.reshape([a, b, c, d, e])),
+        // One memcpy into burn's host data, in its shape (`from_floats` copies value by value).
+        let data = || TensorData::new(values.to_vec(), shape.to_vec());
+        Ok(match shape.len() {
+            1 => Self::R1(Tensor::from_data(data(), device)),
+            2 => Self::R2(Tensor::from_data(data(), device)),
+            3 => Self::R3(Tensor::from_data(data(), device)),
+            4 => Self::R4(Tensor::from_data(data(), device)),
+            5 => Self::R5(Tensor::from_data(data(), device)),
             _ => {
                 return Err(Error::Shape {
                     what: "a tensor".to_string(),

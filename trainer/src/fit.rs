@@ -63,6 +63,14 @@ pub trait Target: Sized {
     fn check(_batch: &Batch, _outputs: usize) -> Result<()> {
         Ok(())
     }
+
+    /// How many of the batch's examples the network's outputs got right, on the device, where
+    /// "right" means something (class labels: the largest output is the label). The loop sums
+    /// it over an epoch's steps and reads it once, as `train_acc`: d2l's `train_ch3` metric,
+    /// from the forward passes the steps already made.
+    fn correct(_outputs: &Tensor<2>, _target: &Self) -> Option<Tensor<1, Int>> {
+        None
+    }
 }
 
 impl Target for Tensor<2> {
@@ -83,6 +91,12 @@ impl Target for Tensor<1, Int> {
         }
         let labels: Vec<i64> = batch.y.iter().map(|&y| y as i64).collect();
         Ok(Tensor::<1, Int>::from_ints(labels.as_slice(), device))
+    }
+
+    fn correct(outputs: &Tensor<2>, labels: &Self) -> Option<Tensor<1, Int>> {
+        let [rows, _] = outputs.dims();
+        let predicted = outputs.clone().detach().argmax(1).reshape([rows]);
+        Some(predicted.equal(labels.clone()).int().sum())
     }
 
     /// Every label must be a class index below the network's output width.
@@ -258,6 +272,10 @@ struct Backend<B, L> {
     net: Option<B>,
     trainer: Trainer,
     loss: L,
+    /// This epoch's correct predictions so far, summed on the device (for targets that have
+    /// them), and the examples they were counted over.
+    correct: Option<Tensor<1, Int>>,
+    counted: usize,
 }
 
 /// A training run, set up by name in the style of burn-train's `Learner`, then [`Fit::run`]
@@ -442,6 +460,8 @@ where
                 net: Some(net),
                 trainer,
                 loss,
+                correct: None,
+                counted: 0,
             },
             Some(device.clone()),
         );
@@ -560,6 +580,9 @@ where
             at.next_batch = 0;
 
             let mut metrics = BTreeMap::new();
+            if let Some(train_acc) = on_backend(&engine, device, train_accuracy)?? {
+                metrics.insert(TRAIN_ACC.to_string(), train_acc);
+            }
             if !options.evaluations.is_empty() {
                 let snapshot = on_backend(&engine, device, |b| b.net.as_ref().map(B::valid))?
                     .ok_or_else(lost)?;
@@ -659,7 +682,7 @@ fn step_seed(seed: u64, step: u64) -> u64 {
 fn on_backend<B, L, T>(
     engine: &Engine<Backend<B, L>>,
     device: &Device,
-    f: impl FnOnce(&Backend<B, L>) -> T + Send + 'static,
+    f: impl FnOnce(&mut Backend<B, L>) -> T + Send + 'static,
 ) -> Result<T>
 where
     B: Block + 'static,
@@ -696,13 +719,20 @@ where
         if let Some(seed) = seed {
             device.seed(seed);
         }
-        let l = loss_of(
+        let (l, correct) = loss_of(
             backend.net.as_ref().ok_or_else(lost)?,
             &backend.loss,
             &batch,
             &device,
         )?;
         drop(batch);
+        if let Some(correct) = correct {
+            backend.counted += size;
+            backend.correct = Some(match backend.correct.take() {
+                Some(sum) => sum + correct,
+                None => correct,
+            });
+        }
         let grads = l.backward();
         let net = backend.net.take().ok_or_else(lost)?;
         backend.net = Some(backend.trainer.step(net, grads, size)?);
@@ -715,8 +745,14 @@ fn lost() -> Error {
     Error::Execution("the network was lost in a failed step".to_string())
 }
 
-/// The per-example loss of `net` on `batch`: upload, forward, check the targets, loss.
-fn loss_of<B, L>(net: &B, loss: &L, batch: &Batch, device: &Device) -> Result<Tensor<1>>
+/// The per-example loss of `net` on `batch` (upload, forward, check the targets, loss), and
+/// how many examples it got right where the targets say ([`Target::correct`]).
+fn loss_of<B, L>(
+    net: &B,
+    loss: &L,
+    batch: &Batch,
+    device: &Device,
+) -> Result<(Tensor<1>, Option<Tensor<1, Int>>)>
 where
     B: Block,
     L: Loss,
@@ -726,7 +762,26 @@ where
     let y = L::Target::upload(batch, device)?;
     let pred: Tensor<2> = net.forward(x).into_rank()?;
     L::Target::check(batch, pred.dims()[1])?;
-    loss.forward(pred, y)
+    let correct = L::Target::correct(&pred, &y);
+    Ok((loss.forward(pred, y)?, correct))
+}
+
+/// The name of the training accuracy in the epoch records.
+pub const TRAIN_ACC: &str = "train_acc";
+
+/// The share of this epoch's examples its steps classified right (`None` for targets without
+/// classes), read once; the count starts again for the next epoch.
+fn train_accuracy<B, L>(backend: &mut Backend<B, L>) -> Result<Option<f64>> {
+    let counted = std::mem::take(&mut backend.counted);
+    let Some(correct) = backend.correct.take() else {
+        return Ok(None);
+    };
+    let correct = correct
+        .into_data()
+        .convert::<i64>()
+        .try_to_vec::<i64>()
+        .map_err(|e| Error::Execution(format!("reading the training accuracy: {e:?}")))?;
+    Ok(Some(correct[0] as f64 / counted.max(1) as f64))
 }
 
 /// The warm-up: the book's forward pass and loss (`loss(y, net(X)).wait_to_read()`), then a
@@ -747,7 +802,7 @@ where
     L::Target: Target,
 {
     let copy = net.valid().train();
-    let l = loss_of(&copy, loss, batch, device)?;
+    let (l, _) = loss_of(&copy, loss, batch, device)?;
     let stepped = trainer
         .clone()
         .step(copy, l.clone().backward(), batch.len())?;

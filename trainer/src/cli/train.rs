@@ -452,7 +452,8 @@ impl Run<'_> {
 
     /// Training on examples held in memory (Fashion-MNIST, CSV, NPY), d2l's
     /// `train_ch3`/`train_ch6`: shuffled minibatches, SGD at the workload's rate, and after
-    /// each epoch the accuracy on the training and test sets for class labels.
+    /// each epoch, for class labels, the training accuracy its steps accumulated (`fit` does
+    /// that) and the accuracy on the test set.
     fn examples<L>(
         self,
         net: Sequential,
@@ -491,13 +492,6 @@ impl Run<'_> {
         }
         let trainer = Trainer::new(&net, "sgd", w.lr)?;
         let mut fit = Fit::new(net, loss, trainer, &device);
-        if loader.examples().classes().is_some() {
-            let train_eval = loader.rebatched(1024)?;
-            let d = self.device.clone();
-            fit = fit.evaluate("train_acc", move |net: &Sequential| {
-                accuracy(net, &train_eval, &d)
-            });
-        }
         if let Some(test) = test {
             let test_eval = DataLoader::new(test, 1024)?;
             let d = self.device.clone();
