@@ -231,7 +231,7 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         ),
         (
             vec!["--out", fresh.to_str().unwrap(), "--sweep", ""],
-            "at least one window size",
+            "--sweep [<KS>]': \"\": expected a whole number of at least 1",
         ),
     ];
     for (args, needle) in cases {

@@ -147,14 +147,6 @@ impl PickedDevice {
     }
 }
 
-/// One line per usable device on this machine, as `ember devices` prints them.
-pub fn list_devices() -> Vec<(DeviceName, Result<String>)> {
-    [DeviceName::Wgpu, DeviceName::Flex, DeviceName::Ndarray]
-        .into_iter()
-        .map(|name| (name, name.resolve().map(|picked| picked.reason)))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,11 +47,7 @@ pub enum Error {
     #[error("unknown device '{0}': expected one of auto, wgpu, flex, ndarray")]
     UnknownDevice(String),
     /// wgpu was asked for on a machine without a wgpu adapter.
-    #[error(
-        "no wgpu adapter found on this machine. Install a Vulkan driver (on a CPU-only Debian \
-         or Ubuntu machine: `apt-get install -y mesa-vulkan-drivers`, which provides lavapipe), \
-         or pass `--device flex`"
-    )]
+    #[error("no wgpu adapter found on this machine (no Vulkan, Metal or DX12 driver)")]
     NoWgpuAdapter,
     /// A loss came back NaN or infinite.
     #[error("loss is {value} at {at}: training diverged (lower the learning rate?)")]

@@ -178,11 +178,7 @@ impl Checkpoint {
             });
         }
         let trainer = trainer.load_state(&self.dir.join(OPTIMIZER))?;
-        let trace_path = self.dir.join(TRACE);
-        let trace = Trace::read_jsonl(&trace_path).map_err(|source| Error::Io {
-            path: trace_path,
-            source,
-        })?;
+        let trace = Trace::read_jsonl(&self.dir.join(TRACE))?;
         Ok((net, trainer, trace))
     }
 }

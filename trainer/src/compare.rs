@@ -1,5 +1,4 @@
-//! Comparing sync policies: one summary row per policy, computed from the runs' traces, and
-//! the files `ember compare` writes (`summary.csv`, `trace.csv`, `summary.md`).
+//! Comparing sync policies: one summary row per policy, computed from the runs' traces.
 //!
 //! ```
 //! use ember_trainer::compare::{PolicyRun, summarize};
@@ -8,14 +7,9 @@
 //! assert!(summarize(&runs).is_empty(), "a run without epochs has nothing to summarize");
 //! ```
 
-use std::fmt::Write as _;
-use std::path::Path;
-
 use serde::Serialize;
 
-use ember::output::write_atomic_bytes;
-
-use crate::trace::{BatchRecord, Trace, csv};
+use crate::trace::Trace;
 
 /// The trace of one run of one policy.
 #[derive(Debug, Clone)]
@@ -100,73 +94,6 @@ pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
             })
         })
         .collect()
-}
-
-/// A row of `trace.csv`: the round, then the batch record.
-#[derive(Serialize)]
-struct TraceRow<'a> {
-    round: usize,
-    #[serde(flatten)]
-    batch: &'a BatchRecord,
-}
-
-/// Writes `summary.csv`, `trace.csv` and `summary.md` into `dir`, each atomically.
-pub fn write_tables(
-    dir: &Path,
-    runs: &[PolicyRun],
-    summaries: &[PolicySummary],
-    context: &str,
-) -> ember::Result<()> {
-    write_atomic_bytes(&dir.join("summary.csv"), csv(summaries).as_bytes())?;
-    let rows: Vec<TraceRow<'_>> = runs
-        .iter()
-        .flat_map(|run| {
-            run.trace.batches.iter().map(|batch| TraceRow {
-                round: run.round,
-                batch,
-            })
-        })
-        .collect();
-    write_atomic_bytes(&dir.join("trace.csv"), csv(&rows).as_bytes())?;
-    write_atomic_bytes(
-        &dir.join("summary.md"),
-        markdown(summaries, context).as_bytes(),
-    )
-}
-
-/// The summary as a Markdown table a person reads.
-pub fn markdown(summaries: &[PolicySummary], context: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# Sync policies compared\n\n{context}\n");
-    let _ = writeln!(
-        out,
-        "| policy | time per epoch (s) | frontend issue time (s) | increased memory (MB) | peak memory growth (MB) | peak device pool (MB) | final loss | batches/s |"
-    );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
-    for s in summaries {
-        let pool = s
-            .peak_pool_mb
-            .map_or_else(|| "-".to_string(), |p| format!("{p:.1}"));
-        let _ = writeln!(
-            out,
-            "| {} | {:.3} | {:.3} | {:.1} | {:.1} | {} | {:.4} | {:.2} |",
-            s.policy,
-            s.time_per_epoch,
-            s.issue_time,
-            s.increased_mb,
-            s.peak_growth_mb,
-            pool,
-            s.final_loss,
-            s.batches_per_s
-        );
-    }
-    let _ = writeln!(
-        out,
-        "\nTime per epoch runs from the first issue to the end of the epoch's waitall; the issue time ends when the \
-         frontend issued its last batch. Memory is the process's resident set, measured in a fresh process per run; \
-         growth is relative to the start of the epoch."
-    );
-    out
 }
 
 #[cfg(test)]

@@ -73,7 +73,6 @@
 //! ```
 #![warn(missing_docs)]
 
-pub mod baseline;
 pub mod checkpoint;
 pub mod compare;
 pub mod evaluate;

@@ -1,4 +1,5 @@
-//! The figures of `ember compare`, drawn with plotters as PNG and SVG.
+//! Figures of training runs and timings, drawn with plotters as PNG and SVG: time, memory and
+//! the timeline of a run's trace, the policies' sweep, and timings as bars.
 //!
 //! Text uses DejaVu Sans embedded in the binary, so a machine without fontconfig or any font
 //! renders it. Each policy gets a colour **and** a marker shape (and issued/completed curves a
@@ -37,30 +38,45 @@ fn register_font() {
 /// A figure that can be drawn on any plotters backend.
 pub trait Figure {
     /// Draws the figure on `root`.
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String>;
+    ///
+    /// # Errors
+    /// [`DrawError`] when plotters fails to draw (plotters' errors convert with `?`).
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError>;
+}
+
+/// plotters failed to draw a figure, in its words.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DrawError(pub String);
+
+impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for DrawError {
+    fn from(error: DrawingAreaErrorKind<E>) -> Self {
+        DrawError(error.to_string())
+    }
 }
 
 /// Draws `figure` to `dir/name.png` and `dir/name.svg`, each written atomically through
 /// [`ember::output`]. Returns the two paths.
-pub fn render(figure: &impl Figure, dir: &Path, name: &str) -> Result<Vec<PathBuf>, String> {
+///
+/// # Errors
+/// [`ember::Error::Output`] for a path that cannot take a file, or one on which drawing
+/// failed, naming it; I/O errors naming the path. A file that was there keeps its content.
+pub fn render(figure: &impl Figure, dir: &Path, name: &str) -> ember::Result<Vec<PathBuf>> {
     register_font();
     let png = dir.join(format!("{name}.png"));
     let svg = dir.join(format!("{name}.svg"));
-    let failed = |path: &Path, e: String| ember::Error::Io {
+    let failed = |path: &Path, e: DrawError| ember::Error::Output {
         path: path.to_path_buf(),
-        source: std::io::Error::other(e),
+        what: format!("drawing the figure failed: {e}"),
     };
     write_atomic(&png, |tmp| {
         let root = BitMapBackend::new(tmp, SIZE).into_drawing_area();
         draw_on(figure, &root).map_err(|e| failed(&png, e))
-    })
-    .and_then(|()| {
-        write_atomic(&svg, |tmp| {
-            let root = SVGBackend::new(tmp, SIZE).into_drawing_area();
-            draw_on(figure, &root).map_err(|e| failed(&svg, e))
-        })
-    })
-    .map_err(|e| e.to_string())?;
+    })?;
+    write_atomic(&svg, |tmp| {
+        let root = SVGBackend::new(tmp, SIZE).into_drawing_area();
+        draw_on(figure, &root).map_err(|e| failed(&svg, e))
+    })?;
     Ok(vec![png, svg])
 }
 
@@ -68,10 +84,10 @@ pub fn render(figure: &impl Figure, dir: &Path, name: &str) -> Result<Vec<PathBu
 fn draw_on<DB: DrawingBackend>(
     figure: &impl Figure,
     root: &DrawingArea<DB, Shift>,
-) -> Result<(), String> {
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
+) -> Result<(), DrawError> {
+    root.fill(&WHITE)?;
     figure.draw(root)?;
-    root.present().map_err(|e| e.to_string())
+    Ok(root.present()?)
 }
 
 /// The colour of the i-th policy: dark, well separated hues.
@@ -124,7 +140,7 @@ fn draw_markers<DB: DrawingBackend>(
     i: usize,
     points: Vec<(f64, f64)>,
     style: ShapeStyle,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     chart
         .draw_series(
             points
@@ -132,11 +148,7 @@ fn draw_markers<DB: DrawingBackend>(
                 .map(|p| EmptyElement::at(p) + Polygon::new(marker_outline(i), style)),
         )
         .map(drop)
-        .map_err(err)
-}
-
-fn err(e: impl std::fmt::Display) -> String {
-    e.to_string()
+        .map_err(DrawError::from)
 }
 
 /// Writes the title and the subtitle (device and workload) at the top of `root`, and returns
@@ -145,11 +157,10 @@ fn framed<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     subtitle: &str,
-) -> Result<DrawingArea<DB, Shift>, String> {
+) -> Result<DrawingArea<DB, Shift>, DrawError> {
     let (top, body) = root.split_vertically(70);
-    top.titled(title, (FONT, TITLE)).map_err(err)?;
-    top.draw(&Text::new(subtitle.to_string(), (12, 45), (FONT, TICK)))
-        .map_err(err)?;
+    top.titled(title, (FONT, TITLE))?;
+    top.draw(&Text::new(subtitle.to_string(), (12, 45), (FONT, TICK)))?;
     Ok(body)
 }
 
@@ -160,21 +171,19 @@ fn chart<'a, DB: DrawingBackend>(
     y: std::ops::Range<f64>,
     x_desc: &str,
     y_desc: &str,
-) -> Result<Chart<'a, DB>, String> {
+) -> Result<Chart<'a, DB>, DrawError> {
     let mut chart = ChartBuilder::on(area)
         .margin(20)
         .x_label_area_size(50)
         .y_label_area_size(80)
-        .build_cartesian_2d(x, y)
-        .map_err(err)?;
+        .build_cartesian_2d(x, y)?;
     chart
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
         .axis_desc_style((FONT, LABEL))
         .label_style((FONT, TICK))
-        .draw()
-        .map_err(err)?;
+        .draw()?;
     Ok(chart)
 }
 
@@ -182,7 +191,7 @@ fn chart<'a, DB: DrawingBackend>(
 fn legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
     position: SeriesLabelPosition,
-) -> Result<(), String> {
+) -> Result<(), DrawError> {
     chart
         .configure_series_labels()
         .position(position)
@@ -190,7 +199,7 @@ fn legend<'a, DB: DrawingBackend + 'a>(
         .border_style(BLACK)
         .label_font((FONT, TICK))
         .draw()
-        .map_err(err)
+        .map_err(DrawError::from)
 }
 
 /// Every `step`-th point of a curve, and the last, so that markers stay legible.
@@ -214,7 +223,7 @@ pub struct TimeFigure<'a> {
 }
 
 impl Figure for TimeFigure<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let n = self.summaries.len().max(1);
         let top = self
             .summaries
@@ -233,8 +242,7 @@ impl Figure for TimeFigure<'_> {
             .margin(20)
             .x_label_area_size(50)
             .y_label_area_size(80)
-            .build_cartesian_2d(0f64..n as f64, 0f64..top)
-            .map_err(err)?;
+            .build_cartesian_2d(0f64..n as f64, 0f64..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -252,8 +260,7 @@ impl Figure for TimeFigure<'_> {
             .y_desc("seconds")
             .axis_desc_style((FONT, LABEL))
             .label_style((FONT, TICK))
-            .draw()
-            .map_err(err)?;
+            .draw()?;
         let compute = BLACK.mix(0.75).filled();
         let issue = ShapeStyle {
             color: BLACK.to_rgba(),
@@ -266,8 +273,7 @@ impl Figure for TimeFigure<'_> {
                     [(i as f64 + 0.12, 0.0), (i as f64 + 0.48, s.time_per_epoch)],
                     compute,
                 )
-            }))
-            .map_err(err)?
+            }))?
             .label("time per epoch (first issue to all complete)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 7), (x + 18, y + 7)], compute));
         chart
@@ -276,26 +282,23 @@ impl Figure for TimeFigure<'_> {
                     [(i as f64 + 0.52, 0.0), (i as f64 + 0.88, s.issue_time)],
                     issue,
                 )
-            }))
-            .map_err(err)?
+            }))?
             .label("frontend issue time (first to last issue)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 7), (x + 18, y + 7)], issue));
-        chart
-            .draw_series(self.summaries.iter().enumerate().flat_map(|(i, s)| {
-                [
-                    Text::new(
-                        format!("{:.2} s", s.time_per_epoch),
-                        (i as f64 + 0.14, s.time_per_epoch + top * 0.04),
-                        (FONT, TICK),
-                    ),
-                    Text::new(
-                        format!("{:.2} s", s.issue_time),
-                        (i as f64 + 0.54, s.issue_time + top * 0.04),
-                        (FONT, TICK),
-                    ),
-                ]
-            }))
-            .map_err(err)?;
+        chart.draw_series(self.summaries.iter().enumerate().flat_map(|(i, s)| {
+            [
+                Text::new(
+                    format!("{:.2} s", s.time_per_epoch),
+                    (i as f64 + 0.14, s.time_per_epoch + top * 0.04),
+                    (FONT, TICK),
+                ),
+                Text::new(
+                    format!("{:.2} s", s.issue_time),
+                    (i as f64 + 0.54, s.issue_time + top * 0.04),
+                    (FONT, TICK),
+                ),
+            ]
+        }))?;
         legend(&mut chart, SeriesLabelPosition::UpperRight)
     }
 }
@@ -351,7 +354,7 @@ impl MemoryFigure<'_> {
 }
 
 impl Figure for MemoryFigure<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let rss = self.rss_curves();
         let pool = self.pool_curves();
         let all = rss.iter().chain(&pool).flatten();
@@ -373,8 +376,7 @@ impl Figure for MemoryFigure<'_> {
         for (i, trace) in self.traces.iter().enumerate() {
             let style = color(i).stroke_width(2);
             chart
-                .draw_series(LineSeries::new(rss[i].clone(), style))
-                .map_err(err)?
+                .draw_series(LineSeries::new(rss[i].clone(), style))?
                 .label(format!("{}: process RSS", trace.policy()))
                 .legend(move |(x, y)| {
                     EmptyElement::at((x, y))
@@ -384,8 +386,7 @@ impl Figure for MemoryFigure<'_> {
             draw_markers(&mut chart, i, sparse(&rss[i], 12), style)?;
             if !pool[i].is_empty() {
                 chart
-                    .draw_series(DashedLineSeries::new(pool[i].clone(), 10, 6, style))
-                    .map_err(err)?
+                    .draw_series(DashedLineSeries::new(pool[i].clone(), 10, 6, style))?
                     .label(format!("{}: device pool in use (absolute)", trace.policy()))
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 8, y)], style));
             }
@@ -407,7 +408,7 @@ pub struct TimelineFigure<'a> {
 }
 
 impl Figure for TimelineFigure<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         // (issued, completed) per policy.
         let curves: Vec<(Curve, Curve)> = self
             .traces
@@ -448,8 +449,7 @@ impl Figure for TimelineFigure<'_> {
         for (i, (trace, (issued, done))) in self.traces.iter().zip(&curves).enumerate() {
             let style = color(i).stroke_width(2);
             chart
-                .draw_series(LineSeries::new(issued.clone(), style))
-                .map_err(err)?
+                .draw_series(LineSeries::new(issued.clone(), style))?
                 .label(format!("{}: issued (solid)", trace.policy()))
                 .legend(move |(x, y)| {
                     EmptyElement::at((x, y))
@@ -457,8 +457,7 @@ impl Figure for TimelineFigure<'_> {
                         + Polygon::new(shifted(marker_outline(i), 12), style)
                 });
             chart
-                .draw_series(DashedLineSeries::new(done.clone(), 10, 6, style))
-                .map_err(err)?
+                .draw_series(DashedLineSeries::new(done.clone(), 10, 6, style))?
                 .label(format!("{}: completed (dashed)", trace.policy()))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 10, y)], style));
             draw_markers(&mut chart, i, sparse(done, 10), style)?;
@@ -478,7 +477,7 @@ pub struct SweepFigure<'a> {
 }
 
 impl Figure for SweepFigure<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let xs = self.summaries.iter().map(|s| s.peak_growth_mb);
         let ys = self.summaries.iter().map(|s| s.time_per_epoch);
         let (x_lo, x_hi) = (xs.clone().fold(0.0, f64::min), xs.fold(1.0, f64::max));
@@ -501,12 +500,10 @@ impl Figure for SweepFigure<'_> {
             .iter()
             .map(|s| (s.peak_growth_mb, s.time_per_epoch))
             .collect();
-        chart
-            .draw_series(LineSeries::new(
-                points.clone(),
-                BLACK.mix(0.4).stroke_width(1),
-            ))
-            .map_err(err)?;
+        chart.draw_series(LineSeries::new(
+            points.clone(),
+            BLACK.mix(0.4).stroke_width(1),
+        ))?;
         for (i, (s, p)) in self.summaries.iter().zip(points).enumerate() {
             let style = color(i).filled();
             draw_markers(&mut chart, i, vec![p], style)?;
@@ -515,21 +512,19 @@ impl Figure for SweepFigure<'_> {
                 None if s.policy == "barrier" => "k=1 (barrier)".to_string(),
                 None => s.policy.clone(),
             };
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    label,
-                    (p.0 + pad_x * 0.08, p.1 + pad_y * 0.15),
-                    (FONT, LABEL),
-                )))
-                .map_err(err)?;
+            chart.draw_series(std::iter::once(Text::new(
+                label,
+                (p.0 + pad_x * 0.08, p.1 + pad_y * 0.15),
+                (FONT, LABEL),
+            )))?;
         }
         Ok(())
     }
 }
 
-/// `ember bench`'s before/after figure: one horizontal bar of seconds per measurement, on a
-/// log scale (the chapter compares times that differ by orders of magnitude), each labelled
-/// with its value.
+/// Timings side by side: one horizontal bar of seconds per measurement, each labelled with its
+/// value, on a log scale, so that times orders of magnitude apart (before and after a change,
+/// one device against another) read on one figure.
 pub struct BarsFigure<'a> {
     /// The figure's title.
     pub title: &'a str,
@@ -540,7 +535,7 @@ pub struct BarsFigure<'a> {
 }
 
 impl Figure for BarsFigure<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), DrawError> {
         let values = self.bars.iter().map(|b| b.1).filter(|v| *v > 0.0);
         let lo = values.clone().fold(f64::INFINITY, f64::min).min(1.0) / 4.0;
         let hi = values.fold(0.0, f64::max).max(lo * 10.0) * 3.0;
@@ -550,8 +545,7 @@ impl Figure for BarsFigure<'_> {
             .margin(20)
             .x_label_area_size(50)
             .y_label_area_size(10)
-            .build_cartesian_2d((lo..hi).log_scale(), 0f64..n)
-            .map_err(err)?;
+            .build_cartesian_2d((lo..hi).log_scale(), 0f64..n)?;
         chart
             .configure_mesh()
             .disable_y_mesh()
@@ -559,26 +553,21 @@ impl Figure for BarsFigure<'_> {
             .x_desc("seconds (log scale)")
             .axis_desc_style((FONT, LABEL))
             .label_style((FONT, TICK))
-            .draw()
-            .map_err(err)?;
+            .draw()?;
         for (i, (label, seconds)) in self.bars.iter().enumerate() {
             // The first bar on top.
             let y = n - 1.0 - i as f64;
             let end = seconds.max(lo);
-            chart
-                .draw_series([Rectangle::new(
-                    [(lo, y + 0.1), (end, y + 0.62)],
-                    color(i).mix(0.8).filled(),
-                )])
-                .map_err(err)?;
+            chart.draw_series([Rectangle::new(
+                [(lo, y + 0.1), (end, y + 0.62)],
+                color(i).mix(0.8).filled(),
+            )])?;
             // The label sits above its bar, so a long bar never pushes it off the figure.
-            chart
-                .draw_series([Text::new(
-                    format!("{label}: {seconds:.4} s"),
-                    (lo * 1.05, y + 0.95),
-                    (FONT, LABEL),
-                )])
-                .map_err(err)?;
+            chart.draw_series([Text::new(
+                format!("{label}: {seconds:.4} s"),
+                (lo * 1.05, y + 0.95),
+                (FONT, LABEL),
+            )])?;
         }
         Ok(())
     }

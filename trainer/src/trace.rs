@@ -136,15 +136,27 @@ impl Trace {
     }
 
     /// Reads a trace written as JSON Lines by [`Trace::write`].
-    pub fn read_jsonl(path: &Path) -> std::io::Result<Trace> {
+    ///
+    /// # Errors
+    /// [`ember::Error::Io`] naming the path, for a file that cannot be read or a line that is
+    /// not a record (with its number).
+    pub fn read_jsonl(path: &Path) -> ember::Result<Trace> {
+        let failed = |source: std::io::Error| ember::Error::Io {
+            path: path.to_path_buf(),
+            source,
+        };
         let invalid = |line: usize, e: serde_json::Error| {
-            std::io::Error::new(
+            failed(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
-                format!("{}: line {line}: {e}", path.display()),
-            )
+                format!("line {line}: {e}"),
+            ))
         };
         let mut trace = Trace::default();
-        for (index, line) in fs::read_to_string(path)?.lines().enumerate() {
+        for (index, line) in fs::read_to_string(path)
+            .map_err(failed)?
+            .lines()
+            .enumerate()
+        {
             let mut value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| invalid(index + 1, e))?;
             let kind = value.as_object_mut().and_then(|map| map.remove("kind"));

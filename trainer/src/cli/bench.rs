@@ -1,17 +1,19 @@
 //! `ember bench`: experiments measured side by side in one run, with medians and ratios.
 
 use std::path::PathBuf;
-use std::process::Command;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use ember::DeviceName;
-use ember_trainer::baseline::raw_burn_epoch;
+use ember::device::wgpu_adapter;
 use ember_trainer::compare::median;
-use ember_trainer::policy::PolicySpec;
 use serde::{Deserialize, Serialize};
 
+use super::baseline::raw_burn_epoch;
 use super::chapter::{EXPERIMENTS, Experiment, Setup, hybridize, report};
+use super::child::{self, Child};
+use super::list::List;
+use super::policy_spec::PolicySpec;
 use super::workload::{Workload, WorkloadArgs, positive};
 
 /// Options of `ember bench`: with no experiment named, every experiment of the chapter.
@@ -28,16 +30,16 @@ pub struct BenchArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ChapterArgs {
     /// Where the training loops (memory-footprint, exercise-2) run: auto, wgpu, flex or
-    /// ndarray. `auto` is wgpu on a GPU card, and flex where wgpu would be lavapipe on the
-    /// CPU (a chapter batch takes seconds there).
+    /// ndarray. `auto` is wgpu on a GPU card, and flex where wgpu would be a software
+    /// adapter on the CPU (a chapter batch takes seconds there).
     #[arg(long, default_value = "auto")]
-    device: String,
+    device: DeviceName,
     /// The book's CPU, the NumPy baseline: flex, ndarray, wgpu or auto.
     #[arg(long, default_value = "flex")]
-    cpu: String,
+    cpu: DeviceName,
     /// The book's GPU: `auto` is wgpu when an adapter exists (a card, or lavapipe), else flex.
     #[arg(long, default_value = "auto")]
-    gpu: String,
+    gpu: DeviceName,
     /// Measurements per timing; medians are reported.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
@@ -132,7 +134,7 @@ struct PoliciesArgs {
     workload: WorkloadArgs,
     /// Policies to run, comma separated.
     #[arg(long, default_value = "barrier,t+2,none")]
-    policies: String,
+    policies: List<PolicySpec>,
     /// Rounds; each round runs every configuration once, in a rotated order, and the medians
     /// over rounds are reported.
     #[arg(long, default_value_t = 1)]
@@ -169,20 +171,16 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
         return Ok(());
     }
     let repeat = positive("repeat", args.repeat)?;
-    let cpu = args.cpu.parse::<DeviceName>()?.resolve()?;
-    let gpu = args.gpu.parse::<DeviceName>()?.resolve()?;
-    let (train, train_reason) = match args.device.parse::<DeviceName>()? {
-        DeviceName::Auto if gpu.name == DeviceName::Wgpu && !gpu.on_cpu() => {
-            (gpu.clone(), "auto: a GPU card".to_string())
-        }
-        DeviceName::Auto => (
-            DeviceName::Flex.resolve()?,
-            "auto: wgpu here would run on the CPU, where a chapter batch takes seconds; \
-             --device wgpu runs it there anyway"
-                .to_string(),
-        ),
-        name => (name.resolve()?, "--device".to_string()),
-    };
+    let cpu = args.cpu.resolve()?;
+    // The book's GPU is the asynchronous device: wgpu on any adapter, lavapipe included.
+    let gpu = match args.gpu {
+        DeviceName::Auto if wgpu_adapter().is_some() => DeviceName::Wgpu,
+        DeviceName::Auto => DeviceName::Flex,
+        name => name,
+    }
+    .resolve()?;
+    let train = args.device.resolve()?;
+    let train_reason = train.reason.clone();
     if let Some(dir) = &args.report {
         super::compare::prepare_out(dir, &["chapter.md"])?;
     }
@@ -278,45 +276,26 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
             peak_mb: Some(e.peak_growth_mb),
         }
     };
-    say!("{}", serde_json::to_string(&sample)?);
-    Ok(())
+    child::report(&sample)
 }
 
 /// Runs one configuration in a fresh child process.
-fn child(workload_args: &[String], config: &str) -> anyhow::Result<Sample> {
-    let exe = std::env::current_exe().context("locating the ember binary")?;
-    let output = Command::new(exe)
-        .args(["bench", "one", "--config", config])
-        .args(workload_args)
-        .envs(MALLOC_PINS)
-        .output()
-        .context("starting a benchmark child process")?;
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    if !output.status.success() {
-        bail!(
-            "benchmark of {config} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).with_context(|| format!("reading the result of {config}: {line:?}"))
+fn child(workload: &Workload, config: &str) -> anyhow::Result<Sample> {
+    Child::ember(
+        format!("the benchmark of {config}"),
+        ["bench", "one", "--config", config]
+            .map(String::from)
+            .into_iter()
+            .chain(workload.to_args()),
+    )?
+    .envs(MALLOC_PINS)
+    .result()
 }
 
 fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
-    let workload_args = args.workload.to_args();
     let workload = Workload::try_from(args.workload)?;
     let repeat = positive("repeat", args.repeat)?;
-    let specs = args
-        .policies
-        .split(',')
-        .map(|p| p.parse::<PolicySpec>())
-        .collect::<Result<Vec<_>, _>>()?;
-    if specs.is_empty() {
-        bail!(
-            "invalid --policies {:?}: name at least one policy",
-            args.policies
-        );
-    }
+    let specs = args.policies.0;
     let picked = workload.device.resolve()?;
     say!("device: {}", picked.reason);
     say!(
@@ -341,7 +320,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
     for round in 0..repeat {
         for k in 0..names.len() {
             let config = (k + round) % names.len();
-            let sample = child(&workload_args, &configs[config])?;
+            let sample = child(&workload, &configs[config])?;
             say!(
                 "round {}: {:<20} time per epoch: {:.4} sec, issued in {}, increased memory: {}, peak growth {}",
                 round + 1,

@@ -4,17 +4,21 @@
 //! clean baseline and no run inherits another's heap. Runs are interleaved: round r starts the
 //! list at a different policy, so drift of the machine favours none of them.
 
-use std::io::{BufRead, BufReader, Read};
+use std::ffi::OsString;
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
+use crate::cli::policy_spec::PolicySpec;
 use anyhow::{Context, bail};
 use clap::Args;
-use ember_trainer::compare::{PolicyRun, PolicySummary, summarize, write_tables};
+use ember::output::write_atomic_bytes;
+use ember_trainer::compare::{PolicyRun, PolicySummary, summarize};
 use ember_trainer::plot::{MemoryFigure, SweepFigure, TimeFigure, TimelineFigure, render};
-use ember_trainer::policy::PolicySpec;
-use ember_trainer::trace::Trace;
+use ember_trainer::trace::{BatchRecord, Trace, csv};
+use serde::Serialize;
 
+use super::child::Child;
+use super::list::{List, Size};
 use super::workload::{Workload, WorkloadArgs, positive};
 
 /// Options of `ember compare`.
@@ -24,14 +28,14 @@ pub struct CompareArgs {
     workload: WorkloadArgs,
     /// Policies to compare, comma separated (see `ember train --help`).
     #[arg(long, default_value = "barrier,t+2,none")]
-    policies: String,
+    policies: List<PolicySpec>,
     /// Directory for summary.csv, trace.csv, summary.md and the plots (created if needed).
     #[arg(long)]
     out: PathBuf,
     /// Also run window:K for each K (default 1,2,4,8) and none, and plot time per epoch against
     /// peak memory growth (sweep.png).
     #[arg(long, num_args = 0..=1, default_missing_value = "1,2,4,8", value_name = "KS")]
-    sweep: Option<String>,
+    sweep: Option<List<Size>>,
     /// Rounds: every policy runs once per round, in a rotated order.
     #[arg(long, default_value_t = 1)]
     repeat: usize,
@@ -40,31 +44,14 @@ pub struct CompareArgs {
     epochs: usize,
 }
 
-/// Parses `--sweep 1,2,4,8` into window policies, plus none.
-fn sweep_policies(sweep: &str) -> anyhow::Result<Vec<PolicySpec>> {
-    let ks = sweep
-        .split(',')
-        .map(str::trim)
-        .filter(|k| !k.is_empty())
-        .map(|k| {
-            k.parse::<usize>()
-                .ok()
-                .filter(|k| *k >= 1)
-                .with_context(|| {
-                    format!("invalid --sweep {sweep:?}: {k:?} is not a window size >= 1")
-                })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if ks.is_empty() {
-        bail!(
-            "invalid --sweep {sweep:?}: a sweep needs at least one window size, like --sweep 1,2,4,8"
-        );
-    }
-    Ok(ks
-        .into_iter()
-        .map(PolicySpec::Window)
+/// `--sweep 1,2,4,8`: the window policies of those sizes, plus none.
+fn sweep_policies(sweep: &List<Size>) -> Vec<PolicySpec> {
+    sweep
+        .0
+        .iter()
+        .map(|k| PolicySpec::Window(k.0))
         .chain([PolicySpec::None])
-        .collect())
+        .collect()
 }
 
 /// Creates `out` if needed, and checks that it is a writable directory and that each of
@@ -94,16 +81,11 @@ const WRITTEN: [&str; 11] = [
 ];
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
-    let workload_args = args.workload.to_args();
     let workload = Workload::try_from(args.workload)?;
     let repeat = positive("repeat", args.repeat)?;
     let epochs = positive("epochs", args.epochs)?;
-    let main: Vec<PolicySpec> = args
-        .policies
-        .split(',')
-        .map(|p| p.parse::<PolicySpec>())
-        .collect::<Result<_, _>>()?;
-    let sweep = args.sweep.as_deref().map(sweep_policies).transpose()?;
+    let main = args.policies.0;
+    let sweep = args.sweep.as_ref().map(sweep_policies);
     prepare_out(&args.out, &WRITTEN)?;
     let picked = workload.device.resolve()?;
     say!("device: {}", picked.reason);
@@ -119,7 +101,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         .out
         .join(format!(".ember-compare-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
-    let runs = run_all(&configs, repeat, epochs, &workload_args, &scratch);
+    let runs = run_all(&configs, repeat, epochs, &workload, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
     let runs = runs?;
 
@@ -163,7 +145,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         }
         Err(e) => failures.push(format!("writing the tables: {e}")),
     }
-    let mut plot = |name: &str, result: Result<Vec<PathBuf>, String>| match result {
+    let mut plot = |name: &str, result: ember::Result<Vec<PathBuf>>| match result {
         Ok(files) => written.extend(files),
         Err(e) => failures.push(format!("drawing {name}: {e}")),
     };
@@ -194,8 +176,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     say!("");
     say!(
         "{}",
-        ember_trainer::compare::markdown(&summaries, &format!("Device and workload: {subtitle}."))
-            .trim_end()
+        markdown(&summaries, &format!("Device and workload: {subtitle}.")).trim_end()
     );
     say!("");
     for path in written {
@@ -213,10 +194,9 @@ pub(super) fn run_all(
     configs: &[PolicySpec],
     repeat: usize,
     epochs: usize,
-    workload_args: &[String],
+    workload: &Workload,
     scratch: &Path,
 ) -> anyhow::Result<Vec<PolicyRun>> {
-    let exe = std::env::current_exe().context("locating the ember binary")?;
     let total = configs.len() * repeat;
     let mut runs = Vec::new();
     for round in 0..repeat {
@@ -225,38 +205,18 @@ pub(super) fn run_all(
             let name = spec.name();
             let metrics = scratch.join(format!("{}-{round}.jsonl", name.replace([':', '+'], "_")));
             say!("[{}/{total}] {name}, round {}", runs.len() + 1, round + 1);
-            let mut child = Command::new(&exe)
-                .arg("train")
-                .args(workload_args)
-                .args(["--sync", &name, "--epochs", &epochs.to_string()])
-                .arg("--metrics")
-                .arg(&metrics)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .context("starting ember train")?;
-            let mut stderr = child.stderr.take().expect("piped stderr");
-            let errors = std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = stderr.read_to_string(&mut text);
-                text
-            });
-            if let Some(stdout) = child.stdout.take() {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let args = ["train", "--sync", &name, "--epochs", &epochs.to_string()]
+                .map(OsString::from)
+                .into_iter()
+                .chain(workload.to_args().into_iter().map(OsString::from))
+                .chain(["--metrics".into(), metrics.clone().into()]);
+            Child::ember(format!("the run of {name} (round {})", round + 1), args)?.run(
+                |line| {
                     if line.starts_with("batch ") || line.starts_with("epoch ") {
                         say!("  {name}: {line}");
                     }
-                }
-            }
-            let status = child.wait().context("waiting for ember train")?;
-            let errors = errors.join().unwrap_or_default();
-            if !status.success() {
-                bail!(
-                    "the run of {name} (round {}) failed: {}",
-                    round + 1,
-                    errors.trim()
-                );
-            }
+                },
+            )?;
             let trace = Trace::read_jsonl(&metrics)
                 .with_context(|| format!("reading the trace of {name}"))?;
             runs.push(PolicyRun {
@@ -267,4 +227,71 @@ pub(super) fn run_all(
         }
     }
     Ok(runs)
+}
+
+/// A row of `trace.csv`: the round, then the batch record.
+#[derive(Serialize)]
+struct TraceRow<'a> {
+    round: usize,
+    #[serde(flatten)]
+    batch: &'a BatchRecord,
+}
+
+/// Writes `summary.csv`, `trace.csv` and `summary.md` into `dir`, each atomically.
+fn write_tables(
+    dir: &Path,
+    runs: &[PolicyRun],
+    summaries: &[PolicySummary],
+    context: &str,
+) -> ember::Result<()> {
+    write_atomic_bytes(&dir.join("summary.csv"), csv(summaries).as_bytes())?;
+    let rows: Vec<TraceRow<'_>> = runs
+        .iter()
+        .flat_map(|run| {
+            run.trace.batches.iter().map(|batch| TraceRow {
+                round: run.round,
+                batch,
+            })
+        })
+        .collect();
+    write_atomic_bytes(&dir.join("trace.csv"), csv(&rows).as_bytes())?;
+    write_atomic_bytes(
+        &dir.join("summary.md"),
+        markdown(summaries, context).as_bytes(),
+    )
+}
+
+/// The summary as a Markdown table a person reads.
+fn markdown(summaries: &[PolicySummary], context: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Sync policies compared\n\n{context}\n");
+    let _ = writeln!(
+        out,
+        "| policy | time per epoch (s) | frontend issue time (s) | increased memory (MB) | peak memory growth (MB) | peak device pool (MB) | final loss | batches/s |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for s in summaries {
+        let pool = s
+            .peak_pool_mb
+            .map_or_else(|| "-".to_string(), |p| format!("{p:.1}"));
+        let _ = writeln!(
+            out,
+            "| {} | {:.3} | {:.3} | {:.1} | {:.1} | {} | {:.4} | {:.2} |",
+            s.policy,
+            s.time_per_epoch,
+            s.issue_time,
+            s.increased_mb,
+            s.peak_growth_mb,
+            pool,
+            s.final_loss,
+            s.batches_per_s
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nTime per epoch runs from the first issue to the end of the epoch's waitall; the issue time ends when the \
+         frontend issued its last batch. Memory is the process's resident set, measured in a fresh process per run; \
+         growth is relative to the start of the epoch."
+    );
+    out
 }

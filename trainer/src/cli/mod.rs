@@ -38,11 +38,15 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+mod baseline;
 mod bench;
 mod chapter;
+mod child;
 mod compare;
 mod devices;
+mod list;
 mod model;
+mod policy_spec;
 mod train;
 mod workload;
 
@@ -88,6 +92,13 @@ pub fn run() -> ExitCode {
             eprintln!("error: {err}");
             for cause in err.chain().skip(1) {
                 eprintln!("  caused by: {cause}");
+            }
+            if let Some(advice) = err
+                .chain()
+                .find_map(|cause| cause.downcast_ref::<ember::Error>())
+                .and_then(devices::advice)
+            {
+                eprintln!("  advice: {advice}");
             }
             ExitCode::FAILURE
         }

@@ -3,8 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-use anyhow::{Context, bail};
 use ember::{Activation, AvgPool2D, Block, Conv2D, Dense, Init, Layer, MaxPool2D, Sequential};
+
+use super::list;
 
 /// A network by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,39 +19,18 @@ pub enum ModelSpec {
 }
 
 impl FromStr for ModelSpec {
-    type Err = anyhow::Error;
+    type Err = String;
 
-    fn from_str(s: &str) -> anyhow::Result<Self> {
+    fn from_str(s: &str) -> Result<Self, String> {
         match s {
             "lenet" => Ok(ModelSpec::LeNet),
             "lenet-relu" => Ok(ModelSpec::LeNetRelu),
-            _ => {
-                let sizes = s.strip_prefix("mlp:").with_context(|| {
-                    format!("invalid --model {s:?}: expected mlp:H1,H2,…, lenet or lenet-relu")
-                })?;
-                Ok(ModelSpec::Mlp(sizes_list("--model", s, sizes)?))
-            }
+            _ => match s.strip_prefix("mlp:") {
+                Some(sizes) => Ok(ModelSpec::Mlp(list::sizes(&sizes.parse()?))),
+                None => Err("expected mlp:H1,H2,…, lenet or lenet-relu".to_string()),
+            },
         }
     }
-}
-
-/// `2048,512` → [2048, 512]: positive sizes, comma separated; `flag` and `whole` name the
-/// value in errors.
-pub fn sizes_list(flag: &str, whole: &str, sizes: &str) -> anyhow::Result<Vec<usize>> {
-    let list = sizes
-        .split(',')
-        .map(|h| {
-            h.trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|h| *h > 0)
-                .with_context(|| format!("invalid {flag} {whole:?}: {h:?} is not a layer size"))
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if list.is_empty() {
-        bail!("invalid {flag} {whole:?}: expected positive sizes like 2048,512");
-    }
-    Ok(list)
 }
 
 impl fmt::Display for ModelSpec {
@@ -164,8 +144,11 @@ mod tests {
         for name in ["lenet", "lenet-relu", "mlp:256", "mlp:64,32"] {
             assert_eq!(name.parse::<ModelSpec>().unwrap().to_string(), name);
         }
-        let err = "resnet".parse::<ModelSpec>().unwrap_err().to_string();
-        assert!(err.contains("\"resnet\""), "{err}");
+        let err = "resnet".parse::<ModelSpec>().unwrap_err();
+        assert!(
+            err.contains("mlp:H1,H2") && err.contains("lenet-relu"),
+            "{err}"
+        );
         let err = "mlp:64,0".parse::<ModelSpec>().unwrap_err().to_string();
         assert!(err.contains("\"0\""), "{err}");
     }

@@ -17,12 +17,13 @@ use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
 use ember_trainer::evaluate::accuracy;
 use ember_trainer::fit::{Fit, FitRun, Progress, Target};
 use ember_trainer::memory::available_bytes;
-use ember_trainer::policy::{PolicySpec, SyncPolicy};
+use ember_trainer::policy::SyncPolicy;
 use ember_trainer::signals;
 use ember_trainer::trace::{EpochRecord, Trace};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::model::ModelSpec;
+use super::policy_spec::PolicySpec;
 use super::workload::{DataSpec, Workload, WorkloadArgs, positive};
 
 const POLICY_HELP: &str = "\
@@ -41,7 +42,7 @@ pub struct TrainArgs {
     workload: WorkloadArgs,
     /// Sync policy.
     #[arg(long, default_value = "barrier", long_help = POLICY_HELP)]
-    sync: String,
+    sync: PolicySpec,
     /// Epochs.
     #[arg(long, default_value_t = 1)]
     epochs: usize,
@@ -53,10 +54,12 @@ pub struct TrainArgs {
     /// (d2l's LeNet: sigmoid, average pooling) or `lenet-relu` (ReLU, max pooling). Defaults
     /// to --hidden on synthetic data and to d2l's mlp:256 on other data.
     #[arg(long)]
-    model: Option<String>,
-    /// The loss: `l2` (synthetic data, regression targets) or `softmax-ce` (class labels).
-    #[arg(long)]
-    loss: Option<String>,
+    model: Option<ModelSpec>,
+    /// The loss: `l2` for values to regress (synthetic data, csv and npy data without
+    /// --classes) or `softmax-ce` for class labels. Defaults to the one the data's targets
+    /// call for.
+    #[arg(long, value_enum)]
+    loss: Option<LossName>,
     /// Save the parameters (safetensors) here at the end. Written first, before --metrics.
     #[arg(long)]
     save: Option<PathBuf>,
@@ -225,24 +228,46 @@ impl Task {
         matches!(self, Task::Synthetic)
     }
 
-    /// The loss this data trains with.
-    fn loss(&self) -> &'static str {
+    /// The loss this data's targets call for.
+    fn loss(&self) -> LossName {
         match self {
-            Task::Classify { .. } => "softmax-ce",
-            Task::Synthetic | Task::Regress { .. } => "l2",
+            Task::Classify { .. } => LossName::SoftmaxCe,
+            Task::Synthetic | Task::Regress { .. } => LossName::L2,
         }
+    }
+
+    /// The targets, in a few words.
+    fn targets(&self) -> &'static str {
+        match self {
+            Task::Classify { .. } => "class labels",
+            Task::Synthetic | Task::Regress { .. } => "values to regress",
+        }
+    }
+}
+
+/// The losses `--loss` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LossName {
+    /// ½(ŷ − y)², Gluon's `L2Loss`.
+    L2,
+    /// Softmax cross-entropy over class labels.
+    SoftmaxCe,
+}
+
+impl std::fmt::Display for LossName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LossName::L2 => "l2",
+            LossName::SoftmaxCe => "softmax-ce",
+        })
     }
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
-    let policy = args.sync.parse::<PolicySpec>()?.build();
+    let policy = args.sync.build();
     let epochs = positive("epochs", args.epochs)?;
-    let model = args
-        .model
-        .as_deref()
-        .map(str::parse::<ModelSpec>)
-        .transpose()?;
+    let model = args.model;
     if model.is_some() && workload.synthetic_flags.contains(&"--hidden") {
         bail!("--hidden is ignored when --model is given: put the sizes in --model mlp:H1,H2,…");
     }
@@ -256,14 +281,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         args.resume,
     )?;
     let task = Task::load(&workload.data, workload.classes)?;
-    if let Some(loss) = args.loss.as_deref()
-        && loss != task.loss()
-    {
-        bail!(
-            "invalid --loss {loss:?}: this data trains with {}",
-            task.loss()
-        );
-    }
+    let loss = args.loss.unwrap_or(task.loss());
     let model = model.unwrap_or(match task {
         Task::Synthetic => ModelSpec::Mlp(workload.hidden.clone()),
         // d2l's MLP unless --model says otherwise.
@@ -285,17 +303,27 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         device_name: picked.name,
         outputs: &outputs,
     };
-    match task {
-        Task::Synthetic => run.synthetic(),
-        Task::Classify { train, test } => {
+    match (loss, task) {
+        (LossName::L2, Task::Synthetic) => run.synthetic(),
+        (LossName::SoftmaxCe, Task::Classify { train, test }) => {
             let classes = train.classes().unwrap_or(1);
             let net = model.build(classes, model.init(), &device);
             run.examples(net, SoftmaxCrossEntropyLoss, train, test)
         }
-        Task::Regress { train } => {
+        (LossName::L2, Task::Regress { train }) => {
             let net = model.build(train.outputs(), Init::default(), &device);
             run.examples(net, L2Loss, train, None)
         }
+        (loss, task) => bail!(
+            "invalid --loss {loss}: --data {} has {}, which train with --loss {}{}",
+            workload.data,
+            task.targets(),
+            task.loss(),
+            match task {
+                Task::Regress { .. } => " (--classes N makes csv and npy targets class labels)",
+                _ => "",
+            }
+        ),
     }
 }
 

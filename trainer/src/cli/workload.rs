@@ -8,14 +8,15 @@ use ember::{DeviceName, Init, L2Loss, Sequential, Trainer};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs};
 
-use super::model::{ModelSpec, sizes_list};
+use super::list::{self, List, Size};
+use super::model::ModelSpec;
 
 /// The chapter's MLP on the chapter's synthetic data.
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
-    /// auto, wgpu, flex or ndarray.
+    /// auto (wgpu on a GPU card, otherwise flex), wgpu, flex or ndarray.
     #[arg(long, default_value = "auto")]
-    pub device: String,
+    pub device: DeviceName,
     /// Batches per epoch, on synthetic data [default: 150].
     #[arg(long)]
     pub batches: Option<usize>,
@@ -28,7 +29,7 @@ pub struct WorkloadArgs {
     /// Hidden layer sizes of the chapter's MLP on synthetic data, comma separated [default:
     /// 2048,512].
     #[arg(long)]
-    pub hidden: Option<String>,
+    pub hidden: Option<List<Size>>,
     /// Learning rate (SGD).
     #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
     pub lr: f64,
@@ -40,7 +41,7 @@ pub struct WorkloadArgs {
     /// `apt-get install dataset-fashion-mnist`); `csv:PATH` (numbers, the label in the last
     /// column, an optional header); or `npy:X.npy,Y.npy` (features of any shape, targets).
     #[arg(long, default_value = "synthetic")]
-    pub data: String,
+    pub data: DataSpec,
     /// With `csv:` or `npy:` data: the targets are class indices in 0..N (softmax
     /// cross-entropy); without it they are values to regress (L2).
     #[arg(long)]
@@ -48,25 +49,6 @@ pub struct WorkloadArgs {
 }
 
 impl WorkloadArgs {
-    /// The same options as command-line arguments, for a child process.
-    pub fn to_args(&self) -> Vec<String> {
-        [
-            ("--device", Some(self.device.clone())),
-            ("--batches", self.batches.map(|n| n.to_string())),
-            ("--batch-size", Some(self.batch_size.to_string())),
-            ("--features", self.features.map(|n| n.to_string())),
-            ("--hidden", self.hidden.clone()),
-            ("--lr", Some(self.lr.to_string())),
-            ("--seed", Some(self.seed.to_string())),
-            ("--data", Some(self.data.clone())),
-            ("--classes", self.classes.map(|n| n.to_string())),
-        ]
-        .into_iter()
-        .filter_map(|(flag, value)| value.map(|value| [flag.to_string(), value]))
-        .flatten()
-        .collect()
-    }
-
     /// The flags given that only synthetic data reads.
     fn synthetic_flags(&self) -> Vec<&'static str> {
         [
@@ -110,12 +92,9 @@ impl std::str::FromStr for DataSpec {
                 Some((x, y)) if !x.is_empty() && !y.is_empty() && !y.contains(',') => {
                     Ok(DataSpec::Npy(x.into(), y.into()))
                 }
-                _ => bail!("invalid --data {s:?}: expected npy:X.npy,Y.npy"),
+                _ => bail!("expected npy:X.npy,Y.npy"),
             },
-            _ => bail!(
-                "invalid --data {s:?}: expected synthetic, fashion-mnist[:DIR], csv:PATH or \
-                 npy:X.npy,Y.npy"
-            ),
+            _ => bail!("expected synthetic, fashion-mnist[:DIR], csv:PATH or npy:X.npy,Y.npy"),
         }
     }
 }
@@ -160,14 +139,11 @@ impl TryFrom<WorkloadArgs> for Workload {
     type Error = anyhow::Error;
 
     fn try_from(args: WorkloadArgs) -> anyhow::Result<Self> {
-        let hidden = match &args.hidden {
-            Some(hidden) => sizes_list("--hidden", hidden, hidden)?,
-            None => vec![2048, 512],
-        };
+        let hidden = args.hidden.as_ref().map_or(vec![2048, 512], list::sizes);
         if !(args.lr.is_finite() && args.lr > 0.0) {
             bail!("invalid --lr {}: must be a finite number above 0", args.lr);
         }
-        let data: DataSpec = args.data.parse()?;
+        let data = args.data.clone();
         let synthetic_flags = args.synthetic_flags();
         if data != DataSpec::Synthetic
             && let Some(flag) = synthetic_flags.first()
@@ -188,7 +164,7 @@ impl TryFrom<WorkloadArgs> for Workload {
             positive("classes", classes)?;
         }
         Ok(Self {
-            device: args.device.parse()?,
+            device: args.device,
             data,
             batches: positive("batches", args.batches.unwrap_or(150))?,
             batch_size: positive("batch-size", args.batch_size)?,
@@ -203,6 +179,48 @@ impl TryFrom<WorkloadArgs> for Workload {
 }
 
 impl Workload {
+    /// The chapter's workload of the book: 150 batches of 1024 × 512, MLP 2048-512, SGD at
+    /// 0.01, on `device`.
+    pub fn chapter(device: DeviceName) -> Self {
+        Self {
+            device,
+            data: DataSpec::Synthetic,
+            batches: 150,
+            batch_size: 1024,
+            features: 512,
+            hidden: vec![2048, 512],
+            lr: 0.01,
+            seed: 0,
+            classes: None,
+            synthetic_flags: Vec::new(),
+        }
+    }
+
+    /// The same workload as `ember` flags, for a child process: the flags that make it, the
+    /// synthetic data's sizes only for synthetic data.
+    pub fn to_args(&self) -> Vec<String> {
+        let join = |sizes: &[usize]| {
+            let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
+            sizes.join(",")
+        };
+        let synthetic = self.data == DataSpec::Synthetic;
+        [
+            ("--device", Some(self.device.to_string())),
+            ("--data", Some(self.data.to_string())),
+            ("--batch-size", Some(self.batch_size.to_string())),
+            ("--lr", Some(self.lr.to_string())),
+            ("--seed", Some(self.seed.to_string())),
+            ("--classes", self.classes.map(|n| n.to_string())),
+            ("--batches", synthetic.then(|| self.batches.to_string())),
+            ("--features", synthetic.then(|| self.features.to_string())),
+            ("--hidden", synthetic.then(|| join(&self.hidden))),
+        ]
+        .into_iter()
+        .filter_map(|(flag, value)| value.map(|value| [flag.to_string(), value]))
+        .flatten()
+        .collect()
+    }
+
     /// The chapter's data; other data is refused by the commands that only run the chapter.
     pub fn data(&self) -> anyhow::Result<Synthetic> {
         match &self.data {

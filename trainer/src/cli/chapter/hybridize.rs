@@ -6,10 +6,10 @@
 //! fusion's built-in optimizers (`with`), and with all of them removed (`without`). Both
 //! children load the same parameter file and the same input.
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::anyhow;
 use burn::tensor::{Device, Tensor};
 use clap::Args;
 use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
@@ -17,6 +17,7 @@ use ember_datasets::Synthetic;
 use serde::{Deserialize, Serialize};
 
 use super::{Experiment, Outcome, Picture, Setup, Timing, to_host};
+use crate::cli::child::{self, Child};
 
 const BOOK: &str = "d2l builds Dense(256, relu), Dense(128, relu), Dense(2) on a (1, 512) \
     input and times 1000 forward passes before and after net.hybridize(): the \
@@ -50,11 +51,10 @@ fn run_net(net: &Sequential, x: &Tensor<2>) -> anyhow::Result<Tensor<2>> {
 /// Options of the hidden `ember bench hybridize-child`.
 #[derive(Debug, Args)]
 pub struct ChildArgs {
-    /// `on` or `off`.
+    #[arg(long, value_enum)]
+    fusion: Fusion,
     #[arg(long)]
-    fusion: String,
-    #[arg(long)]
-    device: String,
+    device: DeviceName,
     #[arg(long)]
     params: std::path::PathBuf,
     /// Forward passes per measurement.
@@ -62,6 +62,22 @@ pub struct ChildArgs {
     passes: usize,
     #[arg(long)]
     repeat: usize,
+}
+
+/// Kernel fusion's optimizers: kept (`on`, burn's hybridization) or removed (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Fusion {
+    On,
+    Off,
+}
+
+impl Fusion {
+    fn as_str(self) -> &'static str {
+        match self {
+            Fusion::On => "on",
+            Fusion::Off => "off",
+        }
+    }
 }
 
 /// What a child reports.
@@ -73,17 +89,13 @@ struct ChildResult {
 
 /// The child: fusion's optimizers removed or kept, then `repeat` timings of `passes` forwards.
 pub fn child(args: ChildArgs) -> anyhow::Result<()> {
-    match args.fusion.as_str() {
-        "on" => {}
-        "off" => {
-            for name in burn_cubecl::fusion::BUILTIN_NAMES {
-                burn_cubecl::fusion::remove(name)
-                    .map_err(|e| anyhow!("switching fusion's {name} optimizer off: {e}"))?;
-            }
+    if args.fusion == Fusion::Off {
+        for name in burn_cubecl::fusion::BUILTIN_NAMES {
+            burn_cubecl::fusion::remove(name)
+                .map_err(|e| anyhow!("switching fusion's {name} optimizer off: {e}"))?;
         }
-        other => bail!("invalid --fusion {other:?}: expected on or off"),
     }
-    let device = args.device.parse::<DeviceName>()?.resolve()?.device;
+    let device = args.device.resolve()?.device;
     let net = network(&device)?;
     let x = input(&device)?;
     let net = net.load_parameters(&args.params, &device)?;
@@ -104,38 +116,28 @@ pub fn child(args: ChildArgs) -> anyhow::Result<()> {
         seconds.push(start.elapsed().as_secs_f64());
         output = to_host(out)?;
     }
-    say!(
-        "{}",
-        serde_json::to_string(&ChildResult { seconds, output })?
-    );
-    Ok(())
+    child::report(&ChildResult { seconds, output })
 }
 
-fn spawn(s: &Setup, fusion: &str, params: &Path, passes: usize) -> anyhow::Result<ChildResult> {
-    let exe = std::env::current_exe().context("locating the ember binary")?;
-    let output = Command::new(exe)
-        .args(["bench", "hybridize-child", "--fusion", fusion, "--device"])
-        .arg(s.gpu.name.as_str())
-        .arg("--params")
-        .arg(params)
-        .args([
-            "--passes",
-            &passes.to_string(),
-            "--repeat",
-            &s.repeat.to_string(),
-        ])
-        .output()
-        .context("starting the hybridization child")?;
-    if !output.status.success() {
-        bail!(
-            "the run with fusion {fusion} failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        );
-    }
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line)
-        .with_context(|| format!("reading the fusion {fusion} result: {line:?}"))
+fn spawn(s: &Setup, fusion: Fusion, params: &Path, passes: usize) -> anyhow::Result<ChildResult> {
+    let (passes, repeat) = (passes.to_string(), s.repeat.to_string());
+    let flags = [
+        ("--fusion", OsStr::new(fusion.as_str())),
+        ("--device", OsStr::new(s.gpu.name.as_str())),
+        ("--params", params.as_os_str()),
+        ("--passes", OsStr::new(&passes)),
+        ("--repeat", OsStr::new(&repeat)),
+    ];
+    let args = flags
+        .into_iter()
+        .flat_map(|(flag, value)| [OsStr::new(flag), value]);
+    Child::ember(
+        format!("the run with fusion {}", fusion.as_str()),
+        [OsStr::new("bench"), OsStr::new("hybridize-child")]
+            .into_iter()
+            .chain(args),
+    )?
+    .result()
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -171,8 +173,8 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let after = to_host(run_net(&reloaded, &x)?)?;
     let export_diff = max_diff(&before, &after);
 
-    let off = spawn(s, "off", &params, passes)?;
-    let on = spawn(s, "on", &params, passes)?;
+    let off = spawn(s, Fusion::Off, &params, passes)?;
+    let on = spawn(s, Fusion::On, &params, passes)?;
     let fusion_diff = max_diff(&off.output, &on.output);
     let device_diff = max_diff(&on.output, &before);
     let without = Timing {

@@ -3,9 +3,10 @@
 //! is `ember train` in a fresh process, so its memory figures are its own.
 
 use ember_trainer::compare::{PolicyRun, median};
-use ember_trainer::policy::PolicySpec;
 
 use super::{Experiment, Outcome, Picture, Setup, Timing};
+use crate::cli::policy_spec::PolicySpec;
+use crate::cli::workload::Workload;
 
 const BOOK: &str = "d2l trains the MLP 512 -> 2048 -> 512 -> 1 on 150 batches of 1024 \
     random examples, once with l.wait_to_read() after every batch and once without. The \
@@ -14,30 +15,19 @@ const BOOK: &str = "d2l trains the MLP 512 -> 2048 -> 512 -> 1 on 150 batches of
     'increased memory' shows the queued batches piling up (a few MB with the barrier, far \
     more without).";
 
-/// The chapter's workload as `ember train` arguments (small under `--quick`).
-fn workload_args(s: &Setup) -> Vec<String> {
-    let (batches, batch_size, features, hidden) = if s.quick {
-        ("6", "32", "16", "32")
-    } else {
-        ("150", "1024", "512", "2048,512")
-    };
-    [
-        ("--device", s.train.name.as_str()),
-        ("--batches", batches),
-        ("--batch-size", batch_size),
-        ("--features", features),
-        ("--hidden", hidden),
-        ("--lr", "0.01"),
-        ("--data", "synthetic"),
-    ]
-    .into_iter()
-    .flat_map(|(flag, value)| [flag.to_string(), value.to_string()])
-    .collect()
+/// The chapter's workload (small under `--quick`) on the training device.
+fn workload(s: &Setup) -> Workload {
+    let mut workload = Workload::chapter(s.train.name);
+    if s.quick {
+        (workload.batches, workload.batch_size, workload.features) = (6, 32, 16);
+        workload.hidden = vec![32];
+    }
+    workload
 }
 
 /// `repeat` runs of `ember train --sync spec`, each in a child process.
 pub fn train_in_child(s: &Setup, spec: PolicySpec) -> anyhow::Result<Vec<PolicyRun>> {
-    crate::cli::compare::run_all(&[spec], s.repeat, 1, &workload_args(s), &s.scratch)
+    crate::cli::compare::run_all(&[spec], s.repeat, 1, &workload(s), &s.scratch)
 }
 
 pub(super) struct Measured {

@@ -23,11 +23,11 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use crate::cli::policy_spec::PolicySpec;
 use anyhow::anyhow;
 use burn::tensor::{Device, Distribution, Tensor};
 use ember::PickedDevice;
 use ember_trainer::compare::{PolicyRun, median};
-use ember_trainer::policy::PolicySpec;
 
 /// Where and how big: what every experiment needs.
 pub struct Setup {
