@@ -1,0 +1,143 @@
+"""ember beside PyTorch, JAX and raw burn on the same workloads, the same machine, interleaved.
+
+Each round runs every configuration once, each in a fresh process, in an order that rotates
+from round to round. The workloads are written once, in bench/peers/workloads.py:
+  chapter-barrier, chapter-none  the chapter's epoch (150 x 1024 x 512, MLP 512-2048-512-1,
+                                 SGD), a barrier on every batch or none
+  mlp                            d2l's Fashion-MNIST MLP (784-256-10, batch 256, SGD 0.1)
+  lenet                          d2l's LeNet on Fashion-MNIST (batch 256, SGD 0.9)
+ember runs as a user runs it: `ember train` with no `--device` (the CPU default `auto`
+picks). Raw burn is `ember bench one --config raw`: the chapter's MLP written straight
+against burn, its data made by the same `Synthetic` batches as ember's.
+
+It prints every run, then per workload the medians of the training time per epoch (over
+rounds and epochs) and of the whole process's wall time, and the ratios ember/PyTorch,
+ember/JAX and ember/raw burn of those medians, with the spread of the per-round ratios.
+
+Not part of CI. Needs PyTorch and JAX (`python3 -m venv v && v/bin/pip install torch jax
+jaxlib numpy`), Debian's data set (`apt-get install dataset-fashion-mnist`), and a release
+build (`cargo build --release`).
+
+Run: v/bin/python bench/peers.py [--rounds 3] [--epochs 3] [--workloads chapter-barrier,...]
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
+TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
+WORKLOADS = ["chapter-barrier", "chapter-none", "mlp", "lenet"]
+
+
+def commands(workload, a):
+    """The command of each framework on `workload`: {name: argv}."""
+    peer = lambda script: [a.python, str(ROOT / "bench/peers" / script)]
+    embers = {"ember": [a.ember, "train"] + a.ember_args}
+    if a.before:
+        before = a.before.split()
+        embers["ember before"] = before[:1] + ["train"] + before[1:]
+    if workload.startswith("chapter"):
+        sync = workload.split("-")[1]
+        flags = ["chapter", "--sync", sync]
+        runs = {name: cmd + ["--sync", sync, "--epochs", "1"] for name, cmd in embers.items()}
+        runs |= {
+            "pytorch": peer("torch_peer.py") + flags,
+            "jax": peer("jax_peer.py") + flags,
+        }
+        if sync == "barrier":
+            runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + a.ember_args
+        return runs
+    model, lr = {"mlp": ("mlp:256", "0.1"), "lenet": ("lenet", "0.9")}[workload]
+    epochs = ["--epochs", str(a.epochs)]
+    flags = ["--data", "fashion-mnist", "--model", model, "--loss", "softmax-ce", "--lr", lr,
+             "--batch-size", "256"] + epochs
+    return {name: cmd + flags for name, cmd in embers.items()} | {
+        "pytorch": peer("torch_peer.py") + [workload] + epochs,
+        "jax": peer("jax_peer.py") + [workload] + epochs,
+    }
+
+
+def run(cmd):
+    """Runs `cmd`; returns its epochs' training times, test accuracies and wall time."""
+    start = time.perf_counter()
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT / "bench/peers")
+    wall = time.perf_counter() - start
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+    times, accs = [], []
+    for line in out.stdout.splitlines():
+        if m := EPOCH.match(line):
+            times.append(float(m.group(2)))
+            if acc := TEST_ACC.search(line):
+                accs.append(float(acc.group(1)))
+        elif line.startswith("{"):  # `ember bench one`: one JSON sample
+            times.append(json.loads(line)["time"])
+    if not times:
+        sys.exit(f"{' '.join(cmd)} printed no epoch time:\n{out.stdout}")
+    return times, accs, wall
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--epochs", type=int, default=3, help="epochs of mlp and lenet per run")
+    p.add_argument("--workloads", default=",".join(WORKLOADS))
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    p.add_argument("--ember", default=str(target / "release/ember"))
+    p.add_argument("--ember-args", default="", help="more flags for ember, e.g. '--device flex'")
+    p.add_argument("--python", default=sys.executable)
+    p.add_argument("--before", default="", help="another ember binary and its flags, run "
+                   "beside the others as 'ember before' (e.g. '/tmp/ember-old --device flex')")
+    a = p.parse_args()
+    a.ember_args = a.ember_args.split()
+    workloads = [w for w in a.workloads.split(",") if w]
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown or not workloads:
+        sys.exit(f"invalid --workloads {a.workloads!r}: choose from {','.join(WORKLOADS)}")
+    if a.rounds < 1 or a.epochs < 1:
+        sys.exit(f"invalid --rounds {a.rounds} / --epochs {a.epochs}: both must be at least 1")
+    print(f"{a.rounds} round(s); {a.epochs} epoch(s) of mlp and lenet per run; "
+          f"ember: {a.ember} {' '.join(a.ember_args)}; {os.cpu_count()} CPUs", flush=True)
+
+    # results[workload][name] = per round: (epoch times, test accuracies, wall)
+    results = {w: {name: [] for name in commands(w, a)} for w in workloads}
+    for r in range(a.rounds):
+        for w in workloads:
+            runs = list(commands(w, a).items())
+            shift = r % len(runs)
+            for name, cmd in runs[shift:] + runs[:shift]:
+                times, accs, wall = run(cmd)
+                results[w][name].append((times, accs, wall))
+                acc = f"; test acc {' '.join(f'{x:.3f}' for x in accs)}" if accs else ""
+                print(f"round {r + 1} {w:15} {name:9}: per epoch "
+                      f"{' '.join(f'{t:.3f}' for t in times)} s{acc}; wall {wall:.1f} s", flush=True)
+
+    print(f"\nmedians over {a.rounds} interleaved round(s); ratios are ember / peer "
+          f"(below 1: ember is faster), per-round ratios in brackets\n")
+    print("| workload | framework | time per epoch | whole process | epoch ratio | process ratio |")
+    print("|---|---|---|---|---|---|")
+    for w in workloads:
+        per = results[w]
+        epoch = {n: statistics.median(t for times, _, _ in rs for t in times) for n, rs in per.items()}
+        wall = {n: statistics.median(wl for _, _, wl in rs) for n, rs in per.items()}
+        for name in per:
+            if name == "ember":
+                ratio = wall_ratio = ""
+            else:
+                rounds = [statistics.median(e[0]) / statistics.median(p[0])
+                          for e, p in zip(per["ember"], per[name])]
+                ratio = (f"{epoch['ember'] / epoch[name]:.3f} "
+                         f"[{' '.join(f'{x:.2f}' for x in rounds)}]")
+                wall_ratio = f"{wall['ember'] / wall[name]:.3f}"
+            print(f"| {w} | {name} | {epoch[name]:.3f} s | {wall[name]:.1f} s | {ratio} | {wall_ratio} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""PyTorch (CPU, eager) on the workloads of bench/peers/workloads.py, as d2l writes them.
+
+Run: python3 bench/peers/torch_peer.py chapter|mlp|lenet [--sync barrier|none] [--epochs N]
+"""
+import copy
+import time
+
+import numpy as np
+import torch
+from torch import nn
+
+import workloads as w
+
+
+def chapter_net():
+    sizes = (w.Chapter.features,) + w.Chapter.hidden
+    layers = []
+    for a, b in zip(sizes, sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    net = nn.Sequential(*layers, nn.Linear(sizes[-1], 1))
+    for m in net:
+        if isinstance(m, nn.Linear):
+            nn.init.uniform_(m.weight, -0.07, 0.07)
+            nn.init.uniform_(m.bias, -0.07, 0.07)
+    return net
+
+
+def lenet():
+    return nn.Sequential(
+        nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+        nn.Conv2d(6, 16, kernel_size=5), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+        nn.Flatten(),
+        nn.Linear(16 * 5 * 5, 120), nn.Sigmoid(),
+        nn.Linear(120, 84), nn.Sigmoid(),
+        nn.Linear(84, 10))
+
+
+def warm_up(net, loss_fn, x, y):
+    """One forward, backward and update on copies, thrown away: nothing trains."""
+    twin = copy.deepcopy(net)
+    torch.optim.SGD(twin.parameters(), lr=0.1).zero_grad()
+    loss_fn(twin(x), y).backward()
+    torch.optim.SGD(twin.parameters(), lr=0.1).step()
+
+
+def chapter(args):
+    batch_size, lr = w.settings("chapter")
+    data = w.Chapter(batch_size, args.seed)
+    net = chapter_net()
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
+    loss_fn = lambda y_hat, y: 0.5 * ((y_hat - y) ** 2).mean()
+    x, y = data.batch()
+    warm_up(net, loss_fn, torch.from_numpy(x), torch.from_numpy(y))
+    for epoch in range(args.epochs):
+        start = time.perf_counter()
+        losses = []
+        for _ in range(args.batches):
+            x, y = data.batch()
+            l = loss_fn(net(torch.from_numpy(x)), torch.from_numpy(y))
+            opt.zero_grad()
+            l.backward()
+            opt.step()
+            losses.append(l.item() if args.sync == "barrier" else l.detach())
+        total = float(sum(losses))
+        w.report(epoch, time.perf_counter() - start, total / args.batches)
+
+
+def classify(args, images):
+    batch_size, lr = w.settings(args.workload)
+    train_x, train_y = map(torch.from_numpy, w.fashion_mnist(args.dir, "train", images))
+    test_x, test_y = map(torch.from_numpy, w.fashion_mnist(args.dir, "t10k", images))
+    if images:
+        net = lenet()
+        for m in net:
+            if isinstance(m, (nn.Linear, nn.Conv2d)):
+                nn.init.xavier_uniform_(m.weight)
+                nn.init.zeros_(m.bias)
+    else:
+        net = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+        for m in net:
+            if isinstance(m, nn.Linear):
+                nn.init.normal_(m.weight, std=0.01)
+                nn.init.zeros_(m.bias)
+    opt = torch.optim.SGD(net.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    warm_up(net, loss_fn, train_x[:batch_size], train_y[:batch_size])
+    for epoch in range(args.epochs):
+        start = time.perf_counter()
+        order = torch.randperm(len(train_x))
+        total, correct, batches = 0.0, 0, 0
+        net.train()
+        for i in range(0, len(order), batch_size):
+            idx = order[i:i + batch_size]
+            x, y = train_x[idx], train_y[idx]
+            y_hat = net(x)
+            l = loss_fn(y_hat, y)
+            opt.zero_grad()
+            l.backward()
+            opt.step()
+            total += l.item()
+            correct += (y_hat.argmax(1) == y).sum().item()
+            batches += 1
+        seconds = time.perf_counter() - start
+        net.eval()
+        with torch.no_grad():
+            acc = (net(test_x).argmax(1) == test_y).float().mean().item()
+        w.report(epoch, seconds, total / batches, correct / len(order), acc)
+
+
+def banner(args):
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    return f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+
+
+if __name__ == "__main__":
+    w.main("PyTorch", banner, chapter, classify)

@@ -1,0 +1,94 @@
+"""What every peer of `ember` runs, written once: the workloads' settings, their data, and the
+line each epoch prints.
+
+Workloads (the same as `bench/peers.py` runs in ember):
+  chapter  the chapter's epoch: 150 batches of X ~ N(0, 1) (1024 x 512, made on the host
+           batch by batch, as ember's `Synthetic` does), y = 1, MLP 512-2048-512-1 (ReLU),
+           loss 1/2 (y_hat - y)^2 averaged over the batch, SGD at 0.01. `--sync barrier`
+           reads every batch's loss before the next is issued; `--sync none` reads them all
+           after the last.
+  mlp      d2l's MLP (5.2) on Fashion-MNIST: 784-256-10 (ReLU), batch 256, SGD at 0.1,
+           softmax cross-entropy, a fresh shuffle each epoch.
+  lenet    d2l's LeNet (7.6) on Fashion-MNIST: sigmoid, average pooling, Xavier
+           initialization, batch 256, SGD at 0.9.
+
+Every peer runs one unmeasured warm-up step that does not train (its update is thrown away),
+then prints per epoch, as `ember train` does:
+  epoch N: time per epoch: S sec, train loss L, train_acc A, test_acc T
+The time covers the training loop only (data made or gathered, forward, backward, update,
+the loss read); the test accuracy is computed after it, untimed.
+"""
+import argparse
+import gzip
+from pathlib import Path
+
+import numpy as np
+
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def main(name, banner, chapter, classify):
+    """A peer's command line: parses the arguments, prints `banner()`, runs the workload with
+    `chapter(args)` or `classify(args, images)`."""
+    args = arguments(name)
+    print(banner(args), flush=True)
+    if args.workload == "chapter":
+        chapter(args)
+    else:
+        classify(args, images=args.workload == "lenet")
+
+
+def arguments(name):
+    p = argparse.ArgumentParser(description=f"{name}: the peers' workloads (bench/peers/workloads.py)")
+    p.add_argument("workload", choices=["chapter", "mlp", "lenet"])
+    p.add_argument("--sync", default="barrier", choices=["barrier", "none"])
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batches", type=int, default=150, help="chapter: batches per epoch")
+    p.add_argument("--dir", default=FASHION_MNIST)
+    p.add_argument("--seed", type=int, default=0)
+    return p.parse_args()
+
+
+def settings(workload):
+    """Batch size and learning rate, as `bench/peers.py` passes them to ember."""
+    return {"chapter": (1024, 0.01), "mlp": (256, 0.1), "lenet": (256, 0.9)}[workload]
+
+
+class Chapter:
+    """The chapter's batches, made on the host one at a time (a fresh draw per batch)."""
+
+    features, hidden = 512, (2048, 512)
+
+    def __init__(self, batch_size, seed):
+        self.batch_size = batch_size
+        self.rng = np.random.default_rng(seed)
+
+    def batch(self):
+        x = self.rng.standard_normal((self.batch_size, self.features), dtype=np.float32)
+        return x, np.ones((self.batch_size, 1), dtype=np.float32)
+
+
+def _idx(path):
+    with gzip.open(path) if str(path).endswith(".gz") else open(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def fashion_mnist(directory, name, images):
+    """`train` or `t10k`: images in [0, 1] as N x 1 x 28 x 28 (`images`) or N x 784, labels."""
+    d = Path(directory)
+    pick = lambda stem: d / f"{stem}.gz" if (d / f"{stem}.gz").exists() else d / stem
+    x = _idx(pick(f"{name}-images-idx3-ubyte")).astype(np.float32) / 255.0
+    y = _idx(pick(f"{name}-labels-idx1-ubyte")).astype(np.int64)
+    return (x[:, None] if images else x.reshape(len(x), -1)), y
+
+
+def report(epoch, seconds, loss, train_acc=None, test_acc=None):
+    line = f"epoch {epoch + 1}: time per epoch: {seconds:.4f} sec, train loss {loss:.4f}"
+    if train_acc is not None:
+        line += f", train_acc {train_acc:.4f}"
+    if test_acc is not None:
+        line += f", test_acc {test_acc:.4f}"
+    print(line, flush=True)
