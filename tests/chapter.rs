@@ -145,6 +145,19 @@ fn check(gpu: &str) {
             "{memory:?}"
         );
     }
+    // Exercise 2's bound holds exactly, whatever the timing: the barrier never has more than
+    // one batch in flight, t+2 never more than two.
+    let depth = |policy: &str| -> usize {
+        let line = sections["exercise-2"]
+            .notes
+            .iter()
+            .find(|n| n.starts_with(&format!("{policy}: ")))
+            .unwrap_or_else(|| panic!("no {policy} line in {:?}", sections["exercise-2"]));
+        let rest = line.split("max in flight ").nth(1).unwrap();
+        rest.split(',').next().unwrap().parse().unwrap()
+    };
+    assert!(depth("barrier") <= 1, "{:?}", sections["exercise-2"]);
+    assert!(depth("window:2") <= 2, "{:?}", sections["exercise-2"]);
     // The report: every section, its verdict, and its figure.
     let md = std::fs::read_to_string(report.join("chapter.md")).unwrap();
     for key in &experiments {

@@ -152,7 +152,7 @@ struct OneArgs {
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.command {
-        None => chapter(&EXPERIMENTS, args.chapter),
+        None => chapter(EXPERIMENTS, args.chapter),
         Some(BenchCommand::Experiment(experiment, chapter_args)) => {
             chapter(&[experiment], chapter_args)
         }

@@ -61,11 +61,22 @@ impl Measured {
         median(self.epochs(|e| e.peak_growth_mb))
     }
 
+    /// The most batches in flight at once, over every run and epoch.
+    pub(super) fn max_depth(&self) -> usize {
+        self.runs
+            .iter()
+            .flat_map(|r| r.trace.epochs.iter().map(|e| e.max_depth))
+            .max()
+            .unwrap_or(0)
+    }
+
     pub(super) fn line(&self) -> String {
         format!(
-            "{}: issued in {:.4} sec, increased memory: {:.1} MB, peak growth: {:.1} MB",
+            "{}: issued in {:.4} sec, max in flight {}, increased memory: {:.1} MB, peak \
+             growth: {:.1} MB",
             self.name,
             median(self.epochs(|e| e.issue_time)),
+            self.max_depth(),
             median(self.epochs(|e| e.increased_mb)),
             self.peak()
         )
@@ -114,13 +125,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
             format!(
                 "none's frontend ran up to {} batches ahead, and each queued batch holds its \
                  host data until the backend takes it",
-                none.runs[0]
-                    .trace
-                    .epochs
-                    .iter()
-                    .map(|e| e.max_depth)
-                    .max()
-                    .unwrap_or(0)
+                none.max_depth()
             )
         } else {
             "the backend kept up with the frontend, so few batches were ever queued".into()

@@ -126,7 +126,7 @@ pub struct Experiment {
 }
 
 /// Every experiment, in the chapter's order.
-pub const EXPERIMENTS: [&Experiment; 11] = [
+pub const EXPERIMENTS: &[&Experiment] = &[
     &async_matmul::EXPERIMENT,
     &dependency_graph::EXPERIMENT,
     &barriers::EXPERIMENT,
