@@ -11,8 +11,10 @@ picks). Raw burn is `ember bench one --config raw`: the chapter's MLP written st
 against burn, its data made by the same `Synthetic` batches as ember's.
 
 It prints every run, then per workload the medians of the training time per epoch (over
-rounds and epochs) and of the whole process's wall time, and the ratios ember/PyTorch,
-ember/JAX and ember/raw burn of those medians, with the spread of the per-round ratios.
+rounds, and over every epoch after the first where a run has several: the first epoch of each
+framework carries one-time costs, JAX's compilation for the short last batch among them) and of
+the whole process's wall time, and the ratios ember/PyTorch, ember/JAX and ember/raw burn of
+those medians, with the per-round ratios.
 
 Not part of CI. Needs PyTorch and JAX (`python3 -m venv v && v/bin/pip install torch jax
 jaxlib numpy`), Debian's data set (`apt-get install dataset-fashion-mnist`), and a release
@@ -65,7 +67,8 @@ def commands(workload, a):
 
 
 def run(cmd):
-    """Runs `cmd`; returns its epochs' training times, test accuracies and wall time."""
+    """Runs `cmd`; returns its epochs' training times (after the first, where there are
+    several), test accuracies and wall time."""
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT / "bench/peers")
     wall = time.perf_counter() - start
@@ -75,13 +78,13 @@ def run(cmd):
     for line in out.stdout.splitlines():
         if m := EPOCH.match(line):
             times.append(float(m.group(2)))
-            if acc := TEST_ACC.search(line):
-                accs.append(float(acc.group(1)))
-        elif line.startswith("{"):  # `ember bench one`: one JSON sample
+        if line.startswith("epoch") and (acc := TEST_ACC.search(line)):
+            accs.append(float(acc.group(1)))
+        if line.startswith("{"):  # `ember bench one`: one JSON sample
             times.append(json.loads(line)["time"])
     if not times:
         sys.exit(f"{' '.join(cmd)} printed no epoch time:\n{out.stdout}")
-    return times, accs, wall
+    return times[1:] or times, accs, wall
 
 
 def main():
@@ -101,6 +104,9 @@ def main():
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown or not workloads:
         sys.exit(f"invalid --workloads {a.workloads!r}: choose from {','.join(WORKLOADS)}")
+    if not Path(a.ember).is_file():
+        sys.exit(f"invalid --ember {a.ember}: no such file (cargo build --release first, or set "
+                 f"CARGO_TARGET_DIR as when it was built)")
     if a.rounds < 1 or a.epochs < 1:
         sys.exit(f"invalid --rounds {a.rounds} / --epochs {a.epochs}: both must be at least 1")
     print(f"{a.rounds} round(s); {a.epochs} epoch(s) of mlp and lenet per run; "
@@ -116,11 +122,11 @@ def main():
                 times, accs, wall = run(cmd)
                 results[w][name].append((times, accs, wall))
                 acc = f"; test acc {' '.join(f'{x:.3f}' for x in accs)}" if accs else ""
-                print(f"round {r + 1} {w:15} {name:9}: per epoch "
+                print(f"round {r + 1} {w:15} {name:9}: per measured epoch "
                       f"{' '.join(f'{t:.3f}' for t in times)} s{acc}; wall {wall:.1f} s", flush=True)
 
-    print(f"\nmedians over {a.rounds} interleaved round(s); ratios are ember / peer "
-          f"(below 1: ember is faster), per-round ratios in brackets\n")
+    print(f"\nmedians over {a.rounds} interleaved round(s) (epochs after each run's first); ratios "
+          f"are ember / peer (below 1: ember is faster), per-round ratios in brackets\n")
     print("| workload | framework | time per epoch | whole process | epoch ratio | process ratio |")
     print("|---|---|---|---|---|---|")
     for w in workloads:
