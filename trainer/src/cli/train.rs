@@ -282,6 +282,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     )?;
     let task = Task::load(&workload.data, workload.classes)?;
     let loss = args.loss.unwrap_or(task.loss());
+    if loss != task.loss() {
+        return Err(wrong_loss(loss, &task, &workload.data));
+    }
     let model = model.unwrap_or(match task {
         Task::Synthetic => ModelSpec::Mlp(workload.hidden.clone()),
         // d2l's MLP unless --model says otherwise.
@@ -314,17 +317,21 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             let net = model.build(train.outputs(), Init::default(), &device);
             run.examples(net, L2Loss, train, None)
         }
-        (loss, task) => bail!(
-            "invalid --loss {loss}: --data {} has {}, which train with --loss {}{}",
-            workload.data,
-            task.targets(),
-            task.loss(),
-            match task {
-                Task::Regress { .. } => " (--classes N makes csv and npy targets class labels)",
-                _ => "",
-            }
-        ),
+        (loss, task) => Err(wrong_loss(loss, &task, &workload.data)),
     }
+}
+
+/// `--loss` that the data's targets cannot train with: the error names both.
+fn wrong_loss(loss: LossName, task: &Task, data: &DataSpec) -> anyhow::Error {
+    anyhow::anyhow!(
+        "invalid --loss {loss}: --data {data} has {}, which train with --loss {}{}",
+        task.targets(),
+        task.loss(),
+        match task {
+            Task::Regress { .. } => " (--classes N makes csv and npy targets class labels)",
+            _ => "",
+        }
+    )
 }
 
 /// An empty set of examples trains nothing and measures nothing: an error naming the data.

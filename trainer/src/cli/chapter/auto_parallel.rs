@@ -30,15 +30,6 @@ fn copy_to(results: Vec<Tensor<2>>, cpu: &Device) -> anyhow::Result<Vec<Tensor<2
         .collect()
 }
 
-/// 12.3: products on the CPU, the GPU and both at once; run and copy to the CPU.
-pub const EXPERIMENT: Experiment = Experiment {
-    key: "auto-parallel",
-    title: "Automatic parallelism (12.3)",
-    about: "12.3: products on the CPU, the GPU and both at once; run and copy to the CPU",
-    book: BOOK,
-    run,
-};
-
 fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(1000, 64);
     let reps = 10;
@@ -142,3 +133,12 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         picture: Picture::Bars,
     })
 }
+
+/// 12.3: products on the CPU, the GPU and both at once; run and copy to the CPU.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "auto-parallel",
+    title: "Automatic parallelism (12.3)",
+    about: "12.3: products on the CPU, the GPU and both at once; run and copy to the CPU",
+    book: BOOK,
+    run,
+};

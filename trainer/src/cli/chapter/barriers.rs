@@ -32,11 +32,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let held = (0.5..=2.0).contains(&ratio);
     Ok(Outcome {
         experiment: &EXPERIMENT,
-        context: format!(
-            "{}, {n}x{n} matmul, median of {}",
-            Setup::label(&s.gpu),
-            s.repeat
-        ),
+        context: s.on_gpu(&format!("{n}x{n} matmul")),
         timings: vec![all, one],
         notes: vec!["wait_to_read reads one element of b back: burn has no per-tensor wait".into()],
         ratio: ("wait_to_read / waitall".into(), ratio),

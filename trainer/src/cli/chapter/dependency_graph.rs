@@ -58,7 +58,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let held = z == "[[3, 3]]";
     Ok(Outcome {
         experiment: &EXPERIMENT,
-        context: format!("{}, median of {}", Setup::label(&s.gpu), s.repeat),
+        context: s.on_gpu("the graph of z"),
         ratio: (
             "print / issue".into(),
             print.median() / issue.median().max(1e-9),

@@ -80,11 +80,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     };
     Ok(Outcome {
         experiment: &EXPERIMENT,
-        context: format!(
-            "{}, {k} independent {n}x{n} products in flight, median of {}",
-            Setup::label(&s.gpu),
-            s.repeat
-        ),
+        context: s.on_gpu(&format!("{k} independent {n}x{n} products in flight")),
         timings,
         notes: vec![],
         ratio: ("wait for the 1st / waitall".into(), ratio),

@@ -8,15 +8,6 @@ const BOOK: &str = "d2l times b = np.dot(a, a) followed by b.asnumpy() ('numpy \
     conversion') and by b.sum().item() ('scalar conversion'): both convert to the \
     host, so both block until the product is done, like waitall.";
 
-/// 12.2.2: conversion to host data and to a scalar block.
-pub const EXPERIMENT: Experiment = Experiment {
-    key: "implicit-blockers",
-    title: "Implicit blockers: numpy and scalar conversion (12.2.2)",
-    about: "12.2.2: conversion to host data and to a scalar block",
-    book: BOOK,
-    run,
-};
-
 fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let n = s.size(1000, 64);
     let device = &s.gpu.device;
@@ -41,11 +32,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let held = ratio >= 5.0;
     Ok(Outcome {
         experiment: &EXPERIMENT,
-        context: format!(
-            "{}, {n}x{n} matmul, median of {}",
-            Setup::label(&s.gpu),
-            s.repeat
-        ),
+        context: s.on_gpu(&format!("{n}x{n} matmul")),
         timings: vec![issue, host, scalar],
         notes: vec![],
         ratio: ("fastest conversion / issue only".into(), ratio),
@@ -63,3 +50,12 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         picture: Picture::Bars,
     })
 }
+
+/// 12.2.2: conversion to host data and to a scalar block.
+pub const EXPERIMENT: Experiment = Experiment {
+    key: "implicit-blockers",
+    title: "Implicit blockers: numpy and scalar conversion (12.2.2)",
+    about: "12.2.2: conversion to host data and to a scalar block",
+    book: BOOK,
+    run,
+};

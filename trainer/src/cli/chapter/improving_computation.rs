@@ -108,11 +108,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let timings: Vec<Timing> = vec![sync, asynchronous];
     Ok(Outcome {
         experiment: &EXPERIMENT,
-        context: format!(
-            "{}, {n} x (y = x + 1) on a 1x2 matrix, median of {}",
-            Setup::label(&s.gpu),
-            s.repeat
-        ),
+        context: s.on_gpu(&format!("{n} x (y = x + 1) on a 1x2 matrix")),
         timings,
         notes,
         ratio: ("synchronous / asynchronous".into(), ratio),

@@ -65,6 +65,15 @@ impl Setup {
         }
     }
 
+    /// An experiment's context on the book's GPU: `wgpu on llvmpipe …, WHAT, median of 3`.
+    pub fn on_gpu(&self, what: &str) -> String {
+        format!(
+            "{}, {what}, median of {}",
+            Self::label(&self.gpu),
+            self.repeat
+        )
+    }
+
     /// The training runs of `spec`, made now if not made before in this invocation.
     pub fn training_runs(&self, spec: PolicySpec) -> anyhow::Result<Vec<PolicyRun>> {
         let made: Vec<PolicyRun> = self
