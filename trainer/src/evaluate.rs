@@ -7,6 +7,10 @@ use ember_datasets::DataLoader;
 /// The share of examples whose largest output is their class label.
 ///
 /// `net` should be a snapshot without autodiff (`Module::valid`) living on `device`.
+///
+/// # Errors
+/// What the network's forward pass returns for a batch it cannot take (a shape it does not
+/// accept), and [`ember::Error::Execution`] when the predictions cannot be read back.
 pub fn accuracy<B: Block>(net: &B, data: &DataLoader, device: &Device) -> Result<f64> {
     let (mut correct, mut seen) = (0usize, 0usize);
     for batch in data.epoch(0) {

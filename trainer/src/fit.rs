@@ -56,10 +56,16 @@ use crate::trace::{BatchRecord, EpochRecord, Trace};
 /// A loss target built from a host batch's `y` on a device.
 pub trait Target: Sized {
     /// Uploads the targets of `batch` to `device`.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the targets do not have the shape this kind of target needs.
     fn upload(batch: &Batch, device: &Device) -> Result<Self>;
 
     /// Checks the host targets against the width of the network's output, before the loss
     /// sees them (class labels must index an output). Needs no device read.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] naming the first target the output cannot take.
     fn check(_batch: &Batch, _outputs: usize) -> Result<()> {
         Ok(())
     }

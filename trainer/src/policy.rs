@@ -46,6 +46,10 @@ pub trait SyncPolicy: Send {
     /// iterator's `size_hint` has no upper bound), it is also called once with the epoch's
     /// batch count, just before the end-of-epoch `waitall`. `DataLoader` and the synthetic
     /// sources always tell.
+    ///
+    /// # Errors
+    /// Whatever a wait on `flight` returns (a failed unit, a non-finite loss); the loop stops
+    /// with it.
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()>;
 }
 
@@ -136,6 +140,10 @@ impl InFlight {
     }
 
     /// Waits for the oldest batch (Gluon's `wait_to_read` on its loss).
+    ///
+    /// # Errors
+    /// [`Error::Execution`] when its unit failed on the backend, [`Error::NonFiniteLoss`]
+    /// when its loss is NaN or infinite.
     pub fn wait_oldest(&mut self) -> Result<()> {
         let Some((batch, handle)) = self.queue.pop_front() else {
             return Ok(());
@@ -157,6 +165,9 @@ impl InFlight {
     }
 
     /// Waits for every batch numbered `batch` or lower.
+    ///
+    /// # Errors
+    /// As [`InFlight::wait_oldest`], for the first batch that fails.
     pub fn wait_through(&mut self, batch: usize) -> Result<()> {
         while self.oldest().is_some_and(|oldest| oldest <= batch) {
             self.wait_oldest()?;
@@ -165,6 +176,9 @@ impl InFlight {
     }
 
     /// Waits until at most `n` batches remain unobserved.
+    ///
+    /// # Errors
+    /// As [`InFlight::wait_oldest`], for the first batch that fails.
     pub fn wait_while_longer_than(&mut self, n: usize) -> Result<()> {
         while self.len() > n {
             self.wait_oldest()?;
@@ -173,6 +187,9 @@ impl InFlight {
     }
 
     /// `waitall`: waits for every batch in flight.
+    ///
+    /// # Errors
+    /// As [`InFlight::wait_oldest`], for the first batch that fails.
     pub fn wait_all(&mut self) -> Result<()> {
         self.wait_while_longer_than(0)
     }
