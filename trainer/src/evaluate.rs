@@ -1,31 +1,30 @@
 //! Evaluation metrics over a data loader, computed without autodiff.
 
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use ember::{Block, Result};
 use ember_datasets::DataLoader;
 
-/// The share of examples whose largest output is their class label.
+use crate::fit::{Target, read_count, tally};
+
+/// The share of examples whose largest output is their class label: the rule of
+/// [`Target::correct`], counted on the device and read back once.
 ///
 /// `net` should be a snapshot without autodiff (`Module::valid`) living on `device`.
 ///
 /// # Errors
 /// What the network's forward pass returns for a batch it cannot take (a shape it does not
-/// accept), and [`ember::Error::Execution`] when the predictions cannot be read back.
+/// accept), [`ember::Error::Shape`] for targets that are not one label per example, and
+/// [`ember::Error::Execution`] when the count cannot be read back.
 pub fn accuracy<B: Block>(net: &B, data: &DataLoader, device: &Device) -> Result<f64> {
-    let (mut correct, mut seen) = (0usize, 0usize);
+    let (mut correct, mut seen): (Option<Tensor<1, Int>>, usize) = (None, 0);
     for batch in data.epoch(0) {
-        let x = batch.x_on(device)?;
-        let scores: Tensor<2> = net.forward(x).into_rank()?;
-        let predicted = scores.argmax(1).into_data().convert::<i64>();
-        let predicted: Vec<i64> = predicted
-            .try_to_vec()
-            .map_err(|e| ember::Error::Execution(format!("{e:?}")))?;
-        correct += predicted
-            .iter()
-            .zip(&batch.y)
-            .filter(|(p, y)| **p == **y as i64)
-            .count();
+        let scores: Tensor<2> = net.forward(batch.x_on(device)?).into_rank()?;
+        let labels = <Tensor<1, Int> as Target>::upload(&batch, device)?;
+        if let Some(right) = <Tensor<1, Int> as Target>::correct(&scores, &labels) {
+            correct = Some(tally(correct, right));
+        }
         seen += batch.len();
     }
+    let correct = correct.map(read_count).transpose()?.unwrap_or(0);
     Ok(correct as f64 / seen.max(1) as f64)
 }

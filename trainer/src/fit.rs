@@ -734,10 +734,7 @@ where
         drop(batch);
         if let Some(correct) = correct {
             backend.counted += size;
-            backend.correct = Some(match backend.correct.take() {
-                Some(sum) => sum + correct,
-                None => correct,
-            });
+            backend.correct = Some(tally(backend.correct.take(), correct));
         }
         let grads = l.backward();
         let net = backend.net.take().ok_or_else(lost)?;
@@ -782,12 +779,27 @@ fn train_accuracy<B, L>(backend: &mut Backend<B, L>) -> Result<Option<f64>> {
     let Some(correct) = backend.correct.take() else {
         return Ok(None);
     };
-    let correct = correct
+    Ok(Some(read_count(correct)? as f64 / counted.max(1) as f64))
+}
+
+/// `sum + more` on the device, `more` where there is no sum yet.
+pub(crate) fn tally(sum: Option<Tensor<1, Int>>, more: Tensor<1, Int>) -> Tensor<1, Int> {
+    match sum {
+        Some(sum) => sum + more,
+        None => more,
+    }
+}
+
+/// Reads back a count summed on the device ([`Target::correct`]'s).
+pub(crate) fn read_count(count: Tensor<1, Int>) -> Result<i64> {
+    count
         .into_data()
         .convert::<i64>()
         .try_to_vec::<i64>()
-        .map_err(|e| Error::Execution(format!("reading the training accuracy: {e:?}")))?;
-    Ok(Some(correct[0] as f64 / counted.max(1) as f64))
+        .map_err(|e| Error::Execution(format!("reading a count back: {e:?}")))?
+        .first()
+        .copied()
+        .ok_or_else(|| Error::Execution("reading a count back: no value".to_string()))
 }
 
 /// The warm-up: the book's forward pass and loss (`loss(y, net(X)).wait_to_read()`), then a

@@ -8,7 +8,6 @@ use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::cli::policy_spec::PolicySpec;
 use anyhow::{Context, bail};
 use clap::Args;
 use ember::output::write_atomic_bytes;
@@ -19,6 +18,7 @@ use serde::Serialize;
 
 use super::child::Child;
 use super::list::{List, Size};
+use super::policy_spec::PolicySpec;
 use super::workload::{Workload, WorkloadArgs, positive};
 
 /// Options of `ember compare`.
@@ -198,6 +198,7 @@ pub(super) fn run_all(
     scratch: &Path,
 ) -> anyhow::Result<Vec<PolicyRun>> {
     let total = configs.len() * repeat;
+    let workload_args = workload.to_args();
     let mut runs = Vec::new();
     for round in 0..repeat {
         for k in 0..configs.len() {
@@ -208,7 +209,7 @@ pub(super) fn run_all(
             let args = ["train", "--sync", &name, "--epochs", &epochs.to_string()]
                 .map(OsString::from)
                 .into_iter()
-                .chain(workload.to_args().into_iter().map(OsString::from))
+                .chain(workload_args.iter().map(OsString::from))
                 .chain(["--metrics".into(), metrics.clone().into()]);
             Child::ember(format!("the run of {name} (round {})", round + 1), args)?.run(
                 |line| {

@@ -62,6 +62,12 @@ pub fn sizes(list: &List<Size>) -> Vec<usize> {
     list.0.iter().map(|s| s.0).collect()
 }
 
+/// Sizes as a flag writes them: `2048,512`.
+pub fn join(sizes: &[usize]) -> String {
+    let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
+    sizes.join(",")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +77,7 @@ mod tests {
         let list: List<Size> = " 2048, 512".parse().unwrap();
         assert_eq!(sizes(&list), [2048, 512]);
         assert_eq!(list.to_string(), "2048,512");
+        assert_eq!(join(&sizes(&list)), "2048,512");
         for (bad, item) in [
             ("2048,x", "\"x\""),
             ("64,0", "\"0\""),

@@ -36,10 +36,7 @@ impl FromStr for ModelSpec {
 impl fmt::Display for ModelSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ModelSpec::Mlp(hidden) => {
-                let sizes: Vec<String> = hidden.iter().map(usize::to_string).collect();
-                write!(f, "mlp:{}", sizes.join(","))
-            }
+            ModelSpec::Mlp(hidden) => write!(f, "mlp:{}", list::join(hidden)),
             ModelSpec::LeNet => write!(f, "lenet"),
             ModelSpec::LeNetRelu => write!(f, "lenet-relu"),
         }

@@ -22,6 +22,7 @@ use ember_trainer::signals;
 use ember_trainer::trace::{EpochRecord, Trace};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::list;
 use super::model::ModelSpec;
 use super::policy_spec::PolicySpec;
 use super::workload::{DataSpec, Workload, WorkloadArgs, positive};
@@ -201,11 +202,11 @@ impl Task {
         let flag = if params.saturating_add(one.activations.saturating_mul(2 * 4)) > available {
             match model {
                 ModelSpec::Mlp(_) if workload.synthetic_flags.contains(&"--hidden") => {
-                    format!("--hidden {}", sizes(&workload.hidden))
+                    format!("--hidden {}", list::join(&workload.hidden))
                 }
                 ModelSpec::Mlp(hidden) if self.is_synthetic() => format!(
                     "--hidden {} with --features {}",
-                    sizes(hidden),
+                    list::join(hidden),
                     workload.features
                 ),
                 _ => format!("--model {model}"),
@@ -350,15 +351,6 @@ fn bytes(n: u128) -> String {
     } else {
         format!("{:.1} GB", n / 1e9)
     }
-}
-
-/// `2048,512`.
-fn sizes(sizes: &[usize]) -> String {
-    sizes
-        .iter()
-        .map(usize::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before

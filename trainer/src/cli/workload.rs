@@ -199,10 +199,6 @@ impl Workload {
     /// The same workload as `ember` flags, for a child process: the flags that make it, the
     /// synthetic data's sizes only for synthetic data.
     pub fn to_args(&self) -> Vec<String> {
-        let join = |sizes: &[usize]| {
-            let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
-            sizes.join(",")
-        };
         let synthetic = self.data == DataSpec::Synthetic;
         [
             ("--device", Some(self.device.to_string())),
@@ -213,7 +209,7 @@ impl Workload {
             ("--classes", self.classes.map(|n| n.to_string())),
             ("--batches", synthetic.then(|| self.batches.to_string())),
             ("--features", synthetic.then(|| self.features.to_string())),
-            ("--hidden", synthetic.then(|| join(&self.hidden))),
+            ("--hidden", synthetic.then(|| list::join(&self.hidden))),
         ]
         .into_iter()
         .filter_map(|(flag, value)| value.map(|value| [flag.to_string(), value]))
