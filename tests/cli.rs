@@ -21,6 +21,11 @@ fn devices_lists_wgpu_flex_and_ndarray() {
             .any(|l| l.starts_with("wgpu") && l.contains("usable ")),
         "{stdout}"
     );
+    let cuda = stdout.lines().find(|l| l.starts_with("cuda")).unwrap();
+    assert!(
+        cuda.contains("unusable") && cuda.contains("github.com"),
+        "{stdout}"
+    );
     let auto = stdout.lines().find(|l| l.starts_with("auto")).unwrap();
     assert!(
         auto.starts_with("auto     -> flex")
@@ -452,4 +457,69 @@ fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
         all.extend(args.iter().copied());
         fails_with(&all, needle);
     }
+}
+
+#[test]
+fn train_splits_each_batch_across_devices_and_prints_each_devices_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("trace.jsonl");
+    let out = succeeds(&[
+        "train",
+        "--devices",
+        "flex,flex",
+        "--batches",
+        "4",
+        "--batch-size",
+        "64",
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("device 0: flex") && out.contains("device 1: flex"),
+        "{out}"
+    );
+    assert!(out.contains("epoch 1: time per epoch"), "{out}");
+    assert!(
+        out.contains("per-device completion, mean from issue: device 0 ")
+            && out.contains(", device 1 "),
+        "{out}"
+    );
+    let trace = ember_trainer::trace::Trace::read_jsonl(&metrics).unwrap();
+    assert_eq!(trace.batches.len(), 4);
+    assert!(trace.batches.iter().all(|b| b.device_done.len() == 2));
+}
+
+#[test]
+fn bad_device_lists_are_clear_errors_with_a_nonzero_exit() {
+    let train = |devices: &str, batch: &str, needle: &str| {
+        fails_with(
+            &[
+                "train",
+                "--devices",
+                devices,
+                "--batches",
+                "2",
+                "--batch-size",
+                batch,
+            ],
+            needle,
+        )
+    };
+    train("flex,tpu", "64", "unknown device 'tpu'");
+    train(
+        "flex,flex",
+        "1",
+        "invalid --batch-size 1: --devices flex,flex splits",
+    );
+    train("cuda:0,cuda:1", "64", "no CUDA backend");
+    train("flex:1,flex", "64", "flex has a single device");
+    train("wgpu:7", "64", "wgpu:7");
+    fails_with(
+        &["train", "--devices", "flex,flex", "--device", "flex"],
+        "cannot be used with",
+    );
+    fails_with(
+        &["bench", "policies", "--devices", "flex,flex"],
+        "ember bench runs on one device",
+    );
 }

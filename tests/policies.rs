@@ -1,4 +1,6 @@
-//! Sync-policy semantics, proven from the per-batch trace, on flex and on wgpu (lavapipe).
+//! Sync-policy semantics, proven from the per-batch trace, on flex and on wgpu (lavapipe), on
+//! one device and with each batch split across two (data parallelism: the policy bounds the
+//! steps in flight across all devices, and each device's completion is in the trace).
 
 mod common;
 
@@ -6,7 +8,8 @@ use std::sync::{Mutex, MutexGuard};
 
 use burn::prelude::*;
 use common::{Copies, busy_net, run, wgpu};
-use ember::Error;
+use ember::{Block, DeviceList, Error, Init, L2Loss, Replicas, Trainer};
+use ember_trainer::fit::Fit;
 use ember_trainer::policy::{EveryN, NoSync, Window};
 use ember_trainer::trace::{BatchRecord, Trace};
 
@@ -30,6 +33,45 @@ fn wgpu_trace(policy: &mut dyn ember_trainer::policy::SyncPolicy, batches: usize
     let _alone = alone();
     let mut data = Copies::new(128, 256, batches);
     run(&wgpu(), busy_net(256, 3), &mut data, policy, 1e-3).unwrap()
+}
+
+/// One epoch under `policy` with each batch split across `devices` (`flex,flex`, `wgpu,wgpu`).
+fn across(devices: &str, policy: &mut dyn ember_trainer::policy::SyncPolicy) -> Trace {
+    let _alone = alone();
+    // As on one device: lavapipe is many times slower than flex.
+    let (mut data, width, layers) = match devices.starts_with("wgpu") {
+        false => (Copies::new(512, 256, 12), 512, 4),
+        true => (Copies::new(128, 256, 8), 256, 3),
+    };
+    let devices: Vec<Device> = devices
+        .parse::<DeviceList>()
+        .unwrap()
+        .open()
+        .expect(
+            "these devices must open (wgpu needs lavapipe: apt-get install mesa-vulkan-drivers)",
+        )
+        .into_iter()
+        .map(|picked| picked.device.autodiff())
+        .collect();
+    let net = busy_net(width, layers).initialize(Init::default(), &devices[0]);
+    let trainer = Trainer::new(&net, "sgd", 1e-3).unwrap();
+    let trace = Fit::new(net, L2Loss, trainer, &devices[0])
+        .replicas(Replicas::new(devices).unwrap())
+        .policy(policy)
+        .run(&mut data)
+        .unwrap()
+        .trace;
+    for b in &trace.batches {
+        assert_eq!(b.device_done.len(), 2, "each device's completion: {b:?}");
+        let last = b.device_done.iter().copied().fold(f64::MIN, f64::max);
+        assert_eq!(
+            b.done, last,
+            "a step is done when its last device is: {b:?}"
+        );
+        assert!(b.device_done.iter().all(|&d| d >= b.issue_start), "{b:?}");
+    }
+    assert_eq!(trace.epochs[0].device_time.len(), 2);
+    trace
 }
 
 fn check_complete(trace: &Trace, batches: usize) -> &[BatchRecord] {
@@ -164,4 +206,34 @@ fn a_diverging_loss_names_its_batch_where_the_policy_sees_it() {
     )
     .unwrap_err();
     assert!(matches!(err, Error::NonFiniteLoss { .. }), "{err}");
+}
+
+#[test]
+fn barrier_across_two_flex_devices() {
+    assert_barrier(&across("flex,flex", &mut Window(1)), 12);
+}
+
+#[test]
+fn window2_across_two_flex_devices() {
+    assert_window2(&across("flex,flex", &mut Window(2)), 12);
+}
+
+#[test]
+fn none_across_two_flex_devices() {
+    assert_none(&across("flex,flex", &mut NoSync), 12);
+}
+
+#[test]
+fn barrier_across_two_wgpu_devices() {
+    assert_barrier(&across("wgpu,wgpu", &mut Window(1)), 8);
+}
+
+#[test]
+fn window2_across_two_wgpu_devices() {
+    assert_window2(&across("wgpu,wgpu", &mut Window(2)), 8);
+}
+
+#[test]
+fn none_across_two_wgpu_devices() {
+    assert_none(&across("wgpu,wgpu", &mut NoSync), 8);
 }

@@ -15,6 +15,10 @@
 //! finishes when the device has run everything before it; on flex and ndarray, which execute on
 //! the worker's thread, it is ready at once. Completions are published in issue order.
 //!
+//! A unit that ran on several devices (a data-parallel step) returns one tensor per device
+//! ([`Outputs`]): each is read back behind its own device's kernels, the handle records when
+//! each device finished ([`Completed::devices`]), and the unit is done when all are.
+//!
 //! ```
 //! use burn::prelude::*;
 //! use ember::engine::Engine;
@@ -46,9 +50,26 @@ use burn::tensor::{Device, Tensor, TensorData};
 
 use crate::error::{Error, Result};
 
-/// A unit of work for the backend: it runs burn operations on the state and returns the tensor
-/// whose readback marks the unit as done (a batch's loss, usually a scalar).
-pub type Work<S> = Box<dyn FnOnce(&mut S) -> Result<Tensor<1>> + Send>;
+/// A unit of work for the backend: it runs burn operations on the state and returns the
+/// tensors whose readbacks mark the unit as done (a batch's loss, one per device it ran on).
+pub type Work<S> = Box<dyn FnOnce(&mut S) -> Result<Outputs> + Send>;
+
+/// What a unit returns: one tensor per device it ran on (a batch's per-example loss, or each
+/// device's share of it), in device order. A single tensor converts into it.
+#[derive(Debug, Clone)]
+pub struct Outputs(pub Vec<Tensor<1>>);
+
+impl From<Tensor<1>> for Outputs {
+    fn from(tensor: Tensor<1>) -> Self {
+        Self(vec![tensor])
+    }
+}
+
+impl From<Vec<Tensor<1>>> for Outputs {
+    fn from(tensors: Vec<Tensor<1>>) -> Self {
+        Self(tensors)
+    }
+}
 
 /// Device memory as burn's pool reports it, sampled when a unit completes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,10 +83,13 @@ pub struct PoolSample {
 /// What a completed unit reports.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completed {
-    /// The mean of the returned tensor (a batch's loss).
+    /// The mean of the returned tensors' values, all together (a batch's mean loss).
     pub value: f32,
-    /// When the watcher saw the device finish it.
+    /// When the watcher saw the last device finish it.
     pub at: Instant,
+    /// When each device's output was read back, in the order the unit returned them (one
+    /// entry for a unit on one device).
+    pub devices: Vec<Instant>,
 }
 
 #[derive(Debug, Default)]
@@ -176,15 +200,18 @@ struct Job<S> {
 
 type Readback = Pin<Box<dyn Future<Output = std::result::Result<TensorData, String>> + Send>>;
 
-enum Watch {
-    /// The readback finished when the worker first polled it (flex, ndarray).
-    Ready(
-        std::result::Result<TensorData, String>,
-        Instant,
-        Arc<Completion>,
-    ),
-    /// The readback is queued on the device; the watcher blocks on it.
-    Pending(Readback, Arc<Completion>),
+/// One device's output of a unit: its readback, or what it read and when, once done.
+enum Part {
+    Pending(Readback),
+    Done(std::result::Result<TensorData, String>, Instant),
+}
+
+/// A unit's readbacks, one per device, for the watcher; each was polled once by the worker.
+struct Watch {
+    parts: Vec<Part>,
+    /// Examples per part, to weigh each part's mean.
+    sizes: Vec<usize>,
+    completion: Arc<Completion>,
 }
 
 /// The frontend's side of the engine. The backend state `S` lives on the worker thread until
@@ -228,7 +255,10 @@ impl<S: Send + 'static> Engine<S> {
     }
 
     /// Hands a unit of work to the backend and returns at once with its handle.
-    pub fn issue(&self, work: impl FnOnce(&mut S) -> Result<Tensor<1>> + Send + 'static) -> Handle {
+    pub fn issue<R: Into<Outputs>>(
+        &self,
+        work: impl FnOnce(&mut S) -> Result<R> + Send + 'static,
+    ) -> Handle {
         let index = self.next_index.get();
         self.next_index.set(index + 1);
         let handle = Handle {
@@ -236,7 +266,7 @@ impl<S: Send + 'static> Engine<S> {
             completion: Arc::new(Completion::default()),
         };
         let job = Job {
-            work: Box::new(work),
+            work: Box::new(move |state: &mut S| work(state).map(Into::into)),
             completion: handle.completion.clone(),
         };
         let sent = self.jobs.as_ref().map(|jobs| jobs.send(job));
@@ -316,8 +346,14 @@ fn backend_worker<S>(mut state: S, jobs: Receiver<Job<S>>, watch: Sender<Watch>)
         }
         let outcome =
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (job.work)(&mut state)));
-        let tensor = match outcome {
-            Ok(Ok(tensor)) => tensor,
+        let outputs = match outcome {
+            Ok(Ok(Outputs(outputs))) if !outputs.is_empty() => outputs,
+            Ok(Ok(_)) => {
+                let text = "the unit returned no tensor to read back".to_string();
+                failed = Some(text.clone());
+                job.completion.complete(Err(text));
+                continue;
+            }
             Ok(Err(err)) => {
                 failed = Some(err.to_string());
                 job.completion.complete(Err(err.to_string()));
@@ -330,21 +366,33 @@ fn backend_worker<S>(mut state: S, jobs: Receiver<Job<S>>, watch: Sender<Watch>)
                 continue;
             }
         };
-        let mut readback: Readback = Box::pin(async move {
-            tensor
-                .detach()
-                .mean()
-                .into_data_async()
-                .await
-                .map_err(|e| e.to_string())
-        });
-        // The first poll queues the read right behind this unit's kernels.
-        let item = match readback
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()))
-        {
-            Poll::Ready(data) => Watch::Ready(data, Instant::now(), job.completion),
-            Poll::Pending => Watch::Pending(readback, job.completion),
+        let sizes = outputs.iter().map(|t| t.dims()[0]).collect();
+        let parts = outputs
+            .into_iter()
+            .map(|tensor| {
+                let mut readback: Readback = Box::pin(async move {
+                    tensor
+                        .detach()
+                        .mean()
+                        .into_data_async()
+                        .await
+                        .map_err(|e| e.to_string())
+                });
+                // The first poll queues the read right behind this unit's kernels on the
+                // tensor's device.
+                match readback
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()))
+                {
+                    Poll::Ready(data) => Part::Done(data, Instant::now()),
+                    Poll::Pending => Part::Pending(readback),
+                }
+            })
+            .collect();
+        let item = Watch {
+            parts,
+            sizes,
+            completion: job.completion,
         };
         if watch.send(item).is_err() {
             break;
@@ -356,20 +404,44 @@ fn backend_worker<S>(mut state: S, jobs: Receiver<Job<S>>, watch: Sender<Watch>)
 /// Publishes completions in issue order, blocking on each device readback in turn, then asks
 /// the sampler for the device pool.
 fn completion_watcher(items: Receiver<Watch>, sampler: Sender<Arc<Completion>>) {
-    for item in items {
-        let (data, at, completion) = match item {
-            Watch::Ready(data, at, completion) => (data, at, completion),
-            Watch::Pending(readback, completion) => {
-                let data = block_on(readback);
-                (data, Instant::now(), completion)
-            }
-        };
-        let result = data.and_then(|data| {
-            data.try_to_vec::<f32>()
-                .map_err(|e| format!("{e:?}"))
-                .and_then(|v| v.first().copied().ok_or_else(|| "empty result".to_string()))
-                .map(|value| Completed { value, at })
-        });
+    for Watch {
+        parts,
+        sizes,
+        completion,
+    } in items
+    {
+        let parts = block_on_all(parts);
+        let result = parts
+            .into_iter()
+            .map(|(data, at)| {
+                data.and_then(|data| {
+                    data.try_to_vec::<f32>()
+                        .map_err(|e| format!("{e:?}"))
+                        .and_then(|v| v.first().copied().ok_or_else(|| "empty result".to_string()))
+                })
+                .map(|mean| (mean, at))
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map(|parts| {
+                let devices: Vec<Instant> = parts.iter().map(|&(_, at)| at).collect();
+                let value = match parts[..] {
+                    [(mean, _)] => mean,
+                    _ => {
+                        let total: usize = sizes.iter().sum();
+                        let sum: f64 = parts
+                            .iter()
+                            .zip(&sizes)
+                            .map(|(&(mean, _), &n)| f64::from(mean) * n as f64)
+                            .sum();
+                        (sum / total.max(1) as f64) as f32
+                    }
+                };
+                Completed {
+                    value,
+                    at: devices.iter().copied().max().unwrap_or_else(Instant::now),
+                    devices,
+                }
+            });
         let failed = result.is_err();
         completion.complete(result);
         if !failed && let Err(unsent) = sampler.send(completion) {
@@ -406,13 +478,40 @@ impl Wake for Unpark {
 }
 
 /// Drives one future to completion on this thread, parking between polls.
-fn block_on<F: Future>(future: F) -> F::Output {
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = std::pin::pin!(future);
     let waker = Waker::from(Arc::new(Unpark(thread::current())));
     let mut cx = Context::from_waker(&waker);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return output;
+        }
+        thread::park();
+    }
+}
+
+/// Drives every pending readback to completion on this thread, parking between polls, and
+/// notes when each finished: devices finish in their own order.
+fn block_on_all(parts: Vec<Part>) -> Vec<(std::result::Result<TensorData, String>, Instant)> {
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut parts = parts;
+    loop {
+        for part in &mut parts {
+            if let Part::Pending(readback) = part
+                && let Poll::Ready(data) = readback.as_mut().poll(&mut cx)
+            {
+                *part = Part::Done(data, Instant::now());
+            }
+        }
+        if parts.iter().all(|part| matches!(part, Part::Done(..))) {
+            return parts
+                .into_iter()
+                .filter_map(|part| match part {
+                    Part::Done(data, at) => Some((data, at)),
+                    Part::Pending(_) => None,
+                })
+                .collect();
         }
         thread::park();
     }
@@ -429,7 +528,7 @@ mod tests {
         let d = device.clone();
         let ok = engine.issue(move |_| Ok(Tensor::<1>::ones([2], &d)));
         let bad = engine.issue(|_| {
-            Err(Error::InvalidValue {
+            Err::<Tensor<1>, _>(Error::InvalidValue {
                 name: "test",
                 value: "x".into(),
                 reason: "injected".into(),
@@ -450,9 +549,28 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_on_several_devices_is_done_when_all_are_and_weighs_their_means() {
+        let device = Device::flex();
+        let engine = Engine::new((), None);
+        let d = device.clone();
+        let handle = engine.issue(move |_| {
+            Ok(vec![
+                Tensor::<1>::ones([3], &d),
+                Tensor::<1>::full([1], 4.0, &d),
+            ])
+        });
+        let done = handle.wait_completed().unwrap();
+        assert_eq!(done.value, 1.75); // (1 + 1 + 1 + 4) / 4, not (1 + 4) / 2
+        assert_eq!(done.devices.len(), 2);
+        assert_eq!(done.at, *done.devices.iter().max().unwrap());
+        let empty = engine.issue(|_| Ok(Vec::<Tensor<1>>::new()));
+        assert!(empty.wait().unwrap_err().to_string().contains("no tensor"));
+    }
+
+    #[test]
     fn a_panicking_unit_is_an_error_not_a_crash() {
         let engine = Engine::new((), None);
-        let h = engine.issue(|_| panic!("boom"));
+        let h = engine.issue(|_| -> Result<Tensor<1>> { panic!("boom") });
         assert!(h.wait().unwrap_err().to_string().contains("boom"));
         assert!(engine.finish().is_err());
     }

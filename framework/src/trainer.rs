@@ -227,6 +227,22 @@ impl Trainer {
     /// optimizer updates every parameter of `net`. burn modules are values, so the updated
     /// network is returned.
     pub fn step<M: Module>(&mut self, net: M, grads: Gradients, batch_size: usize) -> Result<M> {
+        let params = GradientsParams::from_grads(grads, &net);
+        self.step_params(net, params, batch_size)
+    }
+
+    /// [`Trainer::step`] on gradients already gathered per parameter, such as the sum of every
+    /// device's gradients in a data-parallel step (see [`crate::data_parallel`]): they are
+    /// divided by `batch_size`, the examples of all devices together, then applied.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when `batch_size` is 0.
+    pub fn step_params<M: Module>(
+        &mut self,
+        net: M,
+        mut params: GradientsParams,
+        batch_size: usize,
+    ) -> Result<M> {
         if batch_size == 0 {
             return Err(Error::InvalidValue {
                 name: "batch size",
@@ -234,7 +250,6 @@ impl Trainer {
                 reason: "step(batch_size) needs at least one example".to_string(),
             });
         }
-        let mut params = GradientsParams::from_grads(grads, &net);
         net.visit(&mut Rescale {
             grads: &mut params,
             scale: 1.0 / batch_size as f32,

@@ -114,6 +114,7 @@ mod tests {
             peak_pool_mb: None,
             mean_loss: 0.5,
             max_depth: 1,
+            device_time: Vec::new(),
             metrics: Default::default(),
         }
     }

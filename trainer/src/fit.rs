@@ -42,9 +42,10 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
+use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor};
-use ember::engine::Engine;
-use ember::{Block, Error, Loss, NdTensor, Result, Trainer};
+use ember::engine::{Engine, Outputs};
+use ember::{Block, Error, Loss, NdTensor, Replicas, Result, Trainer};
 use ember_datasets::{Batch, Synthetic};
 
 use crate::checkpoint::{self, Checkpoint, Checkpointing, Position};
@@ -313,7 +314,7 @@ pub struct Fit<'a, B, L> {
     net: B,
     loss: L,
     trainer: Trainer,
-    device: Device,
+    replicas: Replicas,
     policy: Box<dyn SyncPolicy + 'a>,
     options: FitOptions<B>,
     progress: Box<dyn Progress + 'a>,
@@ -325,7 +326,7 @@ pub struct Fit<'a, B, L> {
 impl<'a, B, L> Fit<'a, B, L>
 where
     B: Block + 'static,
-    L: Loss + Send + 'static,
+    L: Loss + Send + Sync + 'static,
     L::Target: Target,
 {
     /// Trains `net` with `loss` and `trainer` on `device` (an autodiff device): one epoch
@@ -335,7 +336,7 @@ where
             net,
             loss,
             trainer,
-            device: device.clone(),
+            replicas: Replicas::new(vec![device.clone()]).expect("one device"),
             policy: Box::new(crate::policy::Window(1)),
             options: FitOptions::epochs(1),
             progress: Box::new(()),
@@ -343,6 +344,34 @@ where
             checkpointing: None,
             resume: None,
         }
+    }
+
+    /// Data parallelism over `replicas` (see [`ember::data_parallel`]): each step splits its
+    /// batch across the devices, and the policy bounds the steps in flight across all of them.
+    /// They replace the device given to [`Fit::new`]; the network must live on the first
+    /// one, the main device. Every batch needs at least one example per device.
+    ///
+    /// ```
+    /// use burn::prelude::*;
+    /// use ember::{Block, Dense, Init, L2Loss, Replicas, Sequential, Trainer};
+    /// use ember_datasets::Synthetic;
+    /// use ember_trainer::fit::{Fit, SyntheticEpochs};
+    ///
+    /// let device = Device::flex().autodiff();
+    /// let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+    /// let trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+    /// let replicas = Replicas::new(vec![device.clone(), device.clone()]).unwrap();
+    /// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 3);
+    /// let run = Fit::new(net, L2Loss, trainer, &device)
+    ///     .replicas(replicas)
+    ///     .run(&mut data)
+    ///     .unwrap();
+    /// // Each batch records when each of the two devices finished its half.
+    /// assert!(run.trace.batches.iter().all(|b| b.device_done.len() == 2));
+    /// ```
+    pub fn replicas(mut self, replicas: Replicas) -> Self {
+        self.replicas = replicas;
+        self
     }
 
     /// The sync policy (a `&mut` one works too, to read its state afterwards).
@@ -416,7 +445,7 @@ where
             net,
             loss,
             trainer,
-            device,
+            replicas,
             mut policy,
             options,
             mut progress,
@@ -424,7 +453,7 @@ where
             checkpointing,
             resume,
         } = self;
-        let device = &device;
+        let device = &replicas.main().clone();
         if let Some(checkpointing) = &checkpointing {
             checkpointing.prepare()?;
         }
@@ -434,6 +463,9 @@ where
         };
         let (net, example_shape) = match &first {
             Some(batch) => {
+                if batch.len() < replicas.len() {
+                    batch.split(replicas.len())?;
+                }
                 let x = batch.x_on(device)?;
                 let (net, _) = net.infer(x)?;
                 (net, Some(batch.x_shape[1..].to_vec()))
@@ -476,11 +508,11 @@ where
         if options.warmup
             && let Some(batch) = first
         {
-            let device = device.clone();
+            let replicas = replicas.clone();
             engine
                 .issue(move |backend: &mut Backend<B, L>| {
                     let net = backend.net.as_ref().ok_or_else(lost)?;
-                    warmup(net, &backend.loss, &backend.trainer, &batch, &device)
+                    warmup(net, &backend.loss, &backend.trainer, &batch, &replicas)
                 })
                 .wait()?;
         }
@@ -526,7 +558,7 @@ where
                 }
                 let data_wait = issue_start.elapsed().as_secs_f64();
                 let step_seed = seed.map(|seed| step_seed(seed, at.steps));
-                let handle = engine.issue(train_step::<B, L>(batch, device.clone(), step_seed));
+                let handle = engine.issue(train_step::<B, L>(batch, replicas.clone(), step_seed));
                 flight.push(index, handle);
                 at.steps += 1;
                 at.epoch = epoch;
@@ -548,6 +580,7 @@ where
                     pool_reserved: None,
                     depth: flight.depth(),
                     data_wait,
+                    device_done: Vec::new(),
                 });
                 progress.issued(epoch, index, seconds(last_issue) - seconds(epoch_start));
                 stopped = requested();
@@ -609,6 +642,7 @@ where
                 peak_pool_mb: peak_pool.map(|p| mb(p as f64)),
                 mean_loss: losses / records.len().max(1) as f64,
                 max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
+                device_time: device_times(&records),
                 metrics,
             };
             progress.epoch_done(&epoch_record);
@@ -634,6 +668,25 @@ where
     }
 }
 
+/// Per device, the mean seconds from a batch's issue to the device finishing its share, over
+/// the batches that recorded it (none on one device).
+fn device_times(records: &[BatchRecord]) -> Vec<f64> {
+    let devices = records
+        .iter()
+        .map(|r| r.device_done.len())
+        .max()
+        .unwrap_or(0);
+    (0..devices)
+        .map(|device| {
+            let lags: Vec<f64> = records
+                .iter()
+                .filter_map(|r| r.device_done.get(device).map(|done| done - r.issue_end))
+                .collect();
+            lags.iter().sum::<f64>() / lags.len().max(1) as f64
+        })
+        .collect()
+}
+
 /// Moves the completions `flight` observed into their batches' records.
 fn absorb(
     flight: &mut InFlight,
@@ -646,6 +699,14 @@ fn absorb(
             continue;
         };
         record.done = seconds(observed.done.at);
+        if observed.done.devices.len() > 1 {
+            record.device_done = observed
+                .done
+                .devices
+                .iter()
+                .map(|&at| seconds(at))
+                .collect();
+        }
         record.observed = seconds(observed.at);
         record.loss = observed.done.value;
         let pool = observed.handle.pool();
@@ -708,39 +769,70 @@ where
         .map_err(|_| Error::Execution("the backend did not hand over its state".to_string()))
 }
 
-/// One training step on the backend: upload, forward, loss, backward, `step(batch_size)`.
-/// Returns the per-example loss, whose readback marks the batch as done.
+/// One training step on the backend: upload, forward, loss, backward, `step(batch_size)`, on
+/// one device or split across the replicas. Returns the per-example loss (each device's
+/// share), whose readback marks the batch as done.
 fn train_step<B, L>(
     batch: Batch,
-    device: Device,
+    replicas: Replicas,
     seed: Option<u64>,
-) -> impl FnOnce(&mut Backend<B, L>) -> Result<Tensor<1>> + Send + 'static
+) -> impl FnOnce(&mut Backend<B, L>) -> Result<Outputs> + Send + 'static
 where
     B: Block + 'static,
-    L: Loss + Send + 'static,
+    L: Loss + Send + Sync + 'static,
     L::Target: Target,
 {
     move |backend: &mut Backend<B, L>| {
         let size = batch.len();
         if let Some(seed) = seed {
-            device.seed(seed);
+            for device in replicas.devices() {
+                device.seed(seed);
+            }
         }
-        let (l, correct) = loss_of(
-            backend.net.as_ref().ok_or_else(lost)?,
-            &backend.loss,
-            &batch,
-            &device,
-        )?;
+        let net = backend.net.as_ref().ok_or_else(lost)?;
+        let (grads, losses, correct) = gradients(net, &backend.loss, &batch, &replicas)?;
         drop(batch);
         if let Some(correct) = correct {
             backend.counted += size;
             backend.correct = Some(tally(backend.correct.take(), correct));
         }
-        let grads = l.backward();
         let net = backend.net.take().ok_or_else(lost)?;
-        backend.net = Some(backend.trainer.step(net, grads, size)?);
-        Ok(l)
+        backend.net = Some(backend.trainer.step_params(net, grads, size)?);
+        Ok(Outputs(losses))
     }
+}
+
+/// The step's gradients of `net` on `batch`, summed over the replicas (on the main device),
+/// with each device's per-example loss and the examples they got right (on the main device).
+type StepGradients = (GradientsParams, Vec<Tensor<1>>, Option<Tensor<1, Int>>);
+
+/// Forward and backward of `net` on `batch`: on the main device alone, or split across the
+/// replicas with burn's fork, gradient transfer and accumulation ([`Replicas::backward`]).
+fn gradients<B, L>(net: &B, loss: &L, batch: &Batch, replicas: &Replicas) -> Result<StepGradients>
+where
+    B: Block,
+    L: Loss + Sync,
+    L::Target: Target,
+{
+    let main = replicas.main();
+    if replicas.len() == 1 {
+        let (l, correct) = loss_of(net, loss, batch, main)?;
+        let grads = GradientsParams::from_grads(l.backward(), net);
+        return Ok((grads, vec![l], correct));
+    }
+    let shards = batch.split(replicas.len())?;
+    let (grads, shares) = replicas.backward(net, |replica: &B, index, device| {
+        loss_of(replica, loss, &shards[index], device)
+    })?;
+    let mut correct = None;
+    let mut losses = Vec::with_capacity(shares.len());
+    for (l, right) in shares {
+        losses.push(l);
+        if let Some(right) = right {
+            correct = Some(tally(correct, right.to_device(main)));
+        }
+    }
+    Ok((grads, losses, correct))
 }
 
 /// The error for a network a failed step took away.
@@ -803,27 +895,26 @@ pub(crate) fn read_count(count: Tensor<1, Int>) -> Result<i64> {
 }
 
 /// The warm-up: the book's forward pass and loss (`loss(y, net(X)).wait_to_read()`), then a
-/// backward pass and an optimizer step, so that every kernel and buffer a training step uses
-/// exists before the clock starts. All of it runs on copies: the network's (`valid().train()`:
-/// its own tensors and running statistics) and the trainer's (its own optimizer state). The
-/// network, its running statistics and the optimizer state stay as they are. Returns the loss.
+/// backward pass and an optimizer step, on every replica, so that every kernel and buffer a
+/// training step uses exists before the clock starts. All of it runs on copies: the network's
+/// (`valid().train()`: its own tensors and running statistics) and the trainer's (its own
+/// optimizer state). The network, its running statistics and the optimizer state stay as they
+/// are. Returns the loss.
 fn warmup<B, L>(
     net: &B,
     loss: &L,
     trainer: &Trainer,
     batch: &Batch,
-    device: &Device,
-) -> Result<Tensor<1>>
+    replicas: &Replicas,
+) -> Result<Outputs>
 where
     B: Block,
-    L: Loss,
+    L: Loss + Sync,
     L::Target: Target,
 {
     let copy = net.valid().train();
-    let (l, _) = loss_of(&copy, loss, batch, device)?;
-    let stepped = trainer
-        .clone()
-        .step(copy, l.clone().backward(), batch.len())?;
+    let (grads, losses, _) = gradients(&copy, loss, batch, replicas)?;
+    let stepped = trainer.clone().step_params(copy, grads, batch.len())?;
     drop(stepped);
-    Ok(l)
+    Ok(Outputs(losses))
 }

@@ -148,7 +148,12 @@ impl InFlight {
         let Some((batch, handle)) = self.queue.pop_front() else {
             return Ok(());
         };
-        let done = handle.wait_completed()?;
+        let done = handle.wait_completed().map_err(|e| match e {
+            Error::Execution(text) => {
+                Error::Execution(format!("batch {batch} of epoch {}: {text}", self.epoch))
+            }
+            other => other,
+        })?;
         if !done.value.is_finite() {
             return Err(Error::NonFiniteLoss {
                 at: format!("batch {batch} of epoch {}", self.epoch),

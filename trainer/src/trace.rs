@@ -39,6 +39,10 @@ pub struct BatchRecord {
     pub depth: usize,
     /// Seconds the frontend waited for this batch's data.
     pub data_wait: f64,
+    /// When each device finished its share, in device order, for a data-parallel run
+    /// (`done` is the last of them); empty on one device. CSV cells join them with `;`.
+    #[serde(default)]
+    pub device_done: Vec<f64>,
 }
 
 /// One epoch, as the book reports it.
@@ -67,6 +71,10 @@ pub struct EpochRecord {
     pub mean_loss: f64,
     /// Deepest in-flight queue seen.
     pub max_depth: usize,
+    /// For a data-parallel run, per device: the mean seconds from a batch's issue to that
+    /// device finishing its share (empty on one device).
+    #[serde(default)]
+    pub device_time: Vec<f64>,
     /// The epoch's evaluations (`test_acc`…), one column each.
     #[serde(flatten)]
     pub metrics: BTreeMap<String, f64>,
@@ -207,6 +215,11 @@ pub fn csv<T: Serialize>(rows: &[T]) -> String {
             .map(|v| match v {
                 serde_json::Value::Null => String::new(),
                 serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Array(items) => items
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(";"),
                 other => other.to_string(),
             })
             .collect();

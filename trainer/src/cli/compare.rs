@@ -87,8 +87,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let main = args.policies.0;
     let sweep = args.sweep.as_ref().map(sweep_policies);
     prepare_out(&args.out, &WRITTEN)?;
-    let picked = workload.device.resolve()?;
-    say!("device: {}", picked.reason);
+    let device = match &workload.devices {
+        Some(list) => list.to_string(),
+        None => {
+            let picked = workload.device.resolve()?;
+            say!("device: {}", picked.reason);
+            picked.name.to_string()
+        }
+    };
 
     // Every distinct policy runs once per round; the sweep reuses the main runs it shares.
     let mut configs: Vec<PolicySpec> = Vec::new();
@@ -107,7 +113,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
 
     let subtitle = format!(
         "{}, {}, {} epoch(s), {} round(s)",
-        picked.name,
+        device,
         workload.describe(),
         epochs,
         repeat

@@ -1,4 +1,5 @@
-//! `ember devices`: each device, whether it opens here, and what `auto` picks.
+//! `ember devices`: each device, whether it opens here (cuda too, which this build lacks), and
+//! what `auto` picks.
 
 use ember::DeviceName;
 
@@ -12,6 +13,7 @@ pub fn run() -> anyhow::Result<()> {
             },
         }
     }
+    say!("cuda     unusable  {}", ember::device_list::CUDA_MISSING);
     let auto = DeviceName::Auto.resolve()?;
     say!("auto     -> {}    {}", auto.name, auto.reason);
     Ok(())

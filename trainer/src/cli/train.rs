@@ -9,7 +9,7 @@ use anyhow::{Context, bail};
 use burn::tensor::Device;
 use clap::Args;
 use ember::output;
-use ember::{Block, DeviceName, Init, L2Loss, Loss, Sequential, SoftmaxCrossEntropyLoss, Trainer};
+use ember::{Block, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss, Trainer};
 use ember_datasets::csv::{CsvOptions, Label, read_csv};
 use ember_datasets::npy::read_npy_pair;
 use ember_datasets::{DataLoader, Examples};
@@ -116,6 +116,19 @@ impl Progress for BookLines {
             r.mean_loss,
             r.max_depth
         );
+        if !r.device_time.is_empty() {
+            let devices: Vec<String> = r
+                .device_time
+                .iter()
+                .enumerate()
+                .map(|(device, time)| format!("device {device} {time:.4} sec"))
+                .collect();
+            say!(
+                "epoch {}: per-device completion, mean from issue: {}",
+                r.epoch + 1,
+                devices.join(", ")
+            );
+        }
         if let Some(pool) = r.peak_pool_mb {
             say!("epoch {}: peak device pool: {pool:.1} MB", r.epoch + 1);
         }
@@ -292,19 +305,30 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         _ => ModelSpec::Mlp(vec![256]),
     });
     task.check_memory(&workload, &model)?;
-    let picked = workload.device.resolve()?;
-    say!("device: {}", picked.reason);
-    let device = picked.device.clone().autodiff();
-    // --seed fixes the weights' initialization as well as the data.
-    picked.device.seed(workload.seed);
-    device.seed(workload.seed);
+    let picked = workload.open_devices()?;
+    for (index, device) in picked.iter().enumerate() {
+        match picked.len() {
+            1 => say!("device: {}", device.reason),
+            _ => say!("device {index}: {}", device.reason),
+        }
+        // --seed fixes the weights' initialization as well as the data.
+        device.device.seed(workload.seed);
+        device.device.clone().autodiff().seed(workload.seed);
+    }
+    let main = &picked[0];
+    let device = main.device.clone().autodiff();
+    let replicas = Replicas::new(picked.iter().map(|p| p.device.clone().autodiff()).collect())?;
     let run = Run {
         workload: &workload,
         model: &model,
         policy,
         epochs,
-        device: &picked.device,
-        device_name: picked.name,
+        device: &main.device,
+        device_label: match &workload.devices {
+            Some(_) => workload.device_label(),
+            None => main.name.to_string(),
+        },
+        replicas,
         outputs: &outputs,
     };
     match (loss, task) {
@@ -434,10 +458,12 @@ struct Run<'a> {
     model: &'a ModelSpec,
     policy: Box<dyn SyncPolicy>,
     epochs: usize,
-    /// The device without autodiff, for evaluation.
+    /// The main device without autodiff, for evaluation.
     device: &'a Device,
-    /// What `--device` resolved to.
-    device_name: DeviceName,
+    /// What `--device` resolved to, or `--devices` as given.
+    device_label: String,
+    /// The devices each step is split across (the main device alone without `--devices`).
+    replicas: Replicas,
     outputs: &'a Outputs,
 }
 
@@ -489,7 +515,7 @@ impl Run<'_> {
         test: Option<Examples>,
     ) -> anyhow::Result<()>
     where
-        L: Loss + Send + 'static,
+        L: Loss + Send + Sync + 'static,
         L::Target: Target,
     {
         let w = self.workload;
@@ -543,12 +569,13 @@ impl Run<'_> {
         progress: BookLines,
     ) -> anyhow::Result<Fit<'f, Sequential, L>>
     where
-        L: Loss + Send + 'static,
+        L: Loss + Send + Sync + 'static,
         L::Target: Target,
     {
         signals::install()?;
         let description = self.description();
         let mut fit = fit
+            .replicas(self.replicas)
             .policy(self.policy)
             .epochs(self.epochs)
             .progress(progress)
@@ -590,8 +617,12 @@ impl Run<'_> {
             ("--lr".to_string(), w.lr.to_string()),
             ("--seed".to_string(), w.seed.to_string()),
             (
-                "--device".to_string(),
-                self.device_name.as_str().to_string(),
+                match &w.devices {
+                    Some(_) => "--devices",
+                    None => "--device",
+                }
+                .to_string(),
+                self.device_label.clone(),
             ),
         ]);
         if w.data == DataSpec::Synthetic {

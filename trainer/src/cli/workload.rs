@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
-use ember::{DeviceName, Init, L2Loss, Sequential, Trainer};
+use ember::{DeviceList, DeviceName, Init, L2Loss, PickedDevice, Sequential, Trainer};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs};
 
@@ -17,6 +17,11 @@ pub struct WorkloadArgs {
     /// auto (wgpu on a GPU card, otherwise flex), wgpu, flex or ndarray.
     #[arg(long, default_value = "auto")]
     pub device: DeviceName,
+    /// Data parallelism: each batch is split across these devices, comma separated, the first
+    /// one main (it keeps the parameters and sums the gradients): `flex,flex`, `wgpu,wgpu`
+    /// (several devices on the first wgpu adapter), `wgpu:0,wgpu:1` (two adapters).
+    #[arg(long, conflicts_with = "device")]
+    pub devices: Option<DeviceList>,
     /// Batches per epoch, on synthetic data [default: 150].
     #[arg(long)]
     pub batches: Option<usize>,
@@ -114,6 +119,8 @@ impl std::fmt::Display for DataSpec {
 #[derive(Debug, Clone)]
 pub struct Workload {
     pub device: DeviceName,
+    /// `--devices`: data parallelism over these.
+    pub devices: Option<DeviceList>,
     pub data: DataSpec,
     pub batches: usize,
     pub batch_size: usize,
@@ -163,8 +170,19 @@ impl TryFrom<WorkloadArgs> for Workload {
             }
             positive("classes", classes)?;
         }
+        if let Some(devices) = &args.devices
+            && args.batch_size < devices.len()
+        {
+            bail!(
+                "invalid --batch-size {}: --devices {devices} splits each batch across {} \
+                 devices, and each needs at least one example",
+                args.batch_size,
+                devices.len()
+            );
+        }
         Ok(Self {
             device: args.device,
+            devices: args.devices,
             data,
             batches: positive("batches", args.batches.unwrap_or(150))?,
             batch_size: positive("batch-size", args.batch_size)?,
@@ -184,6 +202,7 @@ impl Workload {
     pub fn chapter(device: DeviceName) -> Self {
         Self {
             device,
+            devices: None,
             data: DataSpec::Synthetic,
             batches: 150,
             batch_size: 1024,
@@ -201,7 +220,11 @@ impl Workload {
     pub fn to_args(&self) -> Vec<String> {
         let synthetic = self.data == DataSpec::Synthetic;
         [
-            ("--device", Some(self.device.to_string())),
+            (
+                "--device",
+                self.devices.is_none().then(|| self.device.to_string()),
+            ),
+            ("--devices", self.devices.as_ref().map(ToString::to_string)),
             ("--data", Some(self.data.to_string())),
             ("--batch-size", Some(self.batch_size.to_string())),
             ("--lr", Some(self.lr.to_string())),
@@ -215,6 +238,37 @@ impl Workload {
         .filter_map(|(flag, value)| value.map(|value| [flag.to_string(), value]))
         .flatten()
         .collect()
+    }
+
+    /// Opens the devices: `--devices`' list, or `--device` alone.
+    ///
+    /// # Errors
+    /// A device that cannot be opened, named.
+    pub fn open_devices(&self) -> anyhow::Result<Vec<PickedDevice>> {
+        Ok(match &self.devices {
+            Some(list) => list.open()?,
+            None => vec![self.device.resolve()?],
+        })
+    }
+
+    /// The devices as the flags name them: `flex`, or `flex,flex` for `--devices`.
+    pub fn device_label(&self) -> String {
+        match &self.devices {
+            Some(list) => list.to_string(),
+            None => self.device.to_string(),
+        }
+    }
+
+    /// `--device` for a command that runs on one device: `--devices` is refused, naming
+    /// `command`.
+    pub fn one_device(&self, command: &str) -> anyhow::Result<DeviceName> {
+        match &self.devices {
+            Some(list) => bail!(
+                "--devices {list}: {command} runs on one device; data parallelism is for \
+                 `ember train` and `ember compare`"
+            ),
+            None => Ok(self.device),
+        }
     }
 
     /// The chapter's data; other data is refused by the commands that only run the chapter.

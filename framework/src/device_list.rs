@@ -1,0 +1,275 @@
+//! Several devices by name, for data parallelism: `flex,flex`, `wgpu:0,wgpu:1`, `wgpu,wgpu`.
+//!
+//! - `flex` and `ndarray` have one device each (as in burn): listing one twice makes two
+//!   replicas on the same CPU, which still split, move and sum as on two cards.
+//! - `wgpu:N` is the N-th wgpu adapter of this machine (a second GPU card, say).
+//! - plain `wgpu` listed several times opens that many logical devices on the first adapter,
+//!   each with its own queue and memory pool (wgpu's `request_device`, registered with burn's
+//!   `Device::wgpu_options().setup(..)`): several devices on one lavapipe, or on one card.
+//! - `cuda:N` is refused with the reason: this build has no CUDA backend (see [`CUDA_MISSING`]).
+//!
+//! ```
+//! use ember::device_list::DeviceList;
+//! let list: DeviceList = "flex,flex".parse().unwrap();
+//! let devices = list.open().unwrap();
+//! assert_eq!(devices.len(), 2);
+//! assert!("flex,tpu".parse::<DeviceList>().is_err());
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+use burn::tensor::wgpu::{WgpuSetup, wgpu};
+use burn::tensor::{Device, DeviceType};
+
+use crate::device::{DeviceName, PickedDevice, wgpu_adapter_info};
+use crate::error::{Error, Result};
+
+/// Why `cuda` is refused: what burn 0.22's CUDA backend needs at build time.
+pub const CUDA_MISSING: &str = "this build of ember has no CUDA backend: burn 0.22's `cuda` \
+     feature builds tracel-llvm-bundler, whose build script downloads LLVM from github.com, and \
+     ember's build machines cannot reach it; on NVIDIA cards use wgpu (Vulkan)";
+
+/// One entry of a device list: a name and, where given, an index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceSpec {
+    /// The backend.
+    pub name: DeviceName,
+    /// `wgpu:1`'s 1: which adapter.
+    pub index: Option<usize>,
+}
+
+impl fmt::Display for DeviceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            Some(index) => write!(f, "{}:{index}", self.name),
+            None => write!(f, "{}", self.name),
+        }
+    }
+}
+
+impl FromStr for DeviceSpec {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let (name, index) = match s.trim().split_once(':') {
+            Some((name, index)) => (name, Some(index)),
+            None => (s.trim(), None),
+        };
+        if name.eq_ignore_ascii_case("cuda") {
+            return Err(Error::InvalidValue {
+                name: "device",
+                value: s.to_string(),
+                reason: CUDA_MISSING.to_string(),
+            });
+        }
+        let name: DeviceName = name.parse()?;
+        let index = index
+            .map(|index| {
+                index
+                    .trim()
+                    .parse::<usize>()
+                    .map_err(|_| Error::InvalidValue {
+                        name: "device index",
+                        value: s.to_string(),
+                        reason: "expected a device name, then optionally ':' and a number, as \
+                             wgpu:1"
+                            .to_string(),
+                    })
+            })
+            .transpose()?;
+        if let Some(index @ 1..) = index
+            && name != DeviceName::Wgpu
+        {
+            return Err(Error::InvalidValue {
+                name: "device",
+                value: s.to_string(),
+                reason: format!(
+                    "{name} has a single device, {name}:0; list it several times ({name},{name}) \
+                     for several replicas on it, or use wgpu:{index} for a second adapter"
+                ),
+            });
+        }
+        Ok(Self { name, index })
+    }
+}
+
+/// A comma-separated list of devices, the first one main.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceList(pub Vec<DeviceSpec>);
+
+impl fmt::Display for DeviceList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        f.pad(&names.join(","))
+    }
+}
+
+impl FromStr for DeviceList {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let specs = s
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<Vec<DeviceSpec>>>()?;
+        if specs.is_empty() || s.trim().is_empty() {
+            return Err(Error::InvalidValue {
+                name: "device list",
+                value: s.to_string(),
+                reason: "expected devices separated by commas, as flex,flex".to_string(),
+            });
+        }
+        Ok(Self(specs))
+    }
+}
+
+impl DeviceList {
+    /// How many devices.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the list is empty (never, once parsed).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Opens every device, in order (without autodiff).
+    ///
+    /// # Errors
+    /// [`Error::NoWgpuAdapter`] for wgpu on a machine without an adapter,
+    /// [`Error::InvalidValue`] naming a `wgpu:N` beyond this machine's adapters, or wgpu's
+    /// error when it cannot make a device.
+    pub fn open(&self) -> Result<Vec<PickedDevice>> {
+        let plain_wgpu = self
+            .0
+            .iter()
+            .filter(|spec| spec.name == DeviceName::Wgpu && spec.index.is_none())
+            .count();
+        let mut logical = if plain_wgpu > 1 {
+            logical_wgpu_devices(plain_wgpu)?.into_iter()
+        } else {
+            Vec::new().into_iter()
+        };
+        self.0
+            .iter()
+            .map(|spec| match (spec.name, spec.index) {
+                (DeviceName::Wgpu, Some(index)) => wgpu_adapter_device(index),
+                (DeviceName::Wgpu, None) if plain_wgpu > 1 => logical
+                    .next()
+                    .ok_or_else(|| Error::Execution("fewer wgpu devices than asked".to_string())),
+                (name, _) => name.resolve(),
+            })
+            .collect()
+    }
+}
+
+/// The `index`-th wgpu adapter.
+fn wgpu_adapter_device(index: usize) -> Result<PickedDevice> {
+    let adapters = Device::enumerate(DeviceType::Wgpu);
+    if adapters.is_empty() {
+        return Err(Error::NoWgpuAdapter);
+    }
+    let count = adapters.len();
+    let device = adapters
+        .get(index)
+        .cloned()
+        .ok_or_else(|| Error::InvalidValue {
+            name: "device",
+            value: format!("wgpu:{index}"),
+            reason: format!(
+                "this machine has {count} wgpu adapter{}, wgpu:0 to wgpu:{}; list plain wgpu \
+                 several times (wgpu,wgpu) for several devices on the first adapter",
+                if count == 1 { "" } else { "s" },
+                count - 1
+            ),
+        })?;
+    let name = device
+        .identity()
+        .map(|identity| identity.name.to_string())
+        .unwrap_or_else(|| format!("{device:?}"));
+    Ok(PickedDevice {
+        name: DeviceName::Wgpu,
+        device,
+        reason: format!("wgpu:{index} on adapter {name}"),
+    })
+}
+
+/// `count` logical devices on the first wgpu adapter, each its own wgpu device and queue,
+/// registered with burn as a runtime of its own.
+fn logical_wgpu_devices(count: usize) -> Result<Vec<PickedDevice>> {
+    let (adapter_name, _) = wgpu_adapter_info().ok_or(Error::NoWgpuAdapter)?;
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+        backends: wgpu::Backends::PRIMARY,
+        ..wgpu::InstanceDescriptor::new_without_display_handle()
+    });
+    let adapter = crate::engine::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+        power_preference: wgpu::PowerPreference::HighPerformance,
+        ..Default::default()
+    }))
+    .map_err(|e| Error::Execution(format!("wgpu: no adapter for several devices: {e}")))?;
+    let backend = adapter.get_info().backend;
+    (0..count)
+        .map(|n| {
+            let (device, queue) = crate::engine::block_on(
+                adapter.request_device(&wgpu::DeviceDescriptor {
+                    label: Some("ember replica"),
+                    required_features: adapter
+                        .features()
+                        .difference(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS),
+                    required_limits: adapter.limits(),
+                    memory_hints: wgpu::MemoryHints::MemoryUsage,
+                    ..Default::default()
+                }),
+            )
+            .map_err(|e| Error::Execution(format!("wgpu: making device {n}: {e}")))?;
+            let setup = WgpuSetup {
+                instance: instance.clone(),
+                adapter: adapter.clone(),
+                device,
+                queue,
+                backend,
+            };
+            let device = Device::wgpu_options()
+                .setup(setup)
+                .init()
+                .map_err(|e| Error::Execution(format!("wgpu: registering device {n}: {e}")))?;
+            Ok(PickedDevice {
+                name: DeviceName::Wgpu,
+                device,
+                reason: format!("wgpu device {} of {count} on adapter {adapter_name}", n + 1),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_parse_and_bad_entries_are_errors_naming_them() {
+        let list: DeviceList = "flex, wgpu:1,ndarray".parse().unwrap();
+        assert_eq!(list.to_string(), "flex,wgpu:1,ndarray");
+        let err = "flex,tpu".parse::<DeviceList>().unwrap_err().to_string();
+        assert!(err.contains("'tpu'"), "{err}");
+        let err = "cuda:0,cuda:1"
+            .parse::<DeviceList>()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cuda:0") && err.contains("no CUDA backend"),
+            "{err}"
+        );
+        let err = "flex:1".parse::<DeviceList>().unwrap_err().to_string();
+        assert!(
+            err.contains("flex:1") && err.contains("single device"),
+            "{err}"
+        );
+        let err = "wgpu:x".parse::<DeviceList>().unwrap_err().to_string();
+        assert!(err.contains("wgpu:x"), "{err}");
+        assert!("".parse::<DeviceList>().is_err());
+        assert!("flex,,flex".parse::<DeviceList>().is_err());
+    }
+}
