@@ -57,6 +57,13 @@ impl Replicas {
         Ok(Self { devices })
     }
 
+    /// One device: no split, the step as on a single device.
+    pub fn single(device: Device) -> Self {
+        Self {
+            devices: vec![device],
+        }
+    }
+
     /// The devices, main first.
     pub fn devices(&self) -> &[Device] {
         &self.devices

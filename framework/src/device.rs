@@ -24,6 +24,9 @@ pub enum DeviceName {
     Flex,
     /// burn's ndarray backend (deprecated by burn in favour of flex), on the CPU.
     Ndarray,
+    /// A device of another process or machine through burn-remote, named with its address in
+    /// a device list (`remote:ws://host:port`, see [`crate::device_list`]).
+    Remote,
 }
 
 impl DeviceName {
@@ -37,6 +40,7 @@ impl DeviceName {
             Self::Wgpu => "wgpu",
             Self::Flex => "flex",
             Self::Ndarray => "ndarray",
+            Self::Remote => "remote",
         }
     }
 
@@ -78,6 +82,13 @@ impl DeviceName {
                 name: Self::Flex,
                 device: Device::flex(),
                 reason: "flex (pure-Rust CPU backend)".to_string(),
+            }),
+            Self::Remote => Err(Error::InvalidValue {
+                name: "device",
+                value: "remote".to_string(),
+                reason: "a remote device needs its server's address: --devices \
+                         remote:ws://HOST:PORT"
+                    .to_string(),
             }),
             #[allow(deprecated)]
             Self::Ndarray => Ok(PickedDevice {

@@ -6,6 +6,8 @@
 //! - plain `wgpu` listed several times opens that many logical devices on the first adapter,
 //!   each with its own queue and memory pool (wgpu's `request_device`, registered with burn's
 //!   `Device::wgpu_options().setup(..)`): several devices on one lavapipe, or on one card.
+//! - `remote:ws://HOST:PORT` is device 0 of an `ember serve` process (burn-remote's WebSocket
+//!   server), with the `remote` cargo feature.
 //! - `cuda:N` is refused with the reason: this build has no CUDA backend (see [`CUDA_MISSING`]).
 //!
 //! ```
@@ -30,20 +32,27 @@ pub const CUDA_MISSING: &str = "this build of ember has no CUDA backend: burn 0.
      feature builds tracel-llvm-bundler, whose build script downloads LLVM from github.com, and \
      ember's build machines cannot reach it; on NVIDIA cards use wgpu (Vulkan)";
 
-/// One entry of a device list: a name and, where given, an index.
+/// Why `remote:` is refused in a build without the `remote` feature.
+pub const REMOTE_MISSING: &str = "this build of ember has no remote devices: build it with \
+     `cargo build --release --features ember-trainer/remote` (burn-remote's WebSocket client)";
+
+/// One entry of a device list: a name and, where given, an index or a server's address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeviceSpec {
     /// The backend.
     pub name: DeviceName,
     /// `wgpu:1`'s 1: which adapter.
     pub index: Option<usize>,
+    /// `remote:ws://host:3000`'s address.
+    pub address: Option<String>,
 }
 
 impl fmt::Display for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.index {
-            Some(index) => write!(f, "{}:{index}", self.name),
-            None => write!(f, "{}", self.name),
+        match (&self.address, self.index) {
+            (Some(address), _) => write!(f, "{}:{address}", self.name),
+            (None, Some(index)) => write!(f, "{}:{index}", self.name),
+            (None, None) => write!(f, "{}", self.name),
         }
     }
 }
@@ -52,6 +61,28 @@ impl FromStr for DeviceSpec {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Self> {
+        if let Some(address) = s.trim().strip_prefix("remote:") {
+            if !cfg!(feature = "remote") {
+                return Err(Error::InvalidValue {
+                    name: "device",
+                    value: s.to_string(),
+                    reason: REMOTE_MISSING.to_string(),
+                });
+            }
+            if !address.starts_with("ws://") || address.len() <= "ws://".len() {
+                return Err(Error::InvalidValue {
+                    name: "device",
+                    value: s.to_string(),
+                    reason: "expected remote:ws://HOST:PORT, the address of `ember serve`"
+                        .to_string(),
+                });
+            }
+            return Ok(Self {
+                name: DeviceName::Remote,
+                index: None,
+                address: Some(address.to_string()),
+            });
+        }
         let (name, index) = match s.trim().split_once(':') {
             Some((name, index)) => (name, Some(index)),
             None => (s.trim(), None),
@@ -90,7 +121,11 @@ impl FromStr for DeviceSpec {
                 ),
             });
         }
-        Ok(Self { name, index })
+        Ok(Self {
+            name,
+            index,
+            address: None,
+        })
     }
 }
 
@@ -159,10 +194,39 @@ impl DeviceList {
                 (DeviceName::Wgpu, None) if plain_wgpu > 1 => logical
                     .next()
                     .ok_or_else(|| Error::Execution("fewer wgpu devices than asked".to_string())),
+                (DeviceName::Remote, _) => remote_device(spec),
                 (name, _) => name.resolve(),
             })
             .collect()
     }
+}
+
+/// Device 0 of the burn-remote server at the spec's address, connected now.
+#[cfg(feature = "remote")]
+fn remote_device(spec: &DeviceSpec) -> Result<PickedDevice> {
+    use burn::tensor::remote::RemoteHost;
+    let address = spec.address.as_deref().unwrap_or_default();
+    let device = Device::remote_options(&RemoteHost::websocket(address))
+        .init()
+        .map_err(|e| Error::InvalidValue {
+            name: "device",
+            value: spec.to_string(),
+            reason: format!("cannot connect to its server (is `ember serve` running there?): {e}"),
+        })?;
+    Ok(PickedDevice {
+        name: DeviceName::Remote,
+        device,
+        reason: format!("remote device 0 of the server at {address} (burn-remote, WebSocket)"),
+    })
+}
+
+#[cfg(not(feature = "remote"))]
+fn remote_device(spec: &DeviceSpec) -> Result<PickedDevice> {
+    Err(Error::InvalidValue {
+        name: "device",
+        value: spec.to_string(),
+        reason: REMOTE_MISSING.to_string(),
+    })
 }
 
 /// The `index`-th wgpu adapter.
@@ -269,6 +333,21 @@ mod tests {
         );
         let err = "wgpu:x".parse::<DeviceList>().unwrap_err().to_string();
         assert!(err.contains("wgpu:x"), "{err}");
+        let remote = "flex,remote:ws://127.0.0.1:3000".parse::<DeviceList>();
+        if cfg!(feature = "remote") {
+            assert_eq!(
+                remote.unwrap().to_string(),
+                "flex,remote:ws://127.0.0.1:3000"
+            );
+            let err = "remote:127.0.0.1"
+                .parse::<DeviceList>()
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("remote:ws://HOST:PORT"), "{err}");
+        } else {
+            let err = remote.unwrap_err().to_string();
+            assert!(err.contains("--features ember-trainer/remote"), "{err}");
+        }
         assert!("".parse::<DeviceList>().is_err());
         assert!("flex,,flex".parse::<DeviceList>().is_err());
     }

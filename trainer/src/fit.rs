@@ -336,7 +336,7 @@ where
             net,
             loss,
             trainer,
-            replicas: Replicas::new(vec![device.clone()]).expect("one device"),
+            replicas: Replicas::single(device.clone()),
             policy: Box::new(crate::policy::Window(1)),
             options: FitOptions::epochs(1),
             progress: Box::new(()),

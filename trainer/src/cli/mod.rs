@@ -47,6 +47,7 @@ mod devices;
 mod list;
 mod model;
 mod policy_spec;
+mod serve;
 mod train;
 mod workload;
 
@@ -69,6 +70,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Run the same workload under several policies and plot how they compare.
     Compare(compare::CompareArgs),
+    /// Serve a device to other ember processes (`--devices remote:ws://HOST:PORT`), through
+    /// burn-remote; needs the `remote` cargo feature.
+    Serve(serve::ServeArgs),
 }
 
 /// Parses the arguments, runs the command, prints the error chain on failure.
@@ -78,6 +82,7 @@ pub fn run() -> ExitCode {
         Command::Devices => devices::run(),
         Command::Train(args) => train::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Compare(args) => compare::run(args),
     };
     match result {

@@ -1,0 +1,51 @@
+//! `ember serve`: one of this machine's devices for other ember processes, through burn-remote's
+//! WebSocket server (no protocol of ember's own). `ember train --devices
+//! remote:ws://HOST:PORT,…` then splits its batches across such servers. Needs the `remote`
+//! cargo feature.
+
+use std::net::SocketAddr;
+
+use clap::Args;
+use ember::DeviceName;
+
+/// Options of `ember serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The device to serve: flex, ndarray or wgpu.
+    #[arg(long, default_value = "flex")]
+    device: DeviceName,
+    /// Address to listen on. WebSocket is unencrypted and this server asks no credential, so
+    /// the default keeps it on this machine: listen on another address only on a trusted
+    /// network.
+    #[arg(long, default_value = "127.0.0.1:3000")]
+    listen: SocketAddr,
+}
+
+#[cfg(feature = "remote")]
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use burn::tensor::server::{RemoteServer, WebSocketTransport};
+
+    let picked = args.device.resolve()?;
+    let listener = std::net::TcpListener::bind(args.listen)
+        .with_context(|| format!("invalid --listen {}: cannot listen there", args.listen))?;
+    say!(
+        "serving {} on ws://{} until Ctrl-C (use it with --devices remote:ws://{})",
+        picked.reason,
+        args.listen,
+        args.listen
+    );
+    RemoteServer::new([picked.device])
+        .serve(WebSocketTransport::from_listener(listener))
+        .with_context(|| format!("serving on {}", args.listen))
+}
+
+#[cfg(not(feature = "remote"))]
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    anyhow::bail!(
+        "cannot serve {} on {}: {}",
+        args.device,
+        args.listen,
+        ember::device_list::REMOTE_MISSING
+    )
+}
