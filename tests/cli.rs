@@ -598,6 +598,36 @@ fn remote_devices_train_as_local_ones_or_say_which_build_they_need() {
             ],
             "cannot connect to its server",
         );
+
+        // A server that goes away in the middle of the run: an error naming the batch and the
+        // device, a non-zero exit, no panic.
+        let (mut servers, devices) = serve(2);
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args([
+                "train",
+                "--devices",
+                &devices,
+                "--batches",
+                "500",
+                "--batch-size",
+                "256",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        let mut lost = servers.0.remove(1);
+        lost.kill().unwrap();
+        lost.wait().unwrap();
+        let out = run.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(" of epoch 0: ") && stderr.contains("device 1: "),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
     } else {
         fails_with(
             &[

@@ -411,37 +411,51 @@ fn completion_watcher(items: Receiver<Watch>, sampler: Sender<Arc<Completion>>) 
     } in items
     {
         let parts = block_on_all(parts);
+        let several = parts.len() > 1;
         let result = parts
             .into_iter()
-            .map(|(data, at)| {
+            .enumerate()
+            .map(|(device, (data, at))| {
                 data.and_then(|data| {
                     data.try_to_vec::<f32>()
                         .map_err(|e| format!("{e:?}"))
                         .and_then(|v| v.first().copied().ok_or_else(|| "empty result".to_string()))
                 })
                 .map(|mean| (mean, at))
+                // Which device failed, where the unit ran on several.
+                .map_err(|e| match several {
+                    true => format!("device {device}: {e}"),
+                    false => e,
+                })
             })
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map(|parts| {
-                let devices: Vec<Instant> = parts.iter().map(|&(_, at)| at).collect();
-                let value = match parts[..] {
-                    [(mean, _)] => mean,
-                    _ => {
-                        let total: usize = sizes.iter().sum();
-                        let sum: f64 = parts
-                            .iter()
-                            .zip(&sizes)
-                            .map(|(&(mean, _), &n)| f64::from(mean) * n as f64)
-                            .sum();
-                        (sum / total.max(1) as f64) as f32
-                    }
-                };
-                Completed {
-                    value,
-                    at: devices.iter().copied().max().unwrap_or_else(Instant::now),
-                    devices,
+            .collect::<Vec<_>>();
+        // Every device that failed, not only the first: a device that waited on another's
+        // data fails with it.
+        let failures: Vec<String> = result.iter().filter_map(|r| r.clone().err()).collect();
+        let result = match failures.is_empty() {
+            true => Ok(result.into_iter().flatten().collect::<Vec<_>>()),
+            false => Err(failures.join("; ")),
+        }
+        .map(|parts| {
+            let devices: Vec<Instant> = parts.iter().map(|&(_, at)| at).collect();
+            let value = match parts[..] {
+                [(mean, _)] => mean,
+                _ => {
+                    let total: usize = sizes.iter().sum();
+                    let sum: f64 = parts
+                        .iter()
+                        .zip(&sizes)
+                        .map(|(&(mean, _), &n)| f64::from(mean) * n as f64)
+                        .sum();
+                    (sum / total.max(1) as f64) as f32
                 }
-            });
+            };
+            Completed {
+                value,
+                at: devices.iter().copied().max().unwrap_or_else(Instant::now),
+                devices,
+            }
+        });
         let failed = result.is_err();
         completion.complete(result);
         if !failed && let Err(unsent) = sampler.send(completion) {
