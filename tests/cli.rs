@@ -487,6 +487,24 @@ fn train_splits_each_batch_across_devices_and_prints_each_devices_completion() {
     let trace = ember_trainer::trace::Trace::read_jsonl(&metrics).unwrap();
     assert_eq!(trace.batches.len(), 4);
     assert!(trace.batches.iter().all(|b| b.device_done.len() == 2));
+
+    // A checkpoint of a split run resumes on the same devices, and names them to a run
+    // without them.
+    let checkpoints = dir.path().join("checkpoints");
+    let checkpoints = checkpoints.to_str().unwrap();
+    let small = ["--batches", "4", "--batch-size", "64"];
+    let split = ["train", "--devices", "flex,flex"];
+    succeeds(&[&split[..], &small, &["--checkpoint", checkpoints]].concat());
+    let resume = ["--resume", checkpoints, "--epochs", "2"];
+    let out = succeeds(&[&split[..], &small, &resume].concat());
+    assert!(
+        out.contains("resuming from") && out.contains("epoch 2:"),
+        "{out}"
+    );
+    fails_with(
+        &[&["train", "--device", "flex"][..], &small, &resume].concat(),
+        "with --devices flex,flex, and this one has no --devices",
+    );
 }
 
 #[test]

@@ -584,6 +584,18 @@ impl Run<'_> {
             fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
         }
         if let Some(checkpoint) = &self.outputs.resume {
+            // A flag only the checkpoint's run had (--devices where this run has --device).
+            if let Some((flag, value)) = checkpoint
+                .description()
+                .iter()
+                .find(|(flag, _)| !description.contains_key(*flag))
+            {
+                bail!(
+                    "cannot resume from {}: it was written by a run with {flag} {value}, and \
+                     this one has no {flag}; resume with the flags of that run",
+                    checkpoint.dir.display()
+                );
+            }
             for (flag, value) in &description {
                 let before = checkpoint.description().get(flag);
                 if before != Some(value) {
