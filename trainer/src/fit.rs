@@ -785,8 +785,13 @@ where
     move |backend: &mut Backend<B, L>| {
         let size = batch.len();
         if let Some(seed) = seed {
-            for device in replicas.devices() {
-                device.seed(seed);
+            // Each device its own stream (the main device's is the one-device run's), so that
+            // no two shards draw the same Dropout masks.
+            for (index, device) in replicas.devices().iter().enumerate().rev() {
+                device.seed(match index {
+                    0 => seed,
+                    _ => step_seed(seed, index as u64),
+                });
             }
         }
         let net = backend.net.as_ref().ok_or_else(lost)?;
