@@ -671,12 +671,7 @@ where
 /// Per device, the mean seconds from a batch's issue to the device finishing its share, over
 /// the batches that recorded it (none on one device).
 fn device_times(records: &[BatchRecord]) -> Vec<f64> {
-    let devices = records
-        .iter()
-        .map(|r| r.device_done.len())
-        .max()
-        .unwrap_or(0);
-    (0..devices)
+    (0..crate::trace::device_count(records))
         .map(|device| {
             let lags: Vec<f64> = records
                 .iter()

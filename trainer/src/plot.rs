@@ -431,8 +431,7 @@ impl Figure for TimelineFigure<'_> {
                     .fold(f64::INFINITY, f64::min);
                 let issued = trace.batches.iter().map(|b| b.issue_end - first).collect();
                 let done = trace.batches.iter().map(|b| b.done - first).collect();
-                let devices = trace.batches.iter().map(|b| b.device_done.len()).max();
-                let per_device = (0..devices.unwrap_or(0))
+                let per_device = (0..crate::trace::device_count(&trace.batches))
                     .map(|d| {
                         let times = trace.batches.iter().filter_map(|b| b.device_done.get(d));
                         steps(times.map(|t| t - first).collect())

@@ -45,6 +45,16 @@ pub struct BatchRecord {
     pub device_done: Vec<f64>,
 }
 
+/// How many devices the batches were split across: the longest `device_done` (0 for a run on
+/// one device).
+pub fn device_count(batches: &[BatchRecord]) -> usize {
+    batches
+        .iter()
+        .map(|b| b.device_done.len())
+        .max()
+        .unwrap_or(0)
+}
+
 /// One epoch, as the book reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochRecord {

@@ -9,7 +9,9 @@ use anyhow::{Context, bail};
 use burn::tensor::Device;
 use clap::Args;
 use ember::output;
-use ember::{Block, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss, Trainer};
+use ember::{
+    Block, DeviceName, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss, Trainer,
+};
 use ember_datasets::csv::{CsvOptions, Label, read_csv};
 use ember_datasets::npy::read_npy_pair;
 use ember_datasets::{DataLoader, Examples};
@@ -324,10 +326,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         policy,
         epochs,
         device: &main.device,
-        device_label: match &workload.devices {
-            Some(_) => workload.device_label(),
-            None => main.name.to_string(),
-        },
+        device_name: main.name,
         replicas,
         outputs: &outputs,
     };
@@ -460,8 +459,8 @@ struct Run<'a> {
     epochs: usize,
     /// The main device without autodiff, for evaluation.
     device: &'a Device,
-    /// What `--device` resolved to, or `--devices` as given.
-    device_label: String,
+    /// What `--device` (or `--devices`' first entry) resolved to.
+    device_name: DeviceName,
     /// The devices each step is split across (the main device alone without `--devices`).
     replicas: Replicas,
     outputs: &'a Outputs,
@@ -628,15 +627,12 @@ impl Run<'_> {
             ("--batch-size".to_string(), w.batch_size.to_string()),
             ("--lr".to_string(), w.lr.to_string()),
             ("--seed".to_string(), w.seed.to_string()),
-            (
-                match &w.devices {
-                    Some(_) => "--devices",
-                    None => "--device",
-                }
-                .to_string(),
-                self.device_label.clone(),
-            ),
         ]);
+        let (flag, devices) = match &w.devices {
+            Some(list) => ("--devices", list.to_string()),
+            None => ("--device", self.device_name.to_string()),
+        };
+        flags.insert(flag.to_string(), devices);
         if w.data == DataSpec::Synthetic {
             flags.insert("--batches".to_string(), w.batches.to_string());
             flags.insert("--features".to_string(), w.features.to_string());

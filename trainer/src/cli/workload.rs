@@ -251,14 +251,6 @@ impl Workload {
         })
     }
 
-    /// The devices as the flags name them: `flex`, or `flex,flex` for `--devices`.
-    pub fn device_label(&self) -> String {
-        match &self.devices {
-            Some(list) => list.to_string(),
-            None => self.device.to_string(),
-        }
-    }
-
     /// `--device` for a command that runs on one device: `--devices` is refused, naming
     /// `command`.
     pub fn one_device(&self, command: &str) -> anyhow::Result<DeviceName> {
