@@ -57,6 +57,6 @@ pub type Result<T, E = DatasetError> = std::result::Result<T, E>;
 /// message, its source kept.
 impl From<DatasetError> for ember::Error {
     fn from(error: DatasetError) -> Self {
-        ember::Error::Data(Box::new(error))
+        ember::Error::Data(std::sync::Arc::new(error))
     }
 }

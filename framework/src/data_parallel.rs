@@ -1,7 +1,7 @@
 //! Data parallelism, Gluon's way, on burn's own machinery: each device runs forward and backward
 //! on its share of the batch with its own copy of the network (burn's `Module::fork`), the
 //! gradients go to the main device (`GradientsParams::to_device`) and are summed there
-//! (`GradientsAccumulator`), and one [`Trainer::step_params`](crate::Trainer::step_params) with
+//! (`GradientsAccumulator`), and one [`Optimizer::step_params`](crate::Optimizer::step_params) with
 //! the whole batch's size applies them. So N devices with batch b make the update one device
 //! makes with batch N·b, as Gluon's `split_and_load` and `trainer.step(batch_size)` do. This is
 //! the pattern of burn-train 0.22's multi-device strategy; no all-reduce of ember's own.
@@ -9,12 +9,12 @@
 //! ```
 //! use burn::prelude::*;
 //! use ember::data_parallel::Replicas;
-//! use ember::{Block, Dense, Init, L2Loss, Loss, Sequential, Trainer};
+//! use ember::{Block, Dense, Init, L2Loss, Loss, Sequential, Optimizer};
 //!
 //! let device = Device::flex().autodiff();
 //! let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
 //! let mut net = net.infer_shape(Tensor::<2>::ones([1, 3], &device)).unwrap();
-//! let mut trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+//! let mut trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
 //! // Two replicas (flex has one device, so both share it: the split, transfer and sum still run).
 //! let replicas = Replicas::new(vec![device.clone(), device.clone()]).unwrap();
 //! let (grads, shares) = replicas
@@ -31,7 +31,7 @@ use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, panic_text};
 
 /// The devices of a data-parallel step. The first is the main device: it holds the network,
 /// the optimizer state and the summed gradients.
@@ -88,12 +88,13 @@ impl Replicas {
     /// the network itself on the main device and a fork of it on every other; `share` returns
     /// that device's per-example loss (and anything else it wants back). Each loss is
     /// back-propagated on its device, and the gradients are moved to the main device and summed
-    /// there, never divided. Returns the sums, for [`crate::Trainer::step_params`], and each
+    /// there, never divided. Returns the sums, for [`crate::Optimizer::step_params`], and each
     /// device's loss and extra, in device order, still on their devices.
     ///
     /// # Errors
-    /// The first error of a `share`, in device order, or [`Error::Execution`] naming the device
-    /// whose thread panicked (a device that failed mid-step).
+    /// The first error in device order, as [`Error::OnDevice`] naming the device: a `share`'s
+    /// own error, or [`Error::Panic`] for a thread that panicked (a device that failed
+    /// mid-step).
     pub fn backward<M, T>(
         &self,
         net: &M,
@@ -128,21 +129,19 @@ impl Replicas {
                             };
                             Ok((grads, loss, extra))
                         });
-                    (index, device, thread)
+                    (index, thread)
                 })
                 .collect();
             threads
                 .into_iter()
-                .map(|(index, device, thread)| match thread {
-                    Ok(thread) => thread.join().unwrap_or_else(|panic| {
-                        Err(Error::Execution(format!(
-                            "device {index} ({device:?}) failed in its share of the step: {}",
-                            crate::engine::panic_text(&panic)
-                        )))
-                    }),
-                    Err(e) => Err(Error::Execution(format!(
-                        "starting the thread of device {index} ({device:?}): {e}"
-                    ))),
+                .map(|(index, thread)| {
+                    match thread {
+                        Ok(thread) => thread
+                            .join()
+                            .unwrap_or_else(|panic| Err(Error::Panic(panic_text(&panic)))),
+                        Err(e) => Err(Error::Execution(format!("starting its thread: {e}"))),
+                    }
+                    .map_err(|e| e.on_device(index))
                 })
                 .collect()
         });
@@ -182,8 +181,12 @@ mod tests {
                     (),
                 ))
             })
-            .unwrap_err()
-            .to_string();
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::OnDevice { device: 1, source } if matches!(**source, Error::Panic(_))),
+            "{err}"
+        );
+        let err = err.to_string();
         assert!(
             err.contains("device 1") && err.contains("device lost"),
             "{err}"

@@ -1,10 +1,32 @@
 //! The errors of the `ember` crate: one enum, each variant naming the value at fault.
+//!
+//! An error is `Clone`: the engine reports one failed unit to every waiter (its handle, a
+//! `waitall`, the units it kept from running), each with the variant intact. Context is added
+//! as typed fields ([`Error::Step`], [`Error::OnDevice`]), never by formatting text.
 
+use std::fmt;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A training step's place in a run: batch `batch` of epoch `epoch`, both counted from 0 as
+/// the trace counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepAt {
+    /// The epoch, from 0.
+    pub epoch: usize,
+    /// The batch within the epoch, from 0.
+    pub batch: usize,
+}
+
+impl fmt::Display for StepAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "batch {} of epoch {}", self.batch, self.epoch)
+    }
+}
 
 /// Everything that can go wrong in `ember` because of input from outside: shapes, names,
 /// files, devices.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A batch's feature count does not match what a layer was built for.
     #[error("input has {got} features but {layer} expects {expected}")]
@@ -27,7 +49,10 @@ pub enum Error {
         got: Vec<usize>,
     },
     /// A parameter was read before `initialize` was called (Gluon's "has not been initialized").
-    #[error("parameter '{param}' has not been initialized: call initialize() first")]
+    #[error(
+        "parameter '{param}' has not been initialized: call initialize() first (a block of \
+         one's own that holds ember layers passes initialize on to each of them)"
+    )]
     NotInitialized {
         /// The parameter's structural name (`0.weight`).
         param: String,
@@ -46,14 +71,32 @@ pub enum Error {
     /// A device name that ember does not know.
     #[error("unknown device '{0}': expected one of auto, wgpu, flex, ndarray")]
     UnknownDevice(String),
+    /// A device this build of ember was compiled without.
+    #[error("{device}: this build of ember has no {backend} backend: {why}")]
+    NotBuilt {
+        /// The device as given (`cuda:0`).
+        device: String,
+        /// The backend it needs (`CUDA`, `remote`).
+        backend: &'static str,
+        /// Why this build lacks it.
+        why: &'static str,
+    },
+    /// A remote device whose server could not be reached.
+    #[error("cannot connect to {device}: {reason}")]
+    Unreachable {
+        /// The device as given (`remote:ws://host:3000`).
+        device: String,
+        /// What the connection attempt said.
+        reason: String,
+    },
     /// wgpu was asked for on a machine without a wgpu adapter.
     #[error("no wgpu adapter found on this machine (no Vulkan, Metal or DX12 driver)")]
     NoWgpuAdapter,
     /// A loss came back NaN or infinite.
     #[error("loss is {value} at {at}: training diverged (lower the learning rate?)")]
     NonFiniteLoss {
-        /// Where it was observed (`batch 12 of epoch 1`).
-        at: String,
+        /// The step whose loss it is.
+        at: StepAt,
         /// The value.
         value: f32,
     },
@@ -83,9 +126,36 @@ pub enum Error {
         /// Why it is refused, with the valid forms.
         reason: String,
     },
-    /// The backend failed while executing queued work.
+    /// The backend (burn) failed while executing queued work, in its own words.
     #[error("backend execution failed: {0}")]
     Execution(String),
+    /// Work on a backend thread panicked (a bug, or a device that failed mid-step): the
+    /// panic's message.
+    #[error("{0} (a panic on a backend thread)")]
+    Panic(String),
+    /// A unit of the engine was not run, because an earlier one failed.
+    #[error("not run: an earlier unit failed: {0}")]
+    NotRun(Box<Error>),
+    /// What went wrong in a training step, with the step.
+    #[error("{at}: {source}")]
+    Step {
+        /// The step.
+        at: StepAt,
+        /// What went wrong there.
+        source: Box<Error>,
+    },
+    /// What went wrong on one device of several, with the device's index.
+    #[error("device {device}: {source}")]
+    OnDevice {
+        /// The device's index in the run's device list (0 is the main device).
+        device: usize,
+        /// What went wrong there.
+        source: Box<Error>,
+    },
+    /// Several devices failed in the same unit: each one, in device order. A device that waits
+    /// on another's data fails with it, so the first is not always the cause.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Several(Vec<Error>),
     /// An error in one child of a `Sequential`, with the child's index.
     #[error("layer {index}: {source}")]
     InChild {
@@ -105,18 +175,54 @@ pub enum Error {
     },
     /// A data source failed (a dataset file, a loader setting), as that source reports it.
     #[error(transparent)]
-    Data(Box<dyn std::error::Error + Send + Sync>),
+    Data(Arc<dyn std::error::Error + Send + Sync>),
     /// An I/O error, with the path it concerns.
     #[error("{path}: {source}")]
     Io {
         /// The file or directory.
         path: PathBuf,
         /// The cause.
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
     },
 }
 
 impl Error {
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// The same error, said to come from step `at` of a run.
+    pub fn at_step(self, at: StepAt) -> Self {
+        Error::Step {
+            at,
+            source: Box::new(self),
+        }
+    }
+
+    /// The same error, said to come from device `device` of several.
+    pub fn on_device(self, device: usize) -> Self {
+        Error::OnDevice {
+            device,
+            source: Box::new(self),
+        }
+    }
+
+    /// The error behind the context that [`Error::Step`], [`Error::OnDevice`],
+    /// [`Error::InChild`] and [`Error::NotRun`] add: what actually went wrong.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Step { source, .. }
+            | Error::OnDevice { source, .. }
+            | Error::InChild { source, .. } => source.root(),
+            Error::NotRun(source) => source.root(),
+            other => other,
+        }
+    }
+
     /// The same error, said to come from child `index` of a `Sequential`.
     pub fn at_child(self, index: usize) -> Self {
         Error::InChild {
@@ -128,3 +234,12 @@ impl Error {
 
 /// `Result` with ember's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The message a panic carried, for [`Error::Panic`] and for errors that report a caught one.
+pub(crate) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown panic".to_string())
+}

@@ -141,7 +141,7 @@ pub fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
     // whatever scratch files the writer makes beside it (burn-store and safetensors make
     // their own) are inside, and go with it.
     let scratch = temporary(&target);
-    let guard = InFlight::register(scratch.clone());
+    let guard = ScratchGuard::register(scratch.clone());
     let file = scratch.join(target.file_name().unwrap_or_default());
     let written = fs::create_dir(&scratch)
         .map_err(|e| io(&scratch, e))
@@ -177,7 +177,7 @@ pub fn write_atomic_dir(path: &Path, write: impl FnOnce(&Path) -> Result<()>) ->
     }
     remove_stale(path);
     let tmp = temporary(path);
-    let guard = InFlight::register(tmp.clone());
+    let guard = ScratchGuard::register(tmp.clone());
     let written = fs::create_dir(&tmp)
         .map_err(|e| io(&tmp, e))
         .and_then(|()| write(&tmp))
@@ -209,19 +209,19 @@ pub fn is_temporary(name: &str) -> bool {
 }
 
 /// A temporary in flight, registered until dropped.
-struct InFlight(PathBuf);
+struct ScratchGuard(PathBuf);
 
-impl InFlight {
+impl ScratchGuard {
     fn register(tmp: PathBuf) -> Self {
         IN_FLIGHT
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(tmp.clone());
-        InFlight(tmp)
+        ScratchGuard(tmp)
     }
 }
 
-impl Drop for InFlight {
+impl Drop for ScratchGuard {
     fn drop(&mut self) {
         IN_FLIGHT
             .lock()
@@ -314,10 +314,7 @@ fn sync(path: &Path) -> Result<()> {
 }
 
 fn io(path: &Path, source: std::io::Error) -> Error {
-    Error::Io {
-        path: path.to_path_buf(),
-        source,
-    }
+    Error::io(path, source)
 }
 
 /// What a file type is, in words.

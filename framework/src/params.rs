@@ -40,13 +40,15 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use std::fmt;
+
+use burn::module::{Module, ModuleVisitor};
 use burn::store::{
     BurnToPyTorchAdapter, FloatCastAdapter, ModuleAdapter, ModuleSnapshot, ModuleStore,
     PyTorchToBurnAdapter, SafetensorsStore,
 };
 use burn::tensor::{DType, Device};
 
-use crate::block::{Block, ParamDict};
 use crate::error::{Error, Result};
 use crate::output;
 
@@ -57,9 +59,9 @@ use crate::output;
 /// # Errors
 /// [`Error::DeferredInitialization`] naming the layers still deferred; [`Error::Output`] for a
 /// path that cannot take the file; [`Error::ParameterFile`] when writing fails.
-pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> {
+pub fn save_parameters<M: Module>(net: &M, path: impl AsRef<Path>) -> Result<()> {
     let path = path.as_ref();
-    refuse_deferred(&net.collect_params())?;
+    refuse_deferred(&collect_params(net))?;
     output::write_atomic(path, |tmp| {
         let mut store = SafetensorsStore::from_file(tmp)
             .overwrite(true)
@@ -85,7 +87,7 @@ pub fn save_parameters<B: Block>(net: &B, path: impl AsRef<Path>) -> Result<()> 
 /// [`Error::DeferredInitialization`] naming the deferred layers; [`Error::ParameterMismatch`]
 /// listing every missing, extra and mis-shaped name; [`Error::ParameterFile`] for a file that
 /// is no safetensors file.
-pub fn load_parameters<B: Block>(net: B, path: impl AsRef<Path>, device: &Device) -> Result<B> {
+pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Device) -> Result<M> {
     let path = path.as_ref();
     refuse_pickle(path)?;
     // Half, bfloat16 and double parameters are cast to the network's f32, as PyTorch's
@@ -105,7 +107,7 @@ pub fn load_parameters<B: Block>(net: B, path: impl AsRef<Path>, device: &Device
             )
         })
         .collect();
-    let expected = net.collect_params();
+    let expected = collect_params(&net);
     refuse_deferred(&expected)?;
     check_names_and_shapes(path, &expected, &in_file)?;
 
@@ -183,10 +185,7 @@ fn refuse_pickle(path: &Path) -> Result<()> {
     let mut start = [0u8; 4];
     let read = fs::File::open(path)
         .and_then(|mut f| std::io::Read::read(&mut f, &mut start))
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        .map_err(|source| Error::io(path, source))?;
     let zip = read == 4 && start == *b"PK\x03\x04";
     let pickle = read >= 2 && start[0] == 0x80 && (2..=5).contains(&start[1]);
     if zip || pickle {
@@ -204,5 +203,125 @@ fn file_error(path: &Path, message: String) -> Error {
     Error::ParameterFile {
         path: path.to_path_buf(),
         message,
+    }
+}
+
+/// One parameter as [`Block::collect_params`] reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamInfo {
+    /// Structural name: `0.weight`, `2.0.bias`, `fc.weight`.
+    pub name: String,
+    /// Shape in Gluon/PyTorch layout, as the parameter file holds it.
+    pub shape: Vec<usize>,
+}
+
+impl ParamInfo {
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+/// The parameters of a block, in order, like Gluon's `ParameterDict`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParamDict {
+    /// The parameters, in the order the network uses them.
+    pub params: Vec<ParamInfo>,
+    /// The layers whose input size is still deferred, by path and kind (`0: Conv2D`): they
+    /// hold no parameter until [`Block::infer_shape`] or the first batch of `fit`.
+    pub deferred: Vec<String>,
+}
+
+impl ParamDict {
+    /// The names, in order.
+    pub fn names(&self) -> Vec<&str> {
+        self.params.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    /// The parameter of that name.
+    pub fn get(&self, name: &str) -> Option<&ParamInfo> {
+        self.params.iter().find(|p| p.name == name)
+    }
+
+    /// Total number of scalars (deferred layers count 0).
+    pub fn total(&self) -> usize {
+        self.params.iter().map(ParamInfo::numel).sum()
+    }
+}
+
+impl fmt::Display for ParamDict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let width = self
+            .params
+            .iter()
+            .map(|p| p.name.len())
+            .max()
+            .unwrap_or(4)
+            .max(9);
+        writeln!(
+            f,
+            "{:<width$}  {:<16}  {:>12}",
+            "parameter", "shape", "count"
+        )?;
+        for p in &self.params {
+            let dims: Vec<String> = p.shape.iter().map(usize::to_string).collect();
+            let shape = format!("({})", dims.join(", "));
+            writeln!(f, "{:<width$}  {:<16}  {:>12}", p.name, shape, p.numel())?;
+        }
+        write!(f, "total parameters: {}", self.total())?;
+        if !self.deferred.is_empty() {
+            write!(
+                f,
+                "\ndeferred until the first batch: {}",
+                self.deferred.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Every parameter of `module` with its structural name and shape, as
+/// [`Block::collect_params`](crate::Block::collect_params) reports them: burn's module
+/// snapshot seen through burn-store's PyTorch adapter, and the deferred layers found by
+/// burn's visitor.
+pub(crate) fn collect_params<M: Module>(module: &M) -> ParamDict {
+    let params = module
+        .collect(None, Some(Box::new(BurnToPyTorchAdapter)), true)
+        .into_iter()
+        .map(|tensor| ParamInfo {
+            name: tensor.name,
+            shape: tensor.shape.as_slice().to_vec(),
+        })
+        .collect();
+    let mut finder = DeferredFinder::default();
+    module.visit(&mut finder);
+    ParamDict {
+        params,
+        deferred: finder.deferred,
+    }
+}
+
+/// Finds the layers that announce themselves as deferred.
+#[derive(Default)]
+struct DeferredFinder {
+    path: Vec<String>,
+    deferred: Vec<String>,
+}
+
+impl ModuleVisitor for DeferredFinder {
+    fn enter_module(&mut self, name: &str, container_type: &str) {
+        if let Some(kind) = crate::deferred::announced(container_type) {
+            let at = if self.path.is_empty() {
+                kind.to_string()
+            } else {
+                format!("{}: {kind}", self.path.join("."))
+            };
+            self.deferred.push(at);
+        }
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
     }
 }

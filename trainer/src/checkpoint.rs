@@ -25,7 +25,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use burn::store::{BurnpackStore, ModuleSnapshot};
-use ember::{Block, Error, Result, Trainer};
+use ember::{Block, Error, Optimizer, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::trace::Trace;
@@ -137,13 +137,12 @@ impl Checkpoint {
     /// [`Error::Io`] when its `state.json` is missing or unreadable.
     pub fn open(dir: &Path) -> Result<Checkpoint> {
         let path = dir.join(STATE);
-        let text = fs::read_to_string(&path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let position = serde_json::from_str(&text).map_err(|e| Error::Io {
-            path: path.clone(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        let text = fs::read_to_string(&path).map_err(|source| Error::io(&path, source))?;
+        let position = serde_json::from_str(&text).map_err(|e| {
+            Error::io(
+                &path,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
         })?;
         Ok(Checkpoint {
             dir: dir.to_path_buf(),
@@ -161,7 +160,7 @@ impl Checkpoint {
     ///
     /// # Errors
     /// [`Error::ParameterFile`] or [`Error::Io`] naming the file that does not fit.
-    pub fn restore<B: Block>(&self, net: B, trainer: Trainer) -> Result<(B, Trainer, Trace)> {
+    pub fn restore<B: Block>(&self, net: B, trainer: Optimizer) -> Result<(B, Optimizer, Trace)> {
         let model = self.dir.join(MODEL);
         let mut store = BurnpackStore::from_file(&model).auto_extension(false);
         let mut net = net;
@@ -189,7 +188,7 @@ pub(crate) fn write<B: Block>(
     settings: &Checkpointing,
     position: &Position,
     net: &B,
-    trainer: &Trainer,
+    trainer: &Optimizer,
     trace: &Trace,
 ) -> Result<PathBuf> {
     let dir = settings.dir.join(format!("{PREFIX}{:010}", position.steps));
@@ -210,7 +209,7 @@ pub(crate) fn write<B: Block>(
         trainer.save_state(&tmp.join(OPTIMIZER))?;
         trace.write(&tmp.join(TRACE))?;
         let state = serde_json::to_string_pretty(position)
-            .map_err(|e| Error::Execution(format!("checkpoint state: {e}")))?;
+            .map_err(|e| Error::io(tmp.join(STATE), std::io::Error::other(e)))?;
         ember::output::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
     })?;
     let steps = steps_in(&settings.dir)?;
@@ -225,10 +224,7 @@ pub(crate) fn write<B: Block>(
 
 /// The complete checkpoints in `dir`, oldest first.
 fn steps_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = fs::read_dir(dir).map_err(|source| Error::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let entries = fs::read_dir(dir).map_err(|source| Error::io(dir, source))?;
     let mut steps: Vec<(u64, PathBuf)> = entries
         .flatten()
         .filter_map(|entry| {

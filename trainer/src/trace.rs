@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use ember::output::write_atomic_bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::policy::PolicyKind;
+
 /// One batch, from the frontend's issue to the policy's observation of its completion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BatchRecord {
-    /// The policy's name.
-    pub policy: String,
+    /// The policy the batch ran under (its name in the files).
+    pub policy: PolicyKind,
     /// Epoch, from 0.
     pub epoch: usize,
     /// Batch within the epoch, from 0.
@@ -58,8 +60,8 @@ pub fn device_count(batches: &[BatchRecord]) -> usize {
 /// One epoch, as the book reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EpochRecord {
-    /// The policy's name.
-    pub policy: String,
+    /// The policy the epoch ran under (its name in the files).
+    pub policy: PolicyKind,
     /// Epoch, from 0.
     pub epoch: usize,
     /// Batches in the epoch.
@@ -100,13 +102,12 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// The policy the run was under, as its records name it (`"run"` for an empty trace).
-    pub fn policy(&self) -> &str {
+    /// The policy the run was under, as its records say (`None` for an empty trace).
+    pub fn policy(&self) -> Option<&PolicyKind> {
         self.batches
             .first()
-            .map(|b| b.policy.as_str())
-            .or_else(|| self.epochs.first().map(|e| e.policy.as_str()))
-            .unwrap_or("run")
+            .map(|b| &b.policy)
+            .or_else(|| self.epochs.first().map(|e| &e.policy))
     }
 
     /// Appends another run's records (for example another policy's).
@@ -159,10 +160,7 @@ impl Trace {
     /// [`ember::Error::Io`] naming the path, for a file that cannot be read or a line that is
     /// not a record (with its number).
     pub fn read_jsonl(path: &Path) -> ember::Result<Trace> {
-        let failed = |source: std::io::Error| ember::Error::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let failed = |source: std::io::Error| ember::Error::io(path, source);
         let invalid = |line: usize, e: serde_json::Error| {
             failed(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,

@@ -1,4 +1,5 @@
-//! Gluon's `Trainer`: an optimizer, a learning rate, and `step(batch_size)`.
+//! Gluon's `Trainer`, named `Optimizer` here (the crate `ember-trainer` holds the loop): an
+//! optimizer, a learning rate, and `step(batch_size)`.
 //!
 //! `step` rescales every gradient by `1 / batch_size` before the update (Gluon's
 //! `rescale_grad`), so the per-example loss vector is simply `backward`-ed, as in the book.
@@ -6,14 +7,14 @@
 //!
 //! ```
 //! use burn::prelude::*;
-//! use ember::{Block, Dense, Init, L2Loss, Loss, Sequential, Trainer};
+//! use ember::{Block, Dense, Init, L2Loss, Loss, Sequential, Optimizer};
 //!
 //! let device = Device::flex().autodiff();
 //! let (x, y) = (Tensor::<2>::ones([8, 3], &device), Tensor::<2>::ones([8, 1], &device));
 //! let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
 //! let mut net = net.infer_shape(x.clone()).unwrap();
 //! // trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
-//! let mut trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+//! let mut trainer = Optimizer::new(&net, "sgd", 0.01).unwrap();
 //! let l = L2Loss.forward(net.forward(x.into()).rank(), y).unwrap();
 //! net = trainer.step(net, l.backward(), 8).unwrap();
 //! ```
@@ -124,7 +125,7 @@ impl FromStr for OptimizerKind {
     }
 }
 
-/// What `Trainer::new` takes as its optimizer: a name (`"sgd"`, `"adam"`) or an
+/// What `Optimizer::new` takes as its optimizer: a name (`"sgd"`, `"adam"`) or an
 /// [`OptimizerKind`].
 pub trait IntoOptimizer {
     /// The optimizer, or an error naming the unknown name.
@@ -158,16 +159,16 @@ impl fmt::Display for OptimizerKind {
 /// Applies an optimizer to a network's parameters with Gluon's `step(batch_size)`. A clone
 /// has its own copy of the optimizer's state.
 #[derive(Clone)]
-pub struct Trainer {
+pub struct Optimizer {
     kind: OptimizerKind,
     learning_rate: f64,
     num_params: usize,
     optimizer: ModuleOptimizer,
 }
 
-impl fmt::Debug for Trainer {
+impl fmt::Debug for Optimizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Trainer")
+        f.debug_struct("Optimizer")
             .field("optimizer", &self.kind)
             .field("learning_rate", &self.learning_rate)
             .field("num_params", &self.num_params)
@@ -175,7 +176,7 @@ impl fmt::Debug for Trainer {
     }
 }
 
-impl Trainer {
+impl Optimizer {
     /// `gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': lr})`. The optimizer is a
     /// name (`"sgd"`, `"adam"`) or an [`OptimizerKind`]; the rate must be finite and positive.
     pub fn new<M: Module>(
@@ -231,7 +232,7 @@ impl Trainer {
         self.step_params(net, params, batch_size)
     }
 
-    /// [`Trainer::step`] on gradients already gathered per parameter, such as the sum of every
+    /// [`Optimizer::step`] on gradients already gathered per parameter, such as the sum of every
     /// device's gradients in a data-parallel step (see [`crate::data_parallel`]): they are
     /// divided by `batch_size`, the examples of all devices together, then applied.
     ///
@@ -258,7 +259,7 @@ impl Trainer {
     }
 }
 
-impl Trainer {
+impl Optimizer {
     /// Writes the optimizer's state (momentum buffers, Adam's moments and step count) to a
     /// burnpack file at `path`, keyed by the parameters' ids, which burn's burnpack store keeps
     /// with the parameters (checkpoints write both).
@@ -271,7 +272,7 @@ impl Trainer {
             .map_err(|e| state_error(path, e.to_string()))
     }
 
-    /// Reads back what [`Trainer::save_state`] wrote. Each parameter's state goes to the
+    /// Reads back what [`Optimizer::save_state`] wrote. Each parameter's state goes to the
     /// parameter of the same id, so the network must come from the same checkpoint.
     ///
     /// # Errors
@@ -286,10 +287,10 @@ impl Trainer {
 }
 
 fn state_error(path: &std::path::Path, message: String) -> Error {
-    Error::Io {
-        path: path.to_path_buf(),
-        source: std::io::Error::other(format!("optimizer state: {message}")),
-    }
+    Error::io(
+        path,
+        std::io::Error::other(format!("optimizer state: {message}")),
+    )
 }
 
 /// Multiplies each parameter's gradient by `scale` (Gluon's `rescale_grad`).
@@ -314,12 +315,14 @@ mod tests {
     #[test]
     fn bad_names_rates_and_batch_sizes_are_errors() {
         let net: Sequential = Sequential::new().add(Dense::new(1));
-        let err = Trainer::new(&net, "adagrad", 0.1).unwrap_err().to_string();
+        let err = Optimizer::new(&net, "adagrad", 0.1)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("sgd or adam"), "{err}");
-        let err = Trainer::new(&net, "sgd", -1.0).unwrap_err().to_string();
+        let err = Optimizer::new(&net, "sgd", -1.0).unwrap_err().to_string();
         assert!(err.contains("-1"), "{err}");
-        assert!(Trainer::new(&net, "sgd", f64::NAN).is_err());
-        let mut trainer = Trainer::new(&net, OptimizerKind::adam(), 0.1).unwrap();
+        assert!(Optimizer::new(&net, "sgd", f64::NAN).is_err());
+        let mut trainer = Optimizer::new(&net, OptimizerKind::adam(), 0.1).unwrap();
         let device = burn::tensor::Device::flex().autodiff();
         let x = Tensor::<1>::ones([1], &device).require_grad();
         let err = trainer.step(net, x.sum().backward(), 0).unwrap_err();

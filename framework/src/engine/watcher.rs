@@ -1,0 +1,170 @@
+//! Readbacks and the threads that wait on them: the completion watcher publishes units in
+//! issue order as their devices finish, and the pool sampler asks the device for its memory.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::Instant;
+
+use burn::tensor::{Device, Tensor, TensorData};
+
+use super::handle::{PoolSample, Waitable};
+use crate::error::{Error, Result};
+
+type Readback = Pin<Box<dyn Future<Output = Result<TensorData>> + Send>>;
+
+/// One fence of a unit: its readback, or what it read and when, once done.
+enum Part {
+    Pending(Readback),
+    Done(Result<TensorData>, Instant),
+}
+
+/// Hands a unit's fence means (or the error of its readbacks) to its completion, and returns
+/// the completion for the pool sampler when the unit succeeded.
+pub(super) type Deliver =
+    Box<dyn FnOnce(Result<Vec<(f32, Instant)>>) -> Option<Arc<dyn Waitable>> + Send>;
+
+/// A unit's readbacks, one per fence, for the watcher; each was polled once by the worker.
+pub(super) struct Watch {
+    parts: Vec<Part>,
+    deliver: Deliver,
+}
+
+impl Watch {
+    /// Starts reading back the mean of each fence. The first poll queues each read right
+    /// behind the unit's kernels on the fence's device, not behind later units'.
+    pub(super) fn start(fences: Vec<Tensor<1>>, deliver: Deliver) -> Self {
+        let parts = fences
+            .into_iter()
+            .map(|fence| {
+                let mut readback: Readback = Box::pin(async move {
+                    fence
+                        .detach()
+                        .mean()
+                        .into_data_async()
+                        .await
+                        .map_err(|e| Error::Execution(e.to_string()))
+                });
+                match readback
+                    .as_mut()
+                    .poll(&mut Context::from_waker(Waker::noop()))
+                {
+                    Poll::Ready(data) => Part::Done(data, Instant::now()),
+                    Poll::Pending => Part::Pending(readback),
+                }
+            })
+            .collect();
+        Self { parts, deliver }
+    }
+}
+
+/// Publishes completions in issue order, blocking on each device readback in turn, then asks
+/// the sampler for the device pool.
+pub(super) fn completion_watcher(items: Receiver<Watch>, sampler: Sender<Arc<dyn Waitable>>) {
+    for Watch { parts, deliver } in items {
+        let parts = block_on_all(parts);
+        let several = parts.len() > 1;
+        let read: Vec<Result<(f32, Instant)>> = parts
+            .into_iter()
+            .enumerate()
+            .map(|(device, (data, at))| {
+                data.and_then(first_value)
+                    .map(|mean| (mean, at))
+                    // Which device failed, where the unit ran on several.
+                    .map_err(|e| if several { e.on_device(device) } else { e })
+            })
+            .collect();
+        // Every device that failed, not only the first: a device that waited on another's
+        // data fails with it.
+        let mut failures: Vec<Error> = read.iter().filter_map(|r| r.clone().err()).collect();
+        let result = match failures.len() {
+            0 => Ok(read.into_iter().flatten().collect()),
+            1 => Err(failures.remove(0)),
+            _ => Err(Error::Several(failures)),
+        };
+        if let Some(completion) = deliver(result)
+            && let Err(unsent) = sampler.send(completion)
+        {
+            unsent.0.set_pool(None);
+        }
+    }
+}
+
+/// The one value of a read-back mean.
+fn first_value(data: TensorData) -> Result<f32> {
+    data.try_to_vec::<f32>()
+        .map_err(|e| Error::Execution(format!("reading a unit's fence back: {e:?}")))?
+        .first()
+        .copied()
+        .ok_or_else(|| Error::Execution("reading a unit's fence back: no value".to_string()))
+}
+
+/// Samples the device pool for completed units. Requests that queue up while a sample is
+/// taken share the next one.
+pub(super) fn pool_sampler(requests: Receiver<Arc<dyn Waitable>>, device: Option<Device>) {
+    while let Ok(first) = requests.recv() {
+        let mut waiting = vec![first];
+        waiting.extend(requests.try_iter());
+        let sample = device
+            .as_ref()
+            .and_then(Device::memory_pool_usage)
+            .map(|usage| PoolSample {
+                in_use: usage.bytes_in_use,
+                reserved: usage.bytes_reserved,
+            });
+        for completion in waiting {
+            completion.set_pool(sample);
+        }
+    }
+}
+
+struct Unpark(Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Drives one future to completion on this thread, parking between polls.
+pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            return output;
+        }
+        thread::park();
+    }
+}
+
+/// Drives every pending readback to completion on this thread, parking between polls, and
+/// notes when each finished: devices finish in their own order.
+fn block_on_all(parts: Vec<Part>) -> Vec<(Result<TensorData>, Instant)> {
+    let waker = Waker::from(Arc::new(Unpark(thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut parts = parts;
+    loop {
+        for part in &mut parts {
+            if let Part::Pending(readback) = part
+                && let Poll::Ready(data) = readback.as_mut().poll(&mut cx)
+            {
+                *part = Part::Done(data, Instant::now());
+            }
+        }
+        if parts.iter().all(|part| matches!(part, Part::Done(..))) {
+            return parts
+                .into_iter()
+                .filter_map(|part| match part {
+                    Part::Done(data, at) => Some((data, at)),
+                    Part::Pending(_) => None,
+                })
+                .collect();
+        }
+        thread::park();
+    }
+}
