@@ -65,6 +65,18 @@ impl Block for Residual {
         Activation::Relu.apply(y + x).into()
     }
 
+    /// `net.initialize(...)` reaches every child: a block that holds ember layers passes
+    /// `init` and `device` on to each of them.
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        Self {
+            conv1: self.conv1.initialize(init, device),
+            conv2: self.conv2.initialize(init, device),
+            conv3: self.conv3.map(|conv3| conv3.initialize(init, device)),
+            bn1: self.bn1.initialize(init, device),
+            bn2: self.bn2.initialize(init, device),
+        }
+    }
+
     /// Gluon infers each child's input size at the first forward; in ember a block that holds
     /// layers with deferred sizes passes the example through them in `infer`, once.
     fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {

@@ -6,8 +6,8 @@ use std::path::Path;
 use burn::prelude::*;
 use burn::tensor::Distribution;
 use ember::{
-    Activation, Block, Dense, DeviceName, Error, Init, L2Loss, Loss, NdTensor, OptimizerKind,
-    Sequential, Trainer, load_parameters, save_parameters,
+    Activation, Block, Dense, DeviceName, Error, Init, L2Loss, Loss, NdTensor, Optimizer,
+    OptimizerKind, Sequential, load_parameters, save_parameters,
 };
 use ember_datasets::Synthetic;
 use safetensors::{Dtype, SafeTensors, tensor::TensorView};
@@ -132,7 +132,7 @@ fn reference_problem(device: &Device) -> (Sequential, Tensor<2>, Tensor<2>) {
 fn gluon_reference_on(device: &Device) {
     let dir = tempfile::tempdir().unwrap();
     let (mut net, x, y) = reference_problem(device);
-    let mut trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let mut trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
     let l = L2Loss.forward(out(&net, x), y).unwrap();
     let values: Vec<f32> = l.clone().into_data().try_to_vec().unwrap();
     assert_close(
@@ -214,7 +214,7 @@ fn two_steps(
 ) -> HashMap<String, (Vec<usize>, Vec<f32>)> {
     let dir = tempfile::tempdir().unwrap();
     let (mut net, x, y) = reference_problem(device);
-    let mut trainer = Trainer::new(&net, optimizer, lr).unwrap();
+    let mut trainer = Optimizer::new(&net, optimizer, lr).unwrap();
     for _ in 0..2 {
         let l = L2Loss.forward(out(&net, x.clone()), y.clone()).unwrap();
         net = trainer.step(net, l.backward(), 4).unwrap();
@@ -449,7 +449,7 @@ fn chapter_mlp_learns_on(device: &Device, batch: usize, steps: usize) {
         .initialize(Init::default(), device)
         .infer_shape(Tensor::<2>::zeros([1, 512], device))
         .unwrap();
-    let mut trainer = Trainer::new(&net, "sgd", 0.004).unwrap();
+    let mut trainer = Optimizer::new(&net, "sgd", 0.004).unwrap();
     let mut losses = Vec::new();
     for step in 0..steps {
         let b = data.batch(step as u64 % 4);
@@ -485,4 +485,44 @@ fn chapter_mlp_learns_on_flex() {
 #[test]
 fn chapter_mlp_learns_on_wgpu() {
     chapter_mlp_learns_on(&wgpu().autodiff(), 64, 16);
+}
+
+/// A user's block that holds a deferred layer passes `initialize` on, as it passes the example
+/// in `infer`: no hidden mode carries the initializer to it. One that does not is told so.
+#[test]
+fn a_users_block_passes_initialize_on_to_its_deferred_layers() {
+    #[derive(Module, Debug)]
+    struct Wrapper {
+        dense: Dense,
+    }
+    impl Block for Wrapper {
+        fn forward(&self, x: NdTensor) -> NdTensor {
+            self.dense.forward(x)
+        }
+        fn infer(self, x: NdTensor) -> ember::Result<(Self, NdTensor)> {
+            let (dense, y) = self.dense.infer(x)?;
+            Ok((Self { dense }, y))
+        }
+    }
+    let device = Device::flex();
+    let x = Tensor::<2>::ones([3, 4], &device);
+    let err = Wrapper {
+        dense: Dense::new(2),
+    }
+    .initialize(Init::default(), &device)
+    .infer_shape(x.clone())
+    .unwrap_err();
+    assert!(matches!(err, Error::NotInitialized { .. }), "{err:?}");
+    assert!(err.to_string().contains("passes initialize on"), "{err}");
+
+    // Passed on, as the block's own `initialize` would.
+    let net = Wrapper {
+        dense: Dense::new(2).initialize(Init::Normal(0.5), &device),
+    }
+    .infer_shape(x)
+    .unwrap();
+    assert_eq!(
+        net.collect_params().get("dense.weight").unwrap().shape,
+        [2, 4]
+    );
 }

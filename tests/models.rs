@@ -9,11 +9,11 @@ use burn::prelude::*;
 use common::fashion::fashion_like;
 use ember::{
     Activation, AvgPool2D, BatchNorm, Block, Conv2D, Dense, Dropout, Flatten, Init, MaxPool2D,
-    NdTensor, Result, Sequential, SoftmaxCrossEntropyLoss, Trainer,
+    NdTensor, Optimizer, Result, Sequential, SoftmaxCrossEntropyLoss,
 };
 use ember_datasets::{Batch, DataLoader};
 use ember_trainer::evaluate::accuracy;
-use ember_trainer::fit::{BatchSource, Fit, FitOptions};
+use ember_trainer::fit::{BatchSource, Fit};
 use ember_trainer::policy::Window;
 
 fn lenet(activation: Activation, max_pool: bool) -> Sequential {
@@ -42,7 +42,7 @@ fn lenet_learns_fashion_mnist_format_images_through_fit() {
     device.seed(5);
     let net = lenet(Activation::Relu, true).initialize(Init::Xavier, &device);
     assert_eq!(net.collect_params().deferred.len(), 5, "{}", net.summary());
-    let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
     let mut loader = DataLoader::new(train, 64).unwrap().shuffle(1);
     let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
         .policy(Window(2))
@@ -72,6 +72,14 @@ impl Block for Residual {
         let y = Activation::Relu.forward(self.bn1.forward(self.conv1.forward(x.clone())));
         let y: Tensor<4> = self.conv2.forward(y).rank();
         (y + x.rank::<4>()).into()
+    }
+
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        Self {
+            conv1: self.conv1.initialize(init, device),
+            bn1: self.bn1.initialize(init, device),
+            conv2: self.conv2.initialize(init, device),
+        }
     }
 
     fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
@@ -143,7 +151,7 @@ fn a_users_residual_block_on_images_trains_beside_ember_layers_and_modes_switch(
         .add(Dense::new(2))
         .initialize(Init::Xavier, &device);
     assert_eq!(net.collect_params().deferred.len(), 6, "{}", net.summary());
-    let trainer = Trainer::new(&net, "sgd", 0.05).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.05).unwrap();
     let mut data = Images::new(8);
     let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
         .policy(Window(2))
@@ -194,7 +202,7 @@ fn the_first_batch_resolves_deferred_sizes_and_a_misfit_batch_is_an_error_naming
     };
     let train = |shape: Vec<usize>| {
         let net = lenet(Activation::Sigmoid, false).initialize(Init::Xavier, &device);
-        let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+        let trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
         Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
             .policy(Window(1))
             .run(&mut data(shape))
@@ -226,7 +234,7 @@ fn a_batch_of_another_example_shape_mid_epoch_is_an_error_naming_it() {
     let net: Sequential = Sequential::new()
         .add(Dense::new(2))
         .initialize(Init::default(), &device);
-    let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
     let err = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
         .policy(Window(1))
         .run(&mut images)
@@ -249,12 +257,11 @@ fn the_warm_up_changes_no_parameter() {
             .add(BatchNorm::new())
             .add(Dense::new(2))
             .initialize(Init::Xavier, &device);
-        let trainer = Trainer::new(&net, "sgd", 0.5).unwrap();
-        let mut options = FitOptions::epochs(1);
-        options.warmup = warmup;
+        let trainer = Optimizer::new(&net, "sgd", 0.5).unwrap();
         let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
             .policy(Window(1))
-            .options(options)
+            .epochs(1)
+            .warmup(warmup)
             .run(&mut Images::new(3))
             .unwrap();
         let dir = tempfile::tempdir().unwrap();

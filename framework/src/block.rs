@@ -34,15 +34,13 @@
 //! assert!(err.to_string().contains("Residual"), "{err}");
 //! ```
 
-use std::fmt;
-
-use burn::module::{Module, ModuleDisplay, ModuleVisitor};
-use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot};
+use burn::module::{Module, ModuleDisplay};
 use burn::tensor::Device;
 
 use crate::error::{Error, Result};
 use crate::init::{Init, Reinitializer};
 use crate::ndtensor::NdTensor;
+use crate::params::ParamDict;
 
 /// A piece of a network: a layer, a container or a user's own module.
 pub trait Block: Module + ModuleDisplay + Sized {
@@ -77,7 +75,7 @@ pub trait Block: Module + ModuleDisplay + Sized {
                 what: format!(
                     "{} ({})",
                     self.format(Default::default()).trim(),
-                    crate::engine::panic_text(&panic)
+                    crate::error::panic_text(&panic)
                 ),
                 expected: "an input this block can take".to_string(),
                 got: dims,
@@ -88,13 +86,13 @@ pub trait Block: Module + ModuleDisplay + Sized {
     /// Gluon's `initialize`: weights are drawn from `init`, biases are zeros, and
     /// normalization layers start from γ = 1, β = 0 and fresh running statistics. Layers
     /// whose input size is not yet known create their parameters at [`Block::infer_shape`]
-    /// (or the first batch of `fit`). The default re-initializes every float parameter of
-    /// the module on `device`, and hands `init` and `device` to the deferred ember layers
-    /// inside it; containers and ember's layers override it.
+    /// (or the first batch of `fit`). The default moves the module to `device` and
+    /// re-initializes every float parameter it holds; containers and ember's layers override
+    /// it. A block of one's own that holds ember layers with deferred sizes overrides it too,
+    /// passing `init` and `device` to each of them, as it passes the example in
+    /// [`Block::infer`] (see `examples/resnet.rs`).
     fn initialize(self, init: Init, device: &Device) -> Self {
-        crate::init::initializing(init, device, || {
-            self.to_device(device).map(&mut Reinitializer::new(init))
-        })
+        self.to_device(device).map(&mut Reinitializer::new(init))
     }
 
     /// Gluon's `infer_shape`: runs an example input through the block, so that every
@@ -112,20 +110,7 @@ pub trait Block: Module + ModuleDisplay + Sized {
     /// `(units, in_units)` and a BatchNorm's γ is `weight`. Layers whose input size is still
     /// deferred hold no parameter yet and are listed in [`ParamDict::deferred`].
     fn collect_params(&self) -> ParamDict {
-        let params = self
-            .collect(None, Some(Box::new(BurnToPyTorchAdapter)), true)
-            .into_iter()
-            .map(|tensor| ParamInfo {
-                name: tensor.name,
-                shape: tensor.shape.as_slice().to_vec(),
-            })
-            .collect();
-        let mut finder = DeferredFinder::default();
-        self.visit(&mut finder);
-        ParamDict {
-            params,
-            deferred: finder.deferred,
-        }
+        crate::params::collect_params(self)
     }
 
     /// A printable table of the parameters and the total count.
@@ -147,108 +132,5 @@ pub trait Block: Module + ModuleDisplay + Sized {
     /// As [`crate::params::load_parameters`].
     fn load_parameters(self, path: impl AsRef<std::path::Path>, device: &Device) -> Result<Self> {
         crate::params::load_parameters(self, path, device)
-    }
-}
-
-/// One parameter as [`Block::collect_params`] reports it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParamInfo {
-    /// Structural name: `0.weight`, `2.0.bias`, `fc.weight`.
-    pub name: String,
-    /// Shape in Gluon/PyTorch layout, as the parameter file holds it.
-    pub shape: Vec<usize>,
-}
-
-impl ParamInfo {
-    /// Number of elements.
-    pub fn numel(&self) -> usize {
-        self.shape.iter().product()
-    }
-}
-
-/// The parameters of a block, in order, like Gluon's `ParameterDict`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ParamDict {
-    /// The parameters, in the order the network uses them.
-    pub params: Vec<ParamInfo>,
-    /// The layers whose input size is still deferred, by path and kind (`0: Conv2D`): they
-    /// hold no parameter until [`Block::infer_shape`] or the first batch of `fit`.
-    pub deferred: Vec<String>,
-}
-
-impl ParamDict {
-    /// The names, in order.
-    pub fn names(&self) -> Vec<&str> {
-        self.params.iter().map(|p| p.name.as_str()).collect()
-    }
-
-    /// The parameter of that name.
-    pub fn get(&self, name: &str) -> Option<&ParamInfo> {
-        self.params.iter().find(|p| p.name == name)
-    }
-
-    /// Total number of scalars (deferred layers count 0).
-    pub fn total(&self) -> usize {
-        self.params.iter().map(ParamInfo::numel).sum()
-    }
-}
-
-impl fmt::Display for ParamDict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let width = self
-            .params
-            .iter()
-            .map(|p| p.name.len())
-            .max()
-            .unwrap_or(4)
-            .max(9);
-        writeln!(
-            f,
-            "{:<width$}  {:<16}  {:>12}",
-            "parameter", "shape", "count"
-        )?;
-        for p in &self.params {
-            let dims: Vec<String> = p.shape.iter().map(usize::to_string).collect();
-            let shape = format!("({})", dims.join(", "));
-            writeln!(f, "{:<width$}  {:<16}  {:>12}", p.name, shape, p.numel())?;
-        }
-        write!(f, "total parameters: {}", self.total())?;
-        if !self.deferred.is_empty() {
-            write!(
-                f,
-                "\ndeferred until the first batch: {}",
-                self.deferred.join(", ")
-            )?;
-        }
-        Ok(())
-    }
-}
-
-/// The container type a deferred layer announces to visitors while its module does not exist
-/// yet (`Deferred:Conv2D`); burn-store's collectors pass over it, as it holds no tensor.
-pub(crate) const DEFERRED: &str = "Deferred:";
-
-/// Finds the layers that announce themselves as deferred.
-#[derive(Default)]
-struct DeferredFinder {
-    path: Vec<String>,
-    deferred: Vec<String>,
-}
-
-impl ModuleVisitor for DeferredFinder {
-    fn enter_module(&mut self, name: &str, container_type: &str) {
-        if let Some(kind) = container_type.strip_prefix(DEFERRED) {
-            let at = if self.path.is_empty() {
-                kind.to_string()
-            } else {
-                format!("{}: {kind}", self.path.join("."))
-            };
-            self.deferred.push(at);
-        }
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
     }
 }

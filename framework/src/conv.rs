@@ -286,6 +286,7 @@ impl Block for Conv2D {
 impl Convolution for Conv2D {
     type Size = Pair;
     type Inner = Conv2d;
+    const RANK: usize = 4;
     const LAYOUT: &'static str = "[batch, channels, height, width]";
 
     fn options(&self) -> &ConvOptions<Pair> {
@@ -370,6 +371,7 @@ impl Block for Conv1D {
 impl Convolution for Conv1D {
     type Size = usize;
     type Inner = Conv1d;
+    const RANK: usize = 3;
     const LAYOUT: &'static str = "[batch, channels, width]";
 
     fn options(&self) -> &ConvOptions<usize> {
@@ -404,7 +406,9 @@ impl Convolution for Conv1D {
 trait Convolution: Block + Clone + fmt::Display {
     type Size: Axes;
     type Inner: burn::module::Module;
-    /// The input's axes, in words; their number is the input's rank.
+    /// The input's rank: batch, channels, and one axis per window dimension.
+    const RANK: usize;
+    /// The input's axes, in words, for messages.
     const LAYOUT: &'static str;
 
     fn options(&self) -> &ConvOptions<Self::Size>;
@@ -428,8 +432,7 @@ fn known_in_channels<C: Convolution>(layer: &C) -> Option<usize> {
 fn infer_conv<C: Convolution>(mut layer: C, x: NdTensor) -> Result<(C, NdTensor)> {
     let dims = x.dims();
     let o = layer.options();
-    let rank = C::LAYOUT.split(',').count();
-    let in_channels = input_channels(&layer, &dims, rank, C::LAYOUT, o.groups, o.channels)?;
+    let in_channels = input_channels(&layer, &dims, C::RANK, C::LAYOUT, o.groups, o.channels)?;
     let (k, s) = (o.kernel_size.axes(), o.strides.axes());
     let (p, d) = (o.padding.axes(), o.dilation.axes());
     for axis in 0..k.len() {

@@ -11,9 +11,19 @@ use std::fmt;
 use burn::module::{Devices, Module, ModuleMapper, ModuleVisitor};
 use burn::tensor::Device;
 
-use crate::block::DEFERRED;
 use crate::error::{Error, Result};
 use crate::init::{Init, Reinitializer};
+
+/// The container type a deferred layer announces to burn's visitors while its module does not
+/// exist yet (burn's visitor carries only names): `Deferred:Conv2D`. burn-store's collectors
+/// pass over it, as it holds no tensor.
+const ANNOUNCED: &str = "Deferred:";
+
+/// The layer kind a container type announces as deferred (`Conv2D`), if it is such an
+/// announcement.
+pub(crate) fn announced(container_type: &str) -> Option<&str> {
+    container_type.strip_prefix(ANNOUNCED)
+}
 
 /// A burn module `M` created when its input size becomes known.
 #[derive(Debug, Clone)]
@@ -134,18 +144,13 @@ impl<M: Module> Module for Deferred<M> {
         match &self.module {
             Some(module) => module.visit(visitor),
             None => {
-                let kind = format!("{DEFERRED}{}", self.kind);
+                let kind = format!("{ANNOUNCED}{}", self.kind);
                 visitor.enter_module(self.kind, &kind);
                 visitor.exit_module(self.kind, &kind);
             }
         }
     }
     fn map<Mp: ModuleMapper>(mut self, mapper: &mut Mp) -> Self {
-        // Inside a user block's `initialize`, a layer still to be created learns its
-        // initializer and device here.
-        if let Some(pending) = crate::init::current() {
-            self.pending = Some(pending);
-        }
         self.module = Module::map(self.module, mapper);
         self
     }

@@ -7,11 +7,9 @@
 //! assert_eq!(Init::default(), Init::Uniform(0.07));
 //! ```
 
-use std::cell::RefCell;
-
 use burn::module::{ModuleMapper, Param};
 use burn::nn::Initializer;
-use burn::tensor::{Device, Tensor};
+use burn::tensor::Tensor;
 
 /// How `initialize` fills weights. Biases are always zero, as in Gluon.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -106,24 +104,4 @@ impl ModuleMapper for Reinitializer {
             fresh.detach().set_require_grad(require_grad)
         })
     }
-}
-
-thread_local! {
-    /// The initializer and device of the `Block::initialize` running on this thread, for the
-    /// deferred layers inside a user's block, which that default method cannot name.
-    static INITIALIZING: RefCell<Option<(Init, Device)>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` (a `Block::initialize`) with `init` and `device` announced to the deferred
-/// layers it reaches.
-pub(crate) fn initializing<R>(init: Init, device: &Device, f: impl FnOnce() -> R) -> R {
-    let outer = INITIALIZING.with(|slot| slot.replace(Some((init, device.clone()))));
-    let result = f();
-    INITIALIZING.with(|slot| *slot.borrow_mut() = outer);
-    result
-}
-
-/// The initializer and device announced by [`initializing`], if one runs.
-pub(crate) fn current() -> Option<(Init, Device)> {
-    INITIALIZING.with(|slot| slot.borrow().clone())
 }

@@ -2,13 +2,13 @@
 //!
 //! A Gluon-like layer on [burn](https://burn.dev): `Block`s over tensors of any rank,
 //! `Sequential`, Gluon's layers (`Dense`, `Conv2D`, pooling, `BatchNorm`, `Dropout`, …) with
-//! deferred input sizes, Gluon's initializers and losses, and a `Trainer` with
+//! deferred input sizes, Gluon's initializers and losses, and an `Optimizer` (Gluon's `Trainer`) with
 //! `step(batch_size)`. The d2l chapter's code maps to it line for line:
 //!
 //! ```
 //! use burn::prelude::*;
 //! use burn::tensor::Distribution;
-//! use ember::{Activation, Block, Dense, Init, L2Loss, Loss, Sequential, Trainer};
+//! use ember::{Activation, Block, Dense, Init, L2Loss, Loss, Sequential, Optimizer};
 //!
 //! let device = Device::flex().autodiff();
 //! // net = nn.Sequential()
@@ -24,7 +24,7 @@
 //! // Gluon's first forward pass: every deferred input size is taken from X
 //! let mut net = net.infer_shape(x.clone()).unwrap();
 //! // trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
-//! let mut trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+//! let mut trainer = Optimizer::new(&net, "sgd", 0.01).unwrap();
 //! // loss = gluon.loss.L2Loss()
 //! let loss = L2Loss;
 //! // with autograd.record(): l = loss(y, net(X))
@@ -52,14 +52,14 @@ pub mod init;
 pub mod loss;
 pub mod ndtensor;
 pub mod norm;
+pub mod optimizer;
 pub mod output;
 pub mod params;
 pub mod pool;
 pub mod sequential;
-pub mod trainer;
 
 pub use activation::Activation;
-pub use block::{Block, ParamDict, ParamInfo};
+pub use block::Block;
 pub use conv::{Conv1D, Conv2D, Pair};
 pub use data_parallel::Replicas;
 pub use dense::Dense;
@@ -67,14 +67,14 @@ pub use device::{DeviceName, PickedDevice};
 pub use device_list::DeviceList;
 pub use dropout::Dropout;
 pub use embedding::Embedding;
-pub use engine::{Engine, Handle, Outputs};
-pub use error::{Error, Result};
+pub use engine::{Computed, Engine, Handle, Host};
+pub use error::{Error, Result, StepAt};
 pub use flatten::Flatten;
 pub use init::Init;
 pub use loss::{L1Loss, L2Loss, Loss, SoftmaxCrossEntropyLoss};
 pub use ndtensor::NdTensor;
 pub use norm::{BatchNorm, LayerNorm};
-pub use params::{load_parameters, save_parameters};
+pub use optimizer::{Optimizer, OptimizerKind};
+pub use params::{ParamDict, ParamInfo, load_parameters, save_parameters};
 pub use pool::{AvgPool2D, GlobalAvgPool2D, MaxPool2D};
 pub use sequential::{Layer, NoBlock, Sequential};
-pub use trainer::{OptimizerKind, Trainer};

@@ -26,15 +26,15 @@ use crate::deferred::layer_module;
 use crate::error::{Error, Result};
 use crate::ndtensor::NdTensor;
 
-/// Window options in Gluon's names; `strides` defaults to the pool size.
+/// A pooling window in Gluon's names; `strides` defaults to the pool size.
 #[derive(Debug, Clone, Copy)]
-struct Window {
+struct PoolWindow {
     pool_size: Pair,
     strides: Pair,
     padding: Pair,
 }
 
-impl Window {
+impl PoolWindow {
     fn new(pool_size: Pair) -> Self {
         Self {
             pool_size,
@@ -133,14 +133,14 @@ macro_rules! pool_layer {
 /// `nn.MaxPool2D(pool_size=2, strides=None, padding=0)`: the largest value of each window.
 #[derive(Debug, Clone)]
 pub struct MaxPool2D {
-    window: Window,
+    window: PoolWindow,
     pool: MaxPool2d,
 }
 
 impl MaxPool2D {
     /// A `pool_size` window, moved by `pool_size` (Gluon's `strides=None`), without padding.
     pub fn new(pool_size: impl Into<Pair>) -> Self {
-        let window = Window::new(pool_size.into());
+        let window = PoolWindow::new(pool_size.into());
         Self {
             pool: build_max(&window),
             window,
@@ -148,7 +148,7 @@ impl MaxPool2D {
     }
 }
 
-fn build_max(w: &Window) -> MaxPool2d {
+fn build_max(w: &PoolWindow) -> MaxPool2d {
     MaxPool2dConfig::new(w.pool_size.0)
         .with_strides(w.strides.0)
         .with_padding(w.padding_config())
@@ -161,14 +161,14 @@ pool_layer!(MaxPool2D, "MaxPool2D", MaxPool2d, build_max);
 /// zeros counted (Gluon's and PyTorch's default `count_include_pad=True`).
 #[derive(Debug, Clone)]
 pub struct AvgPool2D {
-    window: Window,
+    window: PoolWindow,
     pool: AvgPool2d,
 }
 
 impl AvgPool2D {
     /// A `pool_size` window, moved by `pool_size` (Gluon's `strides=None`), without padding.
     pub fn new(pool_size: impl Into<Pair>) -> Self {
-        let window = Window::new(pool_size.into());
+        let window = PoolWindow::new(pool_size.into());
         Self {
             pool: build_avg(&window),
             window,
@@ -176,7 +176,7 @@ impl AvgPool2D {
     }
 }
 
-fn build_avg(w: &Window) -> AvgPool2d {
+fn build_avg(w: &PoolWindow) -> AvgPool2d {
     AvgPool2dConfig::new(w.pool_size.0)
         .with_strides(w.strides.0)
         .with_padding(w.padding_config())
