@@ -6,11 +6,11 @@ mod common;
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
-use ember::{Block, Error, Init, Loss, NdTensor, Result, Trainer};
+use ember::{Block, Error, Init, Loss, NdTensor, Optimizer, Result};
 use ember_datasets::Synthetic;
-use ember_trainer::fit::{Fit, FitOptions, SyntheticEpochs};
+use ember_trainer::fit::{Fit, SyntheticEpochs};
 use ember_trainer::plot::{TimelineFigure, render};
-use ember_trainer::policy::{InFlight, SyncPolicy};
+use ember_trainer::policy::{InFlight, PolicyKind, SyncPolicy};
 use ember_trainer::trace::Trace;
 
 /// A user's module: a residual MLP, not built from ember's layers.
@@ -56,8 +56,8 @@ struct Thirds {
 }
 
 impl SyncPolicy for Thirds {
-    fn name(&self) -> String {
-        "thirds".into()
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::Custom("thirds".into())
     }
 
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
@@ -83,7 +83,7 @@ fn train(device: &Device) -> (Trace, Thirds, f64) {
         output: LinearConfig::new(32, 1).init(&device),
     }
     .initialize(Init::Xavier, &device);
-    let trainer = Trainer::new(&net, "adam", 0.01).unwrap();
+    let trainer = Optimizer::new(&net, "adam", 0.01).unwrap();
     let data = Synthetic::regression(32, 16, 0.01, 5);
     let held_out = data.batch(10_000);
     let mut batches = SyntheticEpochs::new(data, BATCHES);
@@ -97,12 +97,11 @@ fn train(device: &Device) -> (Trace, Thirds, f64) {
         ))
     };
     let untrained = val_mse(&net, &device).unwrap();
-    let options =
-        FitOptions::epochs(3).evaluate("val_mse", move |net: &Residual| val_mse(net, &eval_device));
     let mut policy = Thirds::default();
     let run = Fit::new(net, Mse, trainer, &device)
         .policy(&mut policy)
-        .options(options)
+        .epochs(3)
+        .evaluate("val_mse", move |net: &Residual| val_mse(net, &eval_device))
         .run(&mut batches)
         .unwrap();
     (run.trace, policy, untrained)
@@ -110,7 +109,12 @@ fn train(device: &Device) -> (Trace, Thirds, f64) {
 
 fn check(trace: &Trace, policy: &Thirds, untrained: f64) {
     assert_eq!(trace.batches.len(), 3 * BATCHES);
-    assert!(trace.batches.iter().all(|b| b.policy == "thirds"));
+    assert!(
+        trace
+            .batches
+            .iter()
+            .all(|b| b.policy == PolicyKind::Custom("thirds".into()))
+    );
     for epoch in 0..3 {
         let batches: Vec<_> = trace.batches.iter().filter(|b| b.epoch == epoch).collect();
         for b in &batches {
@@ -199,16 +203,30 @@ fn labels_beyond_the_network_outputs_are_an_error_naming_them() {
     let net: Sequential = Sequential::new()
         .add(Dense::new(3))
         .initialize(Init::default(), &device);
-    let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
     let mut loader = DataLoader::new(data, 5).unwrap();
-    let options = FitOptions::epochs(1);
     let err = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
         .policy(ember_trainer::policy::Window(1))
-        .options(options)
+        .epochs(1)
         .run(&mut loader)
         .err()
-        .expect("labels 3 and 4 cannot index 3 outputs")
-        .to_string();
+        .expect("labels 3 and 4 cannot index 3 outputs");
+    // The step's own error crosses the engine with its variant, the batch as a typed field.
+    let ember::Error::Step { at, source } = &err else {
+        panic!("expected the step's error with its batch, got {err:?}");
+    };
+    assert_eq!((at.epoch, at.batch), (0, 0), "{err}");
+    assert!(
+        matches!(
+            **source,
+            ember::Error::InvalidValue {
+                name: "class label",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let err = err.to_string();
     assert!(
         err.contains("class label 4") && err.contains("3 outputs"),
         "{err}"
@@ -248,7 +266,7 @@ fn training_accuracy_is_accumulated_from_the_steps_forward_passes() {
         .infer_shape(example.x_on(&device).unwrap())
         .unwrap();
     let untrained = accuracy(&net.valid(), &loader, &Device::flex()).unwrap();
-    let trainer = Trainer::new(&net, "sgd", 0.5).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.5).unwrap();
     let eval = loader.rebatched(60).unwrap();
     let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
         .epochs(6)

@@ -13,7 +13,7 @@
 //! use burn::nn::conv::{Conv2d, Conv2dConfig};
 //! use burn::tensor::activation::relu;
 //! use ember::{Activation, Block, Conv2D, Dense, Init, MaxPool2D, NdTensor, Sequential};
-//! use ember::{SoftmaxCrossEntropyLoss, Trainer};
+//! use ember::{SoftmaxCrossEntropyLoss, Optimizer};
 //! use ember_datasets::{DataLoader, Examples};
 //! use ember_trainer::evaluate::accuracy;
 //! use ember_trainer::fit::Fit;
@@ -57,7 +57,7 @@
 //!     .add(MaxPool2D::new(2))
 //!     .add(Dense::new(2))
 //!     .initialize(Init::Xavier, &device);
-//! let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+//! let trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
 //! let mut loader = DataLoader::new(data, 10).unwrap().shuffle(0);
 //! let test = loader.rebatched(120).unwrap();
 //! // Input sizes (the first Conv2D's channels, the Dense's 36 features) come from the first batch.
@@ -74,11 +74,11 @@
 #![warn(missing_docs)]
 
 pub mod checkpoint;
-pub mod compare;
 pub mod evaluate;
 pub mod fit;
 pub mod memory;
 pub mod plot;
 pub mod policy;
 pub mod signals;
+pub mod summary;
 pub mod trace;

@@ -4,7 +4,7 @@
 //! still in flight through [`InFlight`]. At the end of every epoch the loop waits for all of
 //! them (`waitall`), whatever the policy.
 //!
-//! | policy            | CLI            | rule                                                  |
+//! | policy            | name (CLI, trace) | rule                                               |
 //! |-------------------|----------------|-------------------------------------------------------|
 //! | [`Window`]`(1)`   | `barrier`      | batch t starts after t−1 finished (`wait_to_read`)    |
 //! | [`Window`]`(2)`   | `t+2`, `window:2` | batch t starts after t−2 finished (exercise 2)     |
@@ -13,15 +13,18 @@
 //! | [`EveryN`]`(n)`   | `every:N`      | a full barrier before every n-th batch                |
 //! | [`MemoryBudget`]  | `memory:MB`    | wait for the oldest batch while RSS growth > MB       |
 //!
+//! Each policy says what it is as data, a [`PolicyKind`]: traces record it, plots and
+//! comparisons read it back, and it parses from and prints as the names above.
+//!
 //! A user's own policy implements [`SyncPolicy`]:
 //!
 //! ```
-//! use ember_trainer::policy::{InFlight, SyncPolicy};
+//! use ember_trainer::policy::{InFlight, PolicyKind, SyncPolicy};
 //!
 //! /// A barrier every 10 batches, and never more than 4 in flight.
 //! struct Tens;
 //! impl SyncPolicy for Tens {
-//!     fn name(&self) -> String { "tens".into() }
+//!     fn kind(&self) -> PolicyKind { PolicyKind::Custom("tens".into()) }
 //!     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> ember::Result<()> {
 //!         if batch % 10 == 0 { flight.wait_all() } else { flight.wait_while_longer_than(4) }
 //!     }
@@ -29,17 +32,126 @@
 //! ```
 
 use std::collections::VecDeque;
+use std::fmt;
+use std::str::FromStr;
 use std::time::Instant;
 
 use ember::engine::{Completed, Handle};
-use ember::{Error, Result};
+use ember::{Error, Result, StepAt};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::memory::rss_bytes;
 
+/// What a policy is, as data: a built-in with its parameter, or a user's policy by name.
+/// It prints as the policy's name (`barrier`, `window:2`, `none`, `every:10`, `memory:256`),
+/// parses from it ([`POLICY_FORMS`]), and is stored in traces that way.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PolicyKind {
+    /// [`Window`]: `barrier` for 1, `window:K` (`t+2` for 2).
+    Window(usize),
+    /// [`NoSync`]: `none`.
+    NoSync,
+    /// [`EveryN`]: `every:N`.
+    EveryN(usize),
+    /// [`MemoryBudget`]: `memory:MB`.
+    MemoryBudget(f64),
+    /// A policy of the user's own, by its name.
+    Custom(String),
+}
+
+/// The forms a built-in policy's name takes, for help texts and errors.
+pub const POLICY_FORMS: &str =
+    "barrier | t+2 | window:K (K >= 1) | none | every:N (N >= 1) | memory:MB (MB > 0)";
+
+impl PolicyKind {
+    /// The built-in policy of this kind.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a user's own policy, which only its own code can build.
+    pub fn build(&self) -> Result<Box<dyn SyncPolicy>> {
+        Ok(match self {
+            PolicyKind::Window(k) => Box::new(Window(*k)),
+            PolicyKind::NoSync => Box::new(NoSync),
+            PolicyKind::EveryN(n) => Box::new(EveryN(*n)),
+            PolicyKind::MemoryBudget(mb) => Box::new(MemoryBudget(*mb)),
+            PolicyKind::Custom(name) => {
+                return Err(Error::InvalidValue {
+                    name: "sync policy",
+                    value: name.clone(),
+                    reason: format!("not a built-in one ({POLICY_FORMS})"),
+                });
+            }
+        })
+    }
+
+    /// The kind a trace names: a built-in where the name is one, else a user's policy.
+    pub fn from_name(name: &str) -> Self {
+        name.parse()
+            .unwrap_or_else(|_| PolicyKind::Custom(name.to_string()))
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicyKind::Window(1) => f.write_str("barrier"),
+            PolicyKind::Window(k) => write!(f, "window:{k}"),
+            PolicyKind::NoSync => f.write_str("none"),
+            PolicyKind::EveryN(n) => write!(f, "every:{n}"),
+            PolicyKind::MemoryBudget(mb) => write!(f, "memory:{mb}"),
+            PolicyKind::Custom(name) => f.write_str(name),
+        }
+    }
+}
+
+/// A built-in policy's name, as [`POLICY_FORMS`] lists them (case and spaces aside).
+impl FromStr for PolicyKind {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        let text = s.trim().to_ascii_lowercase();
+        let bad = || Error::InvalidValue {
+            name: "sync policy",
+            value: s.to_string(),
+            reason: format!("expected one of: {POLICY_FORMS}"),
+        };
+        let count = |v: &str| v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(bad);
+        match text.split_once(':') {
+            None => match text.as_str() {
+                "barrier" => Ok(PolicyKind::Window(1)),
+                "t+2" | "overlap" => Ok(PolicyKind::Window(2)),
+                "none" => Ok(PolicyKind::NoSync),
+                _ => Err(bad()),
+            },
+            Some(("window", k)) => count(k).map(PolicyKind::Window),
+            Some(("every", n)) => count(n).map(PolicyKind::EveryN),
+            Some(("memory", mb)) => mb
+                .parse::<f64>()
+                .ok()
+                .filter(|mb| mb.is_finite() && *mb > 0.0)
+                .map(PolicyKind::MemoryBudget)
+                .ok_or_else(bad),
+            Some(_) => Err(bad()),
+        }
+    }
+}
+
+impl Serialize for PolicyKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for PolicyKind {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        String::deserialize(deserializer).map(|name| PolicyKind::from_name(&name))
+    }
+}
+
 /// Decides, before each batch is issued, which in-flight batches must finish first.
 pub trait SyncPolicy: Send {
-    /// A short name for logs, traces and plots (`barrier`, `window:2`, …).
-    fn name(&self) -> String;
+    /// What the policy is, for logs, traces and plots.
+    fn kind(&self) -> PolicyKind;
 
     /// Called before the frontend starts batch `batch` (counted from 0 in each epoch), before
     /// the batch is prepared. When the data source cannot tell where its epoch ends (its
@@ -54,8 +166,8 @@ pub trait SyncPolicy: Send {
 }
 
 impl<P: SyncPolicy + ?Sized> SyncPolicy for &mut P {
-    fn name(&self) -> String {
-        (**self).name()
+    fn kind(&self) -> PolicyKind {
+        (**self).kind()
     }
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
         (**self).before_issue(batch, flight)
@@ -63,8 +175,8 @@ impl<P: SyncPolicy + ?Sized> SyncPolicy for &mut P {
 }
 
 impl<P: SyncPolicy + ?Sized> SyncPolicy for Box<P> {
-    fn name(&self) -> String {
-        (**self).name()
+    fn kind(&self) -> PolicyKind {
+        (**self).kind()
     }
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
         (**self).before_issue(batch, flight)
@@ -74,8 +186,8 @@ impl<P: SyncPolicy + ?Sized> SyncPolicy for Box<P> {
 /// A batch whose completion the loop has observed.
 pub(crate) struct Observed {
     pub(crate) batch: usize,
-    pub(crate) handle: Handle,
-    pub(crate) done: Completed,
+    pub(crate) handle: Handle<f32>,
+    pub(crate) done: Completed<f32>,
     pub(crate) at: Instant,
 }
 
@@ -85,7 +197,7 @@ pub(crate) struct Observed {
 /// the first point the policy observes it.
 pub struct InFlight {
     epoch: usize,
-    queue: VecDeque<(usize, Handle)>,
+    queue: VecDeque<(usize, Handle<f32>)>,
     rss_baseline: u64,
     observed: Vec<Observed>,
 }
@@ -100,7 +212,7 @@ impl InFlight {
         }
     }
 
-    pub(crate) fn push(&mut self, batch: usize, handle: Handle) {
+    pub(crate) fn push(&mut self, batch: usize, handle: Handle<f32>) {
         self.queue.push_back((batch, handle));
     }
 
@@ -142,21 +254,20 @@ impl InFlight {
     /// Waits for the oldest batch (Gluon's `wait_to_read` on its loss).
     ///
     /// # Errors
-    /// [`Error::Execution`] when its unit failed on the backend, [`Error::NonFiniteLoss`]
-    /// when its loss is NaN or infinite.
+    /// [`Error::Step`] naming the batch, around the error its unit failed with on the
+    /// backend; [`Error::NonFiniteLoss`] when its loss is NaN or infinite.
     pub fn wait_oldest(&mut self) -> Result<()> {
         let Some((batch, handle)) = self.queue.pop_front() else {
             return Ok(());
         };
-        let done = handle.wait_completed().map_err(|e| match e {
-            Error::Execution(text) => {
-                Error::Execution(format!("batch {batch} of epoch {}: {text}", self.epoch))
-            }
-            other => other,
-        })?;
+        let at = StepAt {
+            epoch: self.epoch,
+            batch,
+        };
+        let done = handle.wait_completed().map_err(|e| e.at_step(at))?;
         if !done.value.is_finite() {
             return Err(Error::NonFiniteLoss {
-                at: format!("batch {batch} of epoch {}", self.epoch),
+                at,
                 value: done.value,
             });
         }
@@ -219,11 +330,8 @@ pub struct EveryN(pub usize);
 pub struct MemoryBudget(pub f64);
 
 impl SyncPolicy for Window {
-    fn name(&self) -> String {
-        match self.0 {
-            1 => "barrier".to_string(),
-            k => format!("window:{k}"),
-        }
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::Window(self.0)
     }
 
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
@@ -235,8 +343,8 @@ impl SyncPolicy for Window {
 }
 
 impl SyncPolicy for NoSync {
-    fn name(&self) -> String {
-        "none".to_string()
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::NoSync
     }
 
     fn before_issue(&mut self, _batch: usize, _flight: &mut InFlight) -> Result<()> {
@@ -245,8 +353,8 @@ impl SyncPolicy for NoSync {
 }
 
 impl SyncPolicy for EveryN {
-    fn name(&self) -> String {
-        format!("every:{}", self.0)
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::EveryN(self.0)
     }
 
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
@@ -259,8 +367,8 @@ impl SyncPolicy for EveryN {
 }
 
 impl SyncPolicy for MemoryBudget {
-    fn name(&self) -> String {
-        format!("memory:{}", self.0)
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::MemoryBudget(self.0)
     }
 
     fn before_issue(&mut self, _batch: usize, flight: &mut InFlight) -> Result<()> {
@@ -269,5 +377,69 @@ impl SyncPolicy for MemoryBudget {
             flight.wait_oldest()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_parse_and_bad_ones_list_the_valid_forms() {
+        assert_eq!(
+            "barrier".parse::<PolicyKind>().unwrap(),
+            PolicyKind::Window(1)
+        );
+        assert_eq!("T+2".parse::<PolicyKind>().unwrap(), PolicyKind::Window(2));
+        assert_eq!(
+            "window:8".parse::<PolicyKind>().unwrap(),
+            PolicyKind::Window(8)
+        );
+        assert_eq!(
+            "every:10".parse::<PolicyKind>().unwrap(),
+            PolicyKind::EveryN(10)
+        );
+        assert_eq!(
+            "memory:256".parse::<PolicyKind>().unwrap(),
+            PolicyKind::MemoryBudget(256.0)
+        );
+        assert_eq!("none".parse::<PolicyKind>().unwrap().to_string(), "none");
+        assert_eq!(PolicyKind::Window(1).to_string(), "barrier");
+        for bad in [
+            "window:0",
+            "sometimes",
+            "every:x",
+            "memory:-5",
+            "window:",
+            "t+3",
+        ] {
+            let err = bad.parse::<PolicyKind>().unwrap_err().to_string();
+            assert!(
+                err.contains(bad) && err.contains("window:K"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_built_in_reports_its_own_kind_and_names_round_trip_through_a_trace() {
+        for kind in [
+            PolicyKind::Window(1),
+            PolicyKind::Window(3),
+            PolicyKind::NoSync,
+            PolicyKind::EveryN(4),
+            PolicyKind::MemoryBudget(12.5),
+        ] {
+            assert_eq!(kind.build().unwrap().kind(), kind);
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(
+                serde_json::from_str::<PolicyKind>(&json).unwrap(),
+                kind,
+                "{json}"
+            );
+        }
+        let mine = PolicyKind::Custom("tens".to_string());
+        assert!(mine.build().is_err());
+        assert_eq!(PolicyKind::from_name("tens"), mine);
     }
 }

@@ -1,21 +1,24 @@
-//! Comparing sync policies: one summary row per policy, computed from the runs' traces.
+//! The summary of a comparison of sync policies: one row per policy, computed from the runs'
+//! traces (`ember compare` prints and plots them).
 //!
 //! ```
-//! use ember_trainer::compare::{PolicyRun, summarize};
+//! use ember_trainer::summary::{PolicyRun, summarize};
+//! use ember_trainer::policy::PolicyKind;
 //! use ember_trainer::trace::Trace;
-//! let runs = vec![PolicyRun { policy: "none".into(), round: 0, trace: Trace::default() }];
+//! let runs = vec![PolicyRun { policy: PolicyKind::NoSync, round: 0, trace: Trace::default() }];
 //! assert!(summarize(&runs).is_empty(), "a run without epochs has nothing to summarize");
 //! ```
 
 use serde::Serialize;
 
+use crate::policy::PolicyKind;
 use crate::trace::Trace;
 
 /// The trace of one run of one policy.
 #[derive(Debug, Clone)]
 pub struct PolicyRun {
-    /// The policy's name (`barrier`, `window:2`, …).
-    pub policy: String,
+    /// The policy.
+    pub policy: PolicyKind,
     /// Which round of the comparison, from 0.
     pub round: usize,
     /// What the run recorded.
@@ -25,8 +28,8 @@ pub struct PolicyRun {
 /// One policy, over all its runs and epochs: medians, except peaks, which are maxima.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PolicySummary {
-    /// The policy's name.
-    pub policy: String,
+    /// The policy.
+    pub policy: PolicyKind,
     /// Epochs measured, over all rounds.
     pub epochs: usize,
     /// Median time per epoch, in seconds.
@@ -57,16 +60,16 @@ pub fn median(mut values: Vec<f64>) -> f64 {
 
 /// One summary per policy, in the order the policies first appear in `runs`.
 pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
-    let mut order: Vec<&str> = Vec::new();
+    let mut order: Vec<&PolicyKind> = Vec::new();
     for run in runs {
-        if !order.contains(&run.policy.as_str()) {
+        if !order.contains(&&run.policy) {
             order.push(&run.policy);
         }
     }
     order
         .into_iter()
         .filter_map(|policy| {
-            let mine: Vec<&PolicyRun> = runs.iter().filter(|r| r.policy == policy).collect();
+            let mine: Vec<&PolicyRun> = runs.iter().filter(|r| &r.policy == policy).collect();
             let epochs: Vec<_> = mine.iter().flat_map(|r| &r.trace.epochs).collect();
             if epochs.is_empty() {
                 return None;
@@ -79,7 +82,7 @@ pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
                 .max_by_key(|r| r.round)
                 .expect("one run at least");
             Some(PolicySummary {
-                policy: policy.to_string(),
+                policy: policy.clone(),
                 epochs: epochs.len(),
                 time_per_epoch: time,
                 issue_time: median(epochs.iter().map(|e| e.issue_time).collect()),
@@ -103,7 +106,7 @@ mod tests {
 
     fn epoch(policy: &str, time: f64, peak: f64) -> EpochRecord {
         EpochRecord {
-            policy: policy.into(),
+            policy: PolicyKind::from_name(policy),
             epoch: 0,
             batches: 10,
             time,
@@ -122,7 +125,7 @@ mod tests {
     #[test]
     fn summaries_take_medians_and_peak_maxima_per_policy() {
         let run = |policy: &str, round, time, peak| PolicyRun {
-            policy: policy.into(),
+            policy: PolicyKind::from_name(policy),
             round,
             trace: Trace {
                 batches: vec![],
@@ -137,7 +140,7 @@ mod tests {
         ];
         let s = summarize(&runs);
         assert_eq!(s.len(), 2);
-        assert_eq!(s[0].policy, "none");
+        assert_eq!(s[0].policy, PolicyKind::NoSync);
         assert_eq!(s[0].time_per_epoch, 3.0);
         assert_eq!(s[0].peak_growth_mb, 70.0);
         assert_eq!(s[0].epochs, 3);

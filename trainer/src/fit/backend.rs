@@ -1,0 +1,204 @@
+//! What lives on the engine's worker during a run: the network, the optimizer and the loss,
+//! and the units the loop issues to it: the warm-up, a training step, and the reads of the
+//! epoch's accuracy and of the network itself.
+
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Int, Tensor};
+use ember::engine::Computed;
+use ember::{Block, Loss, Optimizer, Replicas, Result};
+use ember_datasets::Batch;
+
+use super::target::{Target, read_count, tally};
+
+/// The backend's state: it lives on the engine's worker thread during the run. The network is
+/// always the one after the last step that succeeded.
+pub(super) struct Backend<B, L> {
+    pub(super) net: B,
+    pub(super) optimizer: Optimizer,
+    pub(super) loss: L,
+    /// This epoch's correct predictions so far, summed on the device (for targets that have
+    /// them), and the examples they were counted over.
+    correct: Option<Tensor<1, Int>>,
+    counted: usize,
+}
+
+impl<B, L> Backend<B, L>
+where
+    B: Block,
+    L: Loss + Sync,
+    L::Target: Target,
+{
+    pub(super) fn new(net: B, optimizer: Optimizer, loss: L) -> Self {
+        Self {
+            net,
+            optimizer,
+            loss,
+            correct: None,
+            counted: 0,
+        }
+    }
+
+    /// One training step: upload, forward, loss, backward, `step(batch_size)`, on one device
+    /// or split across the replicas. Returns each device's per-example loss.
+    pub(super) fn step(
+        &mut self,
+        batch: Batch,
+        replicas: &Replicas,
+        seed: Option<u64>,
+    ) -> Result<StepLosses> {
+        let size = batch.len();
+        if let Some(seed) = seed {
+            // Each device its own stream (the main device's is the one-device run's), so that
+            // no two shards draw the same Dropout masks.
+            for (index, device) in replicas.devices().iter().enumerate().rev() {
+                device.seed(match index {
+                    0 => seed,
+                    _ => step_seed(seed, index as u64),
+                });
+            }
+        }
+        let (grads, losses, correct) = gradients(&self.net, &self.loss, &batch, replicas)?;
+        drop(batch);
+        if let Some(correct) = correct {
+            self.counted += size;
+            self.correct = Some(tally(self.correct.take(), correct));
+        }
+        self.net = self.optimizer.step_params(self.net.clone(), grads, size)?;
+        Ok(StepLosses(losses))
+    }
+
+    /// The book's warm-up (`loss(y, net(X)).wait_to_read()`), then a backward pass and an
+    /// optimizer step, on every replica, so that every kernel and buffer a training step uses
+    /// exists before the clock starts. All of it runs on copies: the network's
+    /// (`valid().train()`: its own tensors and running statistics) and the optimizer's (its own
+    /// optimizer state). The network, its running statistics and the optimizer state stay as
+    /// they are.
+    pub(super) fn warmup(&self, batch: &Batch, replicas: &Replicas) -> Result<StepLosses> {
+        let copy = self.net.valid().train();
+        let (grads, losses, _) = gradients(&copy, &self.loss, batch, replicas)?;
+        let stepped = self
+            .optimizer
+            .clone()
+            .step_params(copy, grads, batch.len())?;
+        drop(stepped);
+        Ok(StepLosses(losses))
+    }
+
+    /// The share of this epoch's examples its steps classified right (`None` for targets
+    /// without classes), read once; the count starts again for the next epoch.
+    pub(super) fn train_accuracy(&mut self) -> Result<Option<f64>> {
+        let counted = std::mem::take(&mut self.counted);
+        let Some(correct) = self.correct.take() else {
+            return Ok(None);
+        };
+        Ok(Some(read_count(correct)? as f64 / counted.max(1) as f64))
+    }
+}
+
+/// A step's per-example losses, one tensor per device it ran on. Each is a fence: the step is
+/// done when every device has computed its share, and its handle gives the batch's mean loss.
+pub(super) struct StepLosses(Vec<Tensor<1>>);
+
+impl Computed for StepLosses {
+    type Value = f32;
+
+    fn fences(&self) -> Vec<Tensor<1>> {
+        self.0.clone()
+    }
+
+    /// The batch's mean: each device's mean weighed by its examples.
+    fn value(self, means: &[f32]) -> f32 {
+        if let [mean] = means {
+            return *mean;
+        }
+        let sizes: Vec<usize> = self.0.iter().map(|t| t.dims()[0]).collect();
+        let total: usize = sizes.iter().sum();
+        let sum: f64 = means
+            .iter()
+            .zip(&sizes)
+            .map(|(&mean, &n)| f64::from(mean) * n as f64)
+            .sum();
+        (sum / total.max(1) as f64) as f32
+    }
+}
+
+/// The seed of step `step`'s random stream: SplitMix64 of the run's seed and the step.
+pub(super) fn step_seed(seed: u64, step: u64) -> u64 {
+    let mut z = seed ^ step.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// The step's gradients of `net` on `batch`, summed over the replicas (on the main device),
+/// with each device's per-example loss and the examples they got right (on the main device).
+type StepGradients = (GradientsParams, Vec<Tensor<1>>, Option<Tensor<1, Int>>);
+
+/// Forward and backward of `net` on `batch`: on the main device alone, or split across the
+/// replicas with burn's fork, gradient transfer and accumulation ([`Replicas::backward`]).
+fn gradients<B, L>(net: &B, loss: &L, batch: &Batch, replicas: &Replicas) -> Result<StepGradients>
+where
+    B: Block,
+    L: Loss + Sync,
+    L::Target: Target,
+{
+    let main = replicas.main();
+    if replicas.len() == 1 {
+        let (l, correct) = loss_of(net, loss, batch, main)?;
+        let grads = GradientsParams::from_grads(l.backward(), net);
+        return Ok((grads, vec![l], correct));
+    }
+    let shards = batch.split(replicas.len())?;
+    let (grads, shares) = replicas.backward(net, |replica: &B, index, device| {
+        loss_of(replica, loss, &shards[index], device)
+    })?;
+    let mut correct = None;
+    let mut losses = Vec::with_capacity(shares.len());
+    for (l, right) in shares {
+        losses.push(l);
+        if let Some(right) = right {
+            correct = Some(tally(correct, right.to_device(main)));
+        }
+    }
+    Ok((grads, losses, correct))
+}
+
+/// The per-example loss of `net` on `batch` (upload, forward, check the targets, loss), and
+/// how many examples it got right where the targets say ([`Target::correct`]).
+fn loss_of<B, L>(
+    net: &B,
+    loss: &L,
+    batch: &Batch,
+    device: &Device,
+) -> Result<(Tensor<1>, Option<Tensor<1, Int>>)>
+where
+    B: Block,
+    L: Loss,
+    L::Target: Target,
+{
+    let x = batch.x_on(device)?;
+    let y = L::Target::upload(batch, device)?;
+    let pred: Tensor<2> = net.forward(x).into_rank()?;
+    L::Target::check(batch, pred.dims()[1])?;
+    let correct = L::Target::correct(&pred, &y);
+    Ok((loss.forward(pred, y)?, correct))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_on_several_devices_weighs_each_devices_mean_by_its_examples() {
+        let device = Device::flex();
+        let losses = StepLosses(vec![
+            Tensor::<1>::ones([3], &device),
+            Tensor::<1>::full([1], 4.0, &device),
+        ]);
+        assert_eq!(losses.fences().len(), 2);
+        // (1 + 1 + 1 + 4) / 4, not (1 + 4) / 2
+        assert_eq!(losses.value(&[1.0, 4.0]), 1.75);
+        let one = StepLosses(vec![Tensor::<1>::ones([3], &device)]);
+        assert_eq!(one.value(&[2.5]), 2.5);
+    }
+}

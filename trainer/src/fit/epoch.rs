@@ -1,0 +1,143 @@
+//! One epoch's records: each batch as the frontend issued it and the loop observed it done,
+//! and the epoch's row, with its metrics.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use ember::Result;
+
+use crate::memory::{mb, rss_bytes};
+use crate::policy::{InFlight, PolicyKind};
+use crate::trace::{BatchRecord, EpochRecord};
+
+/// The name of the training accuracy in the epoch records.
+pub const TRAIN_ACC: &str = "train_acc";
+
+/// A metric computed after every epoch on a snapshot of the network taken without autodiff
+/// (`Module::valid`), on the caller's thread: test accuracy, validation loss…
+pub struct Evaluation<B> {
+    /// The metric's name, used as its column in the epoch records (`test_acc`).
+    pub name: String,
+    /// Computes the metric.
+    pub metric: Metric<B>,
+}
+
+/// A metric of a network snapshot.
+pub type Metric<B> = Box<dyn Fn(&B) -> Result<f64>>;
+
+/// An epoch in progress: its batches in flight, their records, and its memory and times.
+pub(super) struct Epoch {
+    pub(super) epoch: usize,
+    pub(super) flight: InFlight,
+    pub(super) records: Vec<BatchRecord>,
+    rss_before: u64,
+    peak_rss: u64,
+    peak_pool: Option<u64>,
+    pub(super) start: Instant,
+    pub(super) last_issue: Instant,
+}
+
+impl Epoch {
+    /// Epoch `epoch` begins now; a resumed run's records of it so far are `carried`.
+    pub(super) fn begin(epoch: usize, carried: Vec<BatchRecord>) -> Self {
+        let rss_before = rss_bytes();
+        let start = Instant::now();
+        Self {
+            epoch,
+            flight: InFlight::new(epoch, rss_before),
+            records: carried,
+            rss_before,
+            peak_rss: rss_before,
+            peak_pool: None,
+            start,
+            last_issue: start,
+        }
+    }
+
+    /// Samples the process's RSS for the epoch's peak, and returns it.
+    pub(super) fn sample_rss(&mut self) -> u64 {
+        let rss = rss_bytes();
+        self.peak_rss = self.peak_rss.max(rss);
+        rss
+    }
+
+    /// `waitall` on the batches in flight, and their completions into their records.
+    pub(super) fn wait_all(&mut self, seconds: &impl Fn(Instant) -> f64) -> Result<()> {
+        self.flight.wait_all()?;
+        self.absorb(seconds);
+        Ok(())
+    }
+
+    /// Moves the completions the policy observed into their batches' records.
+    pub(super) fn absorb(&mut self, seconds: &impl Fn(Instant) -> f64) {
+        for observed in self.flight.take_observed() {
+            let Some(record) = self
+                .records
+                .iter_mut()
+                .rev()
+                .find(|r| r.batch == observed.batch)
+            else {
+                continue;
+            };
+            record.done = seconds(observed.done.at);
+            if observed.done.devices.len() > 1 {
+                record.device_done = observed
+                    .done
+                    .devices
+                    .iter()
+                    .map(|&at| seconds(at))
+                    .collect();
+            }
+            record.observed = seconds(observed.at);
+            record.loss = observed.done.value;
+            let pool = observed.handle.pool();
+            record.pool_in_use = pool.map(|p| p.in_use);
+            record.pool_reserved = pool.map(|p| p.reserved);
+            if let Some(pool) = pool {
+                self.peak_pool = Some(self.peak_pool.unwrap_or(0).max(pool.in_use));
+            }
+        }
+    }
+
+    /// The epoch's row, from its batches, once they are all done at `end` with RSS
+    /// `rss_after`.
+    pub(super) fn record(
+        &self,
+        policy: &PolicyKind,
+        end: Instant,
+        rss_after: u64,
+        metrics: BTreeMap<String, f64>,
+    ) -> EpochRecord {
+        let records = &self.records;
+        let losses: f64 = records.iter().map(|r| f64::from(r.loss)).sum();
+        EpochRecord {
+            policy: policy.clone(),
+            epoch: self.epoch,
+            batches: records.len(),
+            time: (end - self.start).as_secs_f64(),
+            issue_time: (self.last_issue - self.start).as_secs_f64(),
+            rss_before: self.rss_before,
+            increased_mb: mb(rss_after as f64 - self.rss_before as f64),
+            peak_growth_mb: mb(self.peak_rss.max(rss_after) as f64 - self.rss_before as f64),
+            peak_pool_mb: self.peak_pool.map(|p| mb(p as f64)),
+            mean_loss: losses / records.len().max(1) as f64,
+            max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
+            device_time: device_times(records),
+            metrics,
+        }
+    }
+}
+
+/// Per device, the mean seconds from a batch's issue to the device finishing its share, over
+/// the batches that recorded it (none on one device).
+fn device_times(records: &[BatchRecord]) -> Vec<f64> {
+    (0..crate::trace::device_count(records))
+        .map(|device| {
+            let lags: Vec<f64> = records
+                .iter()
+                .filter_map(|r| r.device_done.get(device).map(|done| done - r.issue_end))
+                .collect();
+            lags.iter().sum::<f64>() / lags.len().max(1) as f64
+        })
+        .collect()
+}

@@ -1,0 +1,233 @@
+//! The frontend: the loop that prepares each batch and issues its step to the engine, as far
+//! ahead as the sync policy lets it, and stops at the barriers that checkpoints and signals
+//! need.
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use ember::engine::{Engine, Host};
+use ember::{Block, Error, Loss, Replicas, Result, StepAt};
+use ember_datasets::Batch;
+
+use super::backend::{Backend, StepLosses, step_seed};
+use super::epoch::{Epoch, Evaluation, TRAIN_ACC};
+use super::progress::Progress;
+use super::resume;
+use super::source::BatchSource;
+use super::target::Target;
+use crate::checkpoint::{Checkpointing, Position};
+use crate::policy::{PolicyKind, SyncPolicy};
+use crate::signals::{Signal, requested};
+use crate::trace::{BatchRecord, Trace};
+
+/// Everything the frontend holds during a run. The backend's state lives in `engine`.
+pub(super) struct Frontend<'a, B, L>
+where
+    B: Block + 'static,
+    L: Loss + Send + 'static,
+{
+    pub(super) engine: Engine<Backend<B, L>>,
+    pub(super) replicas: Replicas,
+    pub(super) policy: Box<dyn SyncPolicy + 'a>,
+    pub(super) kind: PolicyKind,
+    pub(super) progress: Box<dyn Progress + 'a>,
+    pub(super) evaluations: Vec<Evaluation<B>>,
+    pub(super) checkpointing: Option<Checkpointing>,
+    /// Every later batch must have the first one's example shape.
+    pub(super) example_shape: Option<Vec<usize>>,
+    /// Where the run stands: the next batch to issue, and the steps issued.
+    pub(super) at: Position,
+    pub(super) trace: Trace,
+    /// The clock's zero: the trace's times are seconds since then.
+    pub(super) start: Instant,
+    pub(super) stopped: Option<Signal>,
+}
+
+impl<B, L> Frontend<'_, B, L>
+where
+    B: Block + 'static,
+    L: Loss + Send + Sync + 'static,
+    L::Target: Target,
+{
+    /// Seconds from the run's start to `at`.
+    fn seconds(&self, at: Instant) -> f64 {
+        at.saturating_duration_since(self.start).as_secs_f64()
+    }
+
+    /// Runs epoch `epoch` from batch `first` on, a resumed run's records of it being
+    /// `carried`; adds its records to the trace. Returns whether a signal stopped it.
+    pub(super) fn epoch(
+        &mut self,
+        data: &mut dyn BatchSource,
+        epoch: usize,
+        first: usize,
+        carried: Vec<BatchRecord>,
+    ) -> Result<bool> {
+        let mut current = Epoch::begin(epoch, carried);
+        self.issue_epoch(data, first, &mut current)?;
+        current.flight.wait_all()?;
+        let end = Instant::now();
+        let rss_after = current.sample_rss();
+        current.absorb(&|at| self.seconds(at));
+        if self.stopped.is_some() {
+            self.trace.batches.extend(current.records);
+            return Ok(true);
+        }
+        // The next epoch starts at its first batch.
+        self.at.epoch = epoch + 1;
+        self.at.next_batch = 0;
+        let metrics = self.metrics()?;
+        let record = current.record(&self.kind, end, rss_after, metrics);
+        self.progress.epoch_done(&record);
+        self.trace.batches.extend(current.records);
+        self.trace.epochs.push(record);
+        if self
+            .checkpointing
+            .as_ref()
+            .is_some_and(|c| c.every.is_none())
+        {
+            self.checkpoint(&[])?;
+        }
+        Ok(false)
+    }
+
+    /// Issues the epoch's batches from `first` on, each when the policy allows, until the data
+    /// ends or a signal stops the run.
+    fn issue_epoch(
+        &mut self,
+        data: &mut dyn BatchSource,
+        first: usize,
+        current: &mut Epoch,
+    ) -> Result<()> {
+        let mut batches = data.batches_from(current.epoch, first);
+        for index in first.. {
+            // No policy call for a batch that does not exist, where the source can tell.
+            if batches.size_hint().1 == Some(0) {
+                break;
+            }
+            self.policy.before_issue(index, &mut current.flight)?;
+            let issue_start = Instant::now();
+            let Some(batch) = batches.next() else { break };
+            self.issue(batch?, index, issue_start, current)?;
+            if self.after_issue(current)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Issues batch `index` of the current epoch and records it.
+    fn issue(
+        &mut self,
+        batch: Batch,
+        index: usize,
+        issue_start: Instant,
+        current: &mut Epoch,
+    ) -> Result<()> {
+        if let Some(expected) = &self.example_shape
+            && batch.x_shape[1..] != expected[..]
+        {
+            return Err(Error::Shape {
+                what: format!("batch {index} of epoch {}", current.epoch),
+                expected: format!("examples of shape {expected:?}, as the first batch's"),
+                got: batch.x_shape.clone(),
+            });
+        }
+        let data_wait = issue_start.elapsed().as_secs_f64();
+        let seed = self.at.seed.map(|seed| step_seed(seed, self.at.steps));
+        let replicas = self.replicas.clone();
+        let handle = self
+            .engine
+            .issue(move |backend: &mut Backend<B, L>| backend.step(batch, &replicas, seed));
+        current.flight.push(index, handle);
+        self.at.steps += 1;
+        self.at.epoch = current.epoch;
+        self.at.next_batch = index + 1;
+        current.last_issue = Instant::now();
+        let rss = current.sample_rss();
+        current.records.push(BatchRecord {
+            policy: self.kind.clone(),
+            epoch: current.epoch,
+            batch: index,
+            issue_start: self.seconds(issue_start),
+            issue_end: self.seconds(current.last_issue),
+            done: f64::NAN,
+            observed: f64::NAN,
+            loss: f32::NAN,
+            rss,
+            pool_in_use: None,
+            pool_reserved: None,
+            depth: current.flight.depth(),
+            data_wait,
+            device_done: Vec::new(),
+        });
+        let elapsed = self.seconds(current.last_issue) - self.seconds(current.start);
+        self.progress.issued(current.epoch, index, elapsed);
+        Ok(())
+    }
+
+    /// After each issue: a barrier and a checkpoint when one is due or a signal came. Returns
+    /// whether a signal stops the run.
+    fn after_issue(&mut self, current: &mut Epoch) -> Result<bool> {
+        self.stopped = requested();
+        let due = self.checkpointing.as_ref().is_some_and(|c| {
+            c.every
+                .is_some_and(|every| self.at.steps.is_multiple_of(every as u64))
+        });
+        if self.stopped.is_some() || due {
+            current.wait_all(&|at| self.seconds(at))?;
+            self.checkpoint(&current.records)?;
+        }
+        Ok(self.stopped.is_some())
+    }
+
+    /// Writes a checkpoint of the run as it stands, with the current epoch's `records` so far,
+    /// where the run keeps checkpoints.
+    fn checkpoint(&mut self, records: &[BatchRecord]) -> Result<()> {
+        let Some(checkpointing) = &self.checkpointing else {
+            return Ok(());
+        };
+        let mut so_far = self.trace.clone();
+        so_far.batches.extend(records.iter().cloned());
+        let dir = resume::write(&self.engine, checkpointing, &self.at, &so_far)?;
+        self.progress.checkpointed(&dir);
+        Ok(())
+    }
+
+    /// The epoch's metrics: the training accuracy its steps counted, where the targets have
+    /// classes, and each evaluation, on a snapshot of the network without autodiff.
+    fn metrics(&mut self) -> Result<BTreeMap<String, f64>> {
+        let mut metrics = BTreeMap::new();
+        let train_acc = self
+            .engine
+            .issue(|b: &mut Backend<B, L>| b.train_accuracy().map(Host))
+            .wait()?;
+        if let Some(train_acc) = train_acc {
+            metrics.insert(TRAIN_ACC.to_string(), train_acc);
+        }
+        if !self.evaluations.is_empty() {
+            let snapshot = self
+                .engine
+                .issue(|b: &mut Backend<B, L>| Ok(b.net.valid()))
+                .wait()?;
+            for evaluation in &self.evaluations {
+                metrics.insert(evaluation.name.clone(), (evaluation.metric)(&snapshot)?);
+            }
+        }
+        Ok(metrics)
+    }
+
+    /// The unmeasured warm-up on `first`, batch 0 of epoch 0, on the backend worker as every
+    /// step is, so that its thread's first allocations are warm-up's too. Changes nothing the
+    /// run keeps; its errors name that batch, as the step's own would.
+    pub(super) fn warmup(&self, first: Batch) -> Result<()> {
+        let replicas = self.replicas.clone();
+        self.engine
+            .issue(move |b: &mut Backend<B, L>| -> Result<StepLosses> {
+                b.warmup(&first, &replicas)
+            })
+            .wait()
+            .map(drop)
+            .map_err(|e| e.at_step(StepAt { epoch: 0, batch: 0 }))
+    }
+}

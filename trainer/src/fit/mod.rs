@@ -1,0 +1,321 @@
+//! The training loop: the frontend prepares and issues batches through the [`Engine`], the
+//! [`SyncPolicy`] decides how far it may run ahead, and every batch lands in the [`Trace`].
+//! A run is set up with [`Fit`], and can keep checkpoints and resume from them:
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::{Activation, Block, Dense, Init, L2Loss, Sequential, Optimizer};
+//! use ember_datasets::Synthetic;
+//! use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
+//! use ember_trainer::fit::{Fit, SyntheticEpochs};
+//!
+//! let device = Device::flex().autodiff();
+//! let build = || -> Sequential {
+//!     Sequential::new()
+//!         .add(Dense::new(16).activation(Activation::Relu))
+//!         .add(Dense::new(1))
+//!         .initialize(Init::default(), &device)
+//! };
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 5);
+//! let net = build();
+//! let optimizer = Optimizer::new(&net, "adam", 0.01).unwrap();
+//! Fit::new(net, L2Loss, optimizer, &device)
+//!     .epochs(2)
+//!     .checkpoint(Checkpointing::new(dir.path()).every(3))
+//!     .run(&mut data)
+//!     .unwrap();
+//!
+//! // A new process: the same network, then the newest checkpoint (after step 9 of 10).
+//! let last = Checkpoint::latest(dir.path()).unwrap().unwrap();
+//! assert_eq!((last.position.epoch, last.position.next_batch), (1, 4));
+//! let net = build();
+//! let optimizer = Optimizer::new(&net, "adam", 0.01).unwrap();
+//! let run = Fit::new(net, L2Loss, optimizer, &device)
+//!     .epochs(2)
+//!     .resume(last)
+//!     .run(&mut data)
+//!     .unwrap();
+//! assert_eq!(run.trace.batches.len(), 10);
+//! ```
+
+mod backend;
+mod epoch;
+mod frontend;
+mod progress;
+mod resume;
+mod source;
+mod target;
+
+use std::time::Instant;
+
+use burn::tensor::Device;
+use ember::engine::Engine;
+use ember::{Block, Loss, Optimizer, Replicas, Result};
+use ember_datasets::Batch;
+
+pub use epoch::{Evaluation, Metric, TRAIN_ACC};
+pub use progress::Progress;
+pub use source::{BatchSource, SyntheticEpochs};
+pub use target::Target;
+pub(crate) use target::{read_count, tally};
+
+use crate::checkpoint::{Checkpoint, Checkpointing};
+use crate::policy::SyncPolicy;
+use crate::signals::{RunInProgress, Signal};
+use crate::trace::Trace;
+use backend::Backend;
+use frontend::Frontend;
+
+/// What a run hands back.
+pub struct FitRun<B> {
+    /// The trained network.
+    pub net: B,
+    /// The optimizer, with its state.
+    pub optimizer: Optimizer,
+    /// Every batch and epoch.
+    pub trace: Trace,
+    /// The signal that stopped the run before its last epoch ended (see [`crate::signals`]);
+    /// `None` when it ran to the end.
+    pub stopped: Option<Signal>,
+}
+
+/// A training run, set up by name in the style of burn-train's `Learner`, then [`Fit::run`]
+/// on a data source. Any Block, any Loss, any policy.
+///
+/// ```
+/// use burn::prelude::*;
+/// use ember::{Activation, Block, Dense, Init, L2Loss, Sequential, Optimizer};
+/// use ember_datasets::Synthetic;
+/// use ember_trainer::fit::{Fit, SyntheticEpochs};
+/// use ember_trainer::policy::Window;
+///
+/// let device = Device::flex().autodiff();
+/// let net: Sequential = Sequential::new()
+///     .add(Dense::new(16).activation(Activation::Relu))
+///     .add(Dense::new(1))
+///     .initialize(Init::default(), &device);
+/// let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
+/// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 5);
+/// let run = Fit::new(net, L2Loss, optimizer, &device)
+///     .policy(Window(2))
+///     .epochs(2)
+///     .run(&mut data)
+///     .unwrap();
+/// assert_eq!(run.trace.batches.len(), 10);
+/// assert_eq!(run.trace.epochs.len(), 2);
+/// ```
+pub struct Fit<'a, B, L> {
+    net: B,
+    loss: L,
+    optimizer: Optimizer,
+    replicas: Replicas,
+    policy: Box<dyn SyncPolicy + 'a>,
+    epochs: usize,
+    warmup: bool,
+    evaluations: Vec<Evaluation<B>>,
+    progress: Box<dyn Progress + 'a>,
+    seed: Option<u64>,
+    checkpointing: Option<Checkpointing>,
+    resume: Option<Checkpoint>,
+}
+
+impl<'a, B, L> Fit<'a, B, L>
+where
+    B: Block + 'static,
+    L: Loss + Send + Sync + 'static,
+    L::Target: Target,
+{
+    /// Trains `net` with `loss` and `optimizer` on `device` (an autodiff device): one epoch
+    /// under a barrier, with the warm-up batch, until other settings say otherwise.
+    pub fn new(net: B, loss: L, optimizer: Optimizer, device: &Device) -> Self {
+        Self {
+            net,
+            loss,
+            optimizer,
+            replicas: Replicas::single(device.clone()),
+            policy: Box::new(crate::policy::Window(1)),
+            epochs: 1,
+            warmup: true,
+            evaluations: Vec::new(),
+            progress: Box::new(()),
+            seed: None,
+            checkpointing: None,
+            resume: None,
+        }
+    }
+
+    /// Data parallelism over `replicas` (see [`ember::data_parallel`]): each step splits its
+    /// batch across the devices, and the policy bounds the steps in flight across all of them.
+    /// They replace the device given to [`Fit::new`]; the network must live on the first
+    /// one, the main device. Every batch needs at least one example per device.
+    ///
+    /// ```
+    /// use burn::prelude::*;
+    /// use ember::{Block, Dense, Init, L2Loss, Replicas, Sequential, Optimizer};
+    /// use ember_datasets::Synthetic;
+    /// use ember_trainer::fit::{Fit, SyntheticEpochs};
+    ///
+    /// let device = Device::flex().autodiff();
+    /// let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+    /// let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
+    /// let replicas = Replicas::new(vec![device.clone(), device.clone()]).unwrap();
+    /// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 3);
+    /// let run = Fit::new(net, L2Loss, optimizer, &device)
+    ///     .replicas(replicas)
+    ///     .run(&mut data)
+    ///     .unwrap();
+    /// // Each batch records when each of the two devices finished its half.
+    /// assert!(run.trace.batches.iter().all(|b| b.device_done.len() == 2));
+    /// ```
+    pub fn replicas(mut self, replicas: Replicas) -> Self {
+        self.replicas = replicas;
+        self
+    }
+
+    /// The sync policy (a `&mut` one works too, to read its state afterwards).
+    pub fn policy(mut self, policy: impl SyncPolicy + 'a) -> Self {
+        self.policy = Box::new(policy);
+        self
+    }
+
+    /// How many epochs to run.
+    pub fn epochs(mut self, epochs: usize) -> Self {
+        self.epochs = epochs;
+        self
+    }
+
+    /// Whether to run one unmeasured pass on the first batch before the clock starts (on by
+    /// default), so that initialization (kernel compilation, allocation) is not counted, as
+    /// the book's `loss(y, net(X)).wait_to_read()` does. It runs on copies of the network and
+    /// of the optimizer: no parameter, running statistic or optimizer state changes, and the
+    /// first batch's recorded loss is its loss before its own update.
+    pub fn warmup(mut self, warmup: bool) -> Self {
+        self.warmup = warmup;
+        self
+    }
+
+    /// Adds a metric computed after each epoch on a snapshot of the network without autodiff,
+    /// on the caller's thread; its time does not count in the epoch's.
+    pub fn evaluate(
+        mut self,
+        name: impl Into<String>,
+        metric: impl Fn(&B) -> Result<f64> + 'static,
+    ) -> Self {
+        self.evaluations.push(Evaluation {
+            name: name.into(),
+            metric: Box::new(metric),
+        });
+        self
+    }
+
+    /// Where progress goes (a `&mut` one works too).
+    pub fn progress(mut self, progress: impl Progress + 'a) -> Self {
+        self.progress = Box::new(progress);
+        self
+    }
+
+    /// Re-seeds the device's random stream (Dropout's) before every step from `seed` and the
+    /// step's number, so that a resumed run draws what the uninterrupted one would have.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Writes checkpoints as `checkpointing` says.
+    pub fn checkpoint(mut self, checkpointing: Checkpointing) -> Self {
+        self.checkpointing = Some(checkpointing);
+        self
+    }
+
+    /// Goes on from `checkpoint` instead of from the start: its parameters, optimizer state,
+    /// position and trace replace the run's. The network must be built as the checkpointed
+    /// one was; its deferred sizes are resolved from the data first.
+    pub fn resume(mut self, checkpoint: Checkpoint) -> Self {
+        self.resume = Some(checkpoint);
+        self
+    }
+
+    /// Trains on `data`.
+    ///
+    /// Before anything else, the run passes the first batch through the network's
+    /// [`Block::infer`]: layers whose input size was deferred take it from there, and a batch
+    /// that does not fit the network is an error naming the layer, before any training step.
+    /// Every later batch must have the first one's example shape.
+    ///
+    /// # Errors
+    /// Any error of the data, the network's `infer`, a step (as [`ember::Error::Step`], naming
+    /// the batch), an evaluation or a checkpoint.
+    pub fn run(self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
+        let device = self.replicas.main().clone();
+        if let Some(checkpointing) = &self.checkpointing {
+            checkpointing.prepare()?;
+        }
+        let first = data.batches(0).next().transpose()?;
+        let net = match &first {
+            Some(batch) => infer(self.net, batch, &self.replicas)?,
+            None => self.net,
+        };
+        let example_shape = first.as_ref().map(|batch| batch.x_shape[1..].to_vec());
+        let start = resume::start(
+            net,
+            self.optimizer,
+            self.seed,
+            self.checkpointing.as_ref(),
+            self.resume.as_ref(),
+        )?;
+        let mut frontend = Frontend {
+            engine: Engine::new(
+                Backend::new(start.net, start.optimizer, self.loss),
+                Some(device),
+            ),
+            replicas: self.replicas,
+            kind: self.policy.kind(),
+            policy: self.policy,
+            progress: self.progress,
+            evaluations: self.evaluations,
+            checkpointing: self.checkpointing,
+            example_shape,
+            at: start.at,
+            trace: start.trace,
+            start: Instant::now(),
+            stopped: None,
+        };
+        if self.warmup
+            && let Some(batch) = first
+        {
+            frontend.warmup(batch)?;
+        }
+        let run_in_progress = RunInProgress::start();
+        frontend.start = Instant::now();
+        let mut carried = start.carried;
+        for epoch in frontend.at.epoch..self.epochs {
+            let first = if epoch == frontend.at.epoch {
+                frontend.at.next_batch
+            } else {
+                0
+            };
+            if frontend.epoch(data, epoch, first, std::mem::take(&mut carried))? {
+                break;
+            }
+        }
+        drop(run_in_progress);
+        let backend = frontend.engine.finish()?;
+        Ok(FitRun {
+            net: backend.net,
+            optimizer: backend.optimizer,
+            trace: frontend.trace,
+            stopped: frontend.stopped,
+        })
+    }
+}
+
+/// `net` with every deferred size taken from `first`, checked against it; a batch too small to
+/// give every replica an example is refused first.
+fn infer<B: Block>(net: B, first: &Batch, replicas: &Replicas) -> Result<B> {
+    if first.len() < replicas.len() {
+        first.split(replicas.len())?;
+    }
+    let x = first.x_on(replicas.main())?;
+    Ok(net.infer(x)?.0)
+}

@@ -1,0 +1,83 @@
+//! Where a run starts (from scratch, or from a checkpoint), and the checkpoints it writes.
+
+use std::path::PathBuf;
+
+use ember::engine::{Engine, Host};
+use ember::{Block, Loss, Optimizer, Result};
+
+use super::backend::Backend;
+use super::target::Target;
+use crate::checkpoint::{self, Checkpoint, Checkpointing, Position};
+use crate::trace::{BatchRecord, Trace};
+
+/// The state a run starts from: its position, the trace so far, and the records of the epoch a
+/// resumed run stopped in, which go on from where they were.
+pub(super) struct Start<B> {
+    pub(super) net: B,
+    pub(super) optimizer: Optimizer,
+    pub(super) at: Position,
+    pub(super) trace: Trace,
+    pub(super) carried: Vec<BatchRecord>,
+}
+
+/// The run's start: step 0 with `net` and `optimizer`, or `resume`'s parameters, optimizer
+/// state, position, seed (where the run sets none) and trace.
+pub(super) fn start<B: Block>(
+    net: B,
+    optimizer: Optimizer,
+    seed: Option<u64>,
+    checkpointing: Option<&Checkpointing>,
+    resume: Option<&Checkpoint>,
+) -> Result<Start<B>> {
+    let mut at = Position {
+        epoch: 0,
+        next_batch: 0,
+        steps: 0,
+        seed,
+        description: checkpointing
+            .map(|c| c.description.clone())
+            .unwrap_or_default(),
+    };
+    let Some(checkpoint) = resume else {
+        return Ok(Start {
+            net,
+            optimizer,
+            at,
+            trace: Trace::default(),
+            carried: Vec::new(),
+        });
+    };
+    at.epoch = checkpoint.position.epoch;
+    at.next_batch = checkpoint.position.next_batch;
+    at.steps = checkpoint.position.steps;
+    at.seed = seed.or(checkpoint.position.seed);
+    let (net, optimizer, mut trace) = checkpoint.restore(net, optimizer)?;
+    let (done, carried) = trace.batches.drain(..).partition(|b| b.epoch < at.epoch);
+    trace.batches = done;
+    Ok(Start {
+        net,
+        optimizer,
+        at,
+        trace,
+        carried,
+    })
+}
+
+/// Writes a checkpoint of the backend's network and optimizer as they stand after every issued
+/// step, at `position`.
+pub(super) fn write<B, L>(
+    engine: &Engine<Backend<B, L>>,
+    checkpointing: &Checkpointing,
+    position: &Position,
+    trace: &Trace,
+) -> Result<PathBuf>
+where
+    B: Block + 'static,
+    L: Loss + Send + Sync + 'static,
+    L::Target: Target,
+{
+    let (net, optimizer) = engine
+        .issue(|b: &mut Backend<B, L>| Ok(Host((b.net.clone(), b.optimizer.clone()))))
+        .wait()?;
+    checkpoint::write(checkpointing, position, &net, &optimizer, trace)
+}

@@ -1,0 +1,58 @@
+//! Where a run's batches come from: any [`BatchSource`], epoch by epoch.
+
+use ember::Result;
+use ember_datasets::{Batch, Synthetic};
+
+/// Host batches, epoch by epoch.
+pub trait BatchSource {
+    /// The batches of epoch `epoch`, in the order they are to be issued.
+    fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_>;
+
+    /// The batches of epoch `epoch` from batch `first` on, for a run that resumes inside an
+    /// epoch. By default the earlier ones are made and passed over.
+    fn batches_from(
+        &mut self,
+        epoch: usize,
+        first: usize,
+    ) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        Box::new(self.batches(epoch).skip(first))
+    }
+}
+
+/// The chapter's seeded synthetic data, `batches` per epoch; each epoch gets new batches.
+#[derive(Debug, Clone)]
+pub struct SyntheticEpochs {
+    data: Synthetic,
+    batches: usize,
+}
+
+impl SyntheticEpochs {
+    /// `batches` batches per epoch from `data`.
+    pub fn new(data: Synthetic, batches: usize) -> Self {
+        Self { data, batches }
+    }
+}
+
+impl BatchSource for SyntheticEpochs {
+    fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        self.batches_from(epoch, 0)
+    }
+
+    fn batches_from(
+        &mut self,
+        epoch: usize,
+        first: usize,
+    ) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        let start = (epoch * self.batches) as u64;
+        Box::new(
+            (first.min(self.batches) as u64..self.batches as u64)
+                .map(move |i| Ok(self.data.batch(start + i))),
+        )
+    }
+}
+
+impl BatchSource for ember_datasets::DataLoader {
+    fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        Box::new(self.epoch(epoch).map(Ok))
+    }
+}
