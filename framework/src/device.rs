@@ -86,8 +86,7 @@ impl DeviceName {
             Self::Remote => Err(Error::InvalidValue {
                 name: "device",
                 value: "remote".to_string(),
-                reason: "a remote device needs its server's address: --devices \
-                         remote:ws://HOST:PORT"
+                reason: "a remote device needs its server's address, as remote:ws://HOST:PORT"
                     .to_string(),
             }),
             #[allow(deprecated)]

@@ -6,9 +6,9 @@
 //! - plain `wgpu` listed several times opens that many logical devices on the first adapter,
 //!   each with its own queue and memory pool (wgpu's `request_device`, registered with burn's
 //!   `Device::wgpu_options().setup(..)`): several devices on one lavapipe, or on one card.
-//! - `remote:ws://HOST:PORT` is device 0 of an `ember serve` process (burn-remote's WebSocket
-//!   server), with the `remote` cargo feature.
-//! - `cuda:N` is refused with the reason: this build has no CUDA backend (see [`CUDA_MISSING`]).
+//! - `remote:ws://HOST:PORT` is device 0 of a burn-remote WebSocket server (`ember serve`
+//!   runs one), with the `remote` cargo feature.
+//! - `cuda:N` is refused with the reason: this build has no CUDA backend ([`Error::NotBuilt`]).
 //!
 //! ```
 //! use ember::device_list::DeviceList;
@@ -27,14 +27,24 @@ use burn::tensor::{Device, DeviceType};
 use crate::device::{DeviceName, PickedDevice, wgpu_adapter_info};
 use crate::error::{Error, Result};
 
-/// Why `cuda` is refused: what burn 0.22's CUDA backend needs at build time.
-pub const CUDA_MISSING: &str = "this build of ember has no CUDA backend: burn 0.22's `cuda` \
-     feature builds tracel-llvm-bundler, whose build script downloads LLVM from github.com, and \
-     ember's build machines cannot reach it; on NVIDIA cards use wgpu (Vulkan)";
+/// `cuda` on this build: what burn 0.22's CUDA backend needs at build time.
+pub fn cuda_missing(device: &str) -> Error {
+    Error::NotBuilt {
+        device: device.to_string(),
+        backend: "CUDA",
+        why: "burn 0.22's `cuda` feature builds tracel-llvm-bundler, whose build script \
+              downloads LLVM from github.com, which ember's build machines cannot reach",
+    }
+}
 
-/// Why `remote:` is refused in a build without the `remote` feature.
-pub const REMOTE_MISSING: &str = "this build of ember has no remote devices: build it with \
-     `cargo build --release --features ember-trainer/remote` (burn-remote's WebSocket client)";
+/// `remote:` on a build without ember's `remote` feature.
+pub fn remote_missing(device: &str) -> Error {
+    Error::NotBuilt {
+        device: device.to_string(),
+        backend: "remote",
+        why: "it was compiled without ember's `remote` feature (burn-remote's WebSocket client)",
+    }
+}
 
 /// One entry of a device list: a name and, where given, an index or a server's address.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,17 +73,13 @@ impl FromStr for DeviceSpec {
     fn from_str(s: &str) -> Result<Self> {
         if let Some(address) = s.trim().strip_prefix("remote:") {
             if !cfg!(feature = "remote") {
-                return Err(Error::InvalidValue {
-                    name: "device",
-                    value: s.to_string(),
-                    reason: REMOTE_MISSING.to_string(),
-                });
+                return Err(remote_missing(s.trim()));
             }
             if !address.starts_with("ws://") || address.len() <= "ws://".len() {
                 return Err(Error::InvalidValue {
                     name: "device",
                     value: s.to_string(),
-                    reason: "expected remote:ws://HOST:PORT, the address of `ember serve`"
+                    reason: "expected remote:ws://HOST:PORT, the address of a burn-remote server"
                         .to_string(),
                 });
             }
@@ -88,11 +94,7 @@ impl FromStr for DeviceSpec {
             None => (s.trim(), None),
         };
         if name.eq_ignore_ascii_case("cuda") {
-            return Err(Error::InvalidValue {
-                name: "device",
-                value: s.to_string(),
-                reason: CUDA_MISSING.to_string(),
-            });
+            return Err(cuda_missing(s.trim()));
         }
         let name: DeviceName = name.parse()?;
         let index = index
@@ -201,10 +203,9 @@ fn remote_device(spec: &DeviceSpec) -> Result<PickedDevice> {
     let address = spec.address.as_deref().unwrap_or_default();
     let device = Device::remote_options(&RemoteHost::websocket(address))
         .init()
-        .map_err(|e| Error::InvalidValue {
-            name: "device",
-            value: spec.to_string(),
-            reason: format!("cannot connect to its server (is `ember serve` running there?): {e}"),
+        .map_err(|e| Error::Unreachable {
+            device: spec.to_string(),
+            reason: e.to_string(),
         })?;
     Ok(PickedDevice {
         name: DeviceName::Remote,
@@ -215,11 +216,7 @@ fn remote_device(spec: &DeviceSpec) -> Result<PickedDevice> {
 
 #[cfg(not(feature = "remote"))]
 fn remote_device(spec: &DeviceSpec) -> Result<PickedDevice> {
-    Err(Error::InvalidValue {
-        name: "device",
-        value: spec.to_string(),
-        reason: REMOTE_MISSING.to_string(),
-    })
+    Err(remote_missing(&spec.to_string()))
 }
 
 /// The `index`-th wgpu adapter.
@@ -338,8 +335,11 @@ mod tests {
                 .to_string();
             assert!(err.contains("remote:ws://HOST:PORT"), "{err}");
         } else {
-            let err = remote.unwrap_err().to_string();
-            assert!(err.contains("--features ember-trainer/remote"), "{err}");
+            let err = remote.unwrap_err();
+            assert!(
+                matches!(&err, Error::NotBuilt { backend: "remote", device, .. } if device == "remote:ws://127.0.0.1:3000"),
+                "{err}"
+            );
         }
         assert!("".parse::<DeviceList>().is_err());
         assert!("flex,,flex".parse::<DeviceList>().is_err());

@@ -4,17 +4,18 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use ember::DeviceName;
 use ember::device::wgpu_adapter;
-use ember_trainer::compare::median;
+use ember::{DeviceName, L2Loss};
+use ember_trainer::summary::median;
 use serde::{Deserialize, Serialize};
 
 use super::baseline::raw_burn_epoch;
 use super::chapter::{EXPERIMENTS, Experiment, Setup, hybridize, report};
 use super::child::{self, Child};
+use ember_trainer::policy::PolicyKind;
+
 use super::list::List;
-use super::policy_spec::PolicySpec;
-use super::workload::{Workload, WorkloadArgs, positive};
+use super::workload::{Workload, WorkloadArgs, positive, sgd};
 
 /// Options of `ember bench`: with no experiment named, every experiment of the chapter.
 #[derive(Debug, Args)]
@@ -134,7 +135,7 @@ struct PoliciesArgs {
     workload: WorkloadArgs,
     /// Policies to run, comma separated.
     #[arg(long, default_value = "barrier,t+2,none")]
-    policies: List<PolicySpec>,
+    policies: List<PolicyKind>,
     /// Rounds; each round runs every configuration once, in a rotated order, and the medians
     /// over rounds are reported.
     #[arg(long, default_value_t = 1)]
@@ -264,10 +265,10 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
             peak_mb: None,
         }
     } else {
-        let spec: PolicySpec = args.config.parse()?;
+        let spec: PolicyKind = args.config.parse()?;
         let device = picked.device.autodiff();
-        let (fit, mut data) = workload.fit(workload.net(&device), &device)?;
-        let run = fit.policy(spec.build()).run(&mut data)?;
+        let fit = sgd(workload.net(&device), L2Loss, workload.lr, &device)?;
+        let run = fit.policy(spec.build()?).run(&mut workload.epochs()?)?;
         let e = &run.trace.epochs[0];
         Sample {
             time: e.time,
@@ -311,10 +312,10 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
     );
     // Configuration 0 is raw burn; 1.. are the policies.
     let configs: Vec<String> = std::iter::once("raw".to_string())
-        .chain(specs.iter().map(|s| s.name()))
+        .chain(specs.iter().map(ToString::to_string))
         .collect();
     let names: Vec<String> = std::iter::once("raw burn (barrier)".to_string())
-        .chain(specs.iter().map(|s| s.name()))
+        .chain(specs.iter().map(ToString::to_string))
         .collect();
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); names.len()];
     for round in 0..repeat {
@@ -333,6 +334,13 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             samples[config].push(sample);
         }
     }
+    print_medians(&names, &samples, &specs, repeat);
+    Ok(())
+}
+
+/// The medians of each configuration's samples over the rounds (0 is raw burn, 1.. the
+/// `specs`), and the ratios the chapter's claims are about.
+fn print_medians(names: &[String], samples: &[Vec<Sample>], specs: &[PolicyKind], repeat: usize) {
     say!("\nmedians over {repeat} round(s):");
     let med = |i: usize, f: fn(&Sample) -> Option<f64>| {
         let values: Vec<f64> = samples[i].iter().filter_map(f).collect();
@@ -347,8 +355,25 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             show(med(i, |s| s.peak_mb), "MB"),
         );
     }
-    let find = |spec: PolicySpec| specs.iter().position(|s| *s == spec).map(|i| i + 1);
-    if let (Some(w2), Some(none)) = (find(PolicySpec::Window(2)), find(PolicySpec::None)) {
+    let find = |spec: PolicyKind| specs.iter().position(|s| *s == spec).map(|i| i + 1);
+    print_ratios(
+        samples,
+        &med,
+        find(PolicyKind::Window(1)),
+        find(PolicyKind::Window(2)),
+        find(PolicyKind::NoSync),
+    );
+}
+
+/// The ratios between the configurations at `barrier`, `w2` and `none`, where they ran.
+fn print_ratios(
+    samples: &[Vec<Sample>],
+    med: &dyn Fn(usize, fn(&Sample) -> Option<f64>) -> Option<f64>,
+    barrier: Option<usize>,
+    w2: Option<usize>,
+    none: Option<usize>,
+) {
+    if let (Some(w2), Some(none)) = (w2, none) {
         // Throughput ratio = time(none) / time(window:2), per round, then the median.
         let ratios = samples[w2]
             .iter()
@@ -360,7 +385,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             median(ratios)
         );
     }
-    if let Some(barrier) = find(PolicySpec::Window(1)) {
+    if let Some(barrier) = barrier {
         let ratios = samples[barrier]
             .iter()
             .zip(&samples[0])
@@ -371,7 +396,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             median(ratios)
         );
     }
-    if let (Some(barrier), Some(none)) = (find(PolicySpec::Window(1)), find(PolicySpec::None)) {
+    if let (Some(barrier), Some(none)) = (barrier, none) {
         let share = med(none, |s| s.issue).unwrap_or(f64::NAN)
             / med(none, |s| Some(s.time)).unwrap_or(f64::NAN);
         let above = med(none, |s| s.peak_mb).unwrap_or(f64::NAN)
@@ -381,7 +406,6 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
             100.0 * share
         );
     }
-    Ok(())
 }
 
 fn show(value: Option<f64>, unit: &str) -> String {

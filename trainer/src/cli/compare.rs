@@ -11,14 +11,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 use ember::output::write_atomic_bytes;
-use ember_trainer::compare::{PolicyRun, PolicySummary, summarize};
 use ember_trainer::plot::{MemoryFigure, SweepFigure, TimeFigure, TimelineFigure, render};
+use ember_trainer::summary::{PolicyRun, PolicySummary, summarize};
 use ember_trainer::trace::{BatchRecord, Trace, csv};
 use serde::Serialize;
 
+use ember_trainer::policy::PolicyKind;
+
 use super::child::Child;
 use super::list::{List, Size};
-use super::policy_spec::PolicySpec;
 use super::workload::{Workload, WorkloadArgs, positive};
 
 /// Options of `ember compare`.
@@ -28,7 +29,7 @@ pub struct CompareArgs {
     workload: WorkloadArgs,
     /// Policies to compare, comma separated (see `ember train --help`).
     #[arg(long, default_value = "barrier,t+2,none")]
-    policies: List<PolicySpec>,
+    policies: List<PolicyKind>,
     /// Directory for summary.csv, trace.csv, summary.md and the plots (created if needed).
     #[arg(long)]
     out: PathBuf,
@@ -45,12 +46,12 @@ pub struct CompareArgs {
 }
 
 /// `--sweep 1,2,4,8`: the window policies of those sizes, plus none.
-fn sweep_policies(sweep: &List<Size>) -> Vec<PolicySpec> {
+fn sweep_policies(sweep: &List<Size>) -> Vec<PolicyKind> {
     sweep
         .0
         .iter()
-        .map(|k| PolicySpec::Window(k.0))
-        .chain([PolicySpec::None])
+        .map(|k| PolicyKind::Window(k.0))
+        .chain([PolicyKind::NoSync])
         .collect()
 }
 
@@ -97,10 +98,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     };
 
     // Every distinct policy runs once per round; the sweep reuses the main runs it shares.
-    let mut configs: Vec<PolicySpec> = Vec::new();
+    let mut configs: Vec<PolicyKind> = Vec::new();
     for spec in main.iter().chain(sweep.iter().flatten()) {
-        if !configs.iter().any(|c| c.name() == spec.name()) {
-            configs.push(*spec);
+        if !configs.contains(spec) {
+            configs.push(spec.clone());
         }
     }
     let scratch = args
@@ -119,66 +120,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         repeat
     );
     let summaries = summarize(&runs);
-    let pick = |specs: &[PolicySpec]| -> Vec<PolicySummary> {
-        specs
-            .iter()
-            .filter_map(|spec| summaries.iter().find(|s| s.policy == spec.name()).cloned())
-            .collect()
-    };
-    let main_summaries = pick(&main);
-    let main_runs: Vec<PolicyRun> = runs
-        .iter()
-        .filter(|r| r.round == 0 && main.iter().any(|m| m.name() == r.policy))
-        .cloned()
-        .collect();
-    let first_rounds: Vec<&Trace> = main
-        .iter()
-        .filter_map(|m| main_runs.iter().find(|r| r.policy == m.name()))
-        .map(|r| &r.trace)
-        .collect();
-
-    // A failure writing one output never keeps the others from being written.
-    let mut failures: Vec<String> = Vec::new();
-    let mut written: Vec<PathBuf> = Vec::new();
-    match write_tables(
+    let (written, failures) = write_outputs(
         &args.out,
         &runs,
         &summaries,
-        &format!("Device and workload: {subtitle}."),
-    ) {
-        Ok(()) => {
-            written.extend(["summary.csv", "trace.csv", "summary.md"].map(|f| args.out.join(f)))
-        }
-        Err(e) => failures.push(format!("writing the tables: {e}")),
-    }
-    let mut plot = |name: &str, result: ember::Result<Vec<PathBuf>>| match result {
-        Ok(files) => written.extend(files),
-        Err(e) => failures.push(format!("drawing {name}: {e}")),
-    };
-    let time = TimeFigure {
-        summaries: &main_summaries,
-        subtitle: &subtitle,
-    };
-    plot("time", render(&time, &args.out, "time"));
-    let memory = MemoryFigure {
-        traces: &first_rounds,
-        subtitle: &subtitle,
-    };
-    plot("memory", render(&memory, &args.out, "memory"));
-    let timeline = TimelineFigure {
-        traces: &first_rounds,
-        subtitle: &subtitle,
-    };
-    plot("timeline", render(&timeline, &args.out, "timeline"));
-    if let Some(sweep) = &sweep {
-        let sweep_summaries = pick(sweep);
-        let figure = SweepFigure {
-            summaries: &sweep_summaries,
-            subtitle: &subtitle,
-        };
-        plot("sweep", render(&figure, &args.out, "sweep"));
-    }
-
+        &main,
+        sweep.as_deref(),
+        &subtitle,
+    );
     say!("");
     say!(
         "{}",
@@ -194,10 +143,75 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Writes the tables and the figures into `out`: the time and memory figures and the timeline
+/// of the `main` policies (their first round), and the sweep's figure. A failure writing one
+/// output never keeps the others from being written. Returns the files written and the
+/// failures.
+fn write_outputs(
+    out: &Path,
+    runs: &[PolicyRun],
+    summaries: &[PolicySummary],
+    main: &[PolicyKind],
+    sweep: Option<&[PolicyKind]>,
+    subtitle: &str,
+) -> (Vec<PathBuf>, Vec<String>) {
+    let pick = |specs: &[PolicyKind]| -> Vec<PolicySummary> {
+        specs
+            .iter()
+            .filter_map(|spec| summaries.iter().find(|s| &s.policy == spec).cloned())
+            .collect()
+    };
+    let first_rounds: Vec<&Trace> = main
+        .iter()
+        .filter_map(|m| runs.iter().find(|r| r.round == 0 && &r.policy == m))
+        .map(|r| &r.trace)
+        .collect();
+    let mut failures: Vec<String> = Vec::new();
+    let mut written: Vec<PathBuf> = Vec::new();
+    match write_tables(
+        out,
+        runs,
+        summaries,
+        &format!("Device and workload: {subtitle}."),
+    ) {
+        Ok(()) => written.extend(["summary.csv", "trace.csv", "summary.md"].map(|f| out.join(f))),
+        Err(e) => failures.push(format!("writing the tables: {e}")),
+    }
+    let mut plot = |name: &str, result: ember::Result<Vec<PathBuf>>| match result {
+        Ok(files) => written.extend(files),
+        Err(e) => failures.push(format!("drawing {name}: {e}")),
+    };
+    let main_summaries = pick(main);
+    let time = TimeFigure {
+        summaries: &main_summaries,
+        subtitle,
+    };
+    plot("time", render(&time, out, "time"));
+    let memory = MemoryFigure {
+        traces: &first_rounds,
+        subtitle,
+    };
+    plot("memory", render(&memory, out, "memory"));
+    let timeline = TimelineFigure {
+        traces: &first_rounds,
+        subtitle,
+    };
+    plot("timeline", render(&timeline, out, "timeline"));
+    if let Some(sweep) = sweep {
+        let sweep_summaries = pick(sweep);
+        let figure = SweepFigure {
+            summaries: &sweep_summaries,
+            subtitle,
+        };
+        plot("sweep", render(&figure, out, "sweep"));
+    }
+    (written, failures)
+}
+
 /// Runs every configuration once per round, each in a child `ember train`, and reads back the
 /// traces.
 pub(super) fn run_all(
-    configs: &[PolicySpec],
+    configs: &[PolicyKind],
     repeat: usize,
     epochs: usize,
     workload: &Workload,
@@ -208,8 +222,8 @@ pub(super) fn run_all(
     let mut runs = Vec::new();
     for round in 0..repeat {
         for k in 0..configs.len() {
-            let spec = configs[(k + round) % configs.len()];
-            let name = spec.name();
+            let spec = &configs[(k + round) % configs.len()];
+            let name = spec.to_string();
             let metrics = scratch.join(format!("{}-{round}.jsonl", name.replace([':', '+'], "_")));
             say!("[{}/{total}] {name}, round {}", runs.len() + 1, round + 1);
             let args = ["train", "--sync", &name, "--epochs", &epochs.to_string()]
@@ -227,7 +241,7 @@ pub(super) fn run_all(
             let trace = Trace::read_jsonl(&metrics)
                 .with_context(|| format!("reading the trace of {name}"))?;
             runs.push(PolicyRun {
-                policy: name,
+                policy: spec.clone(),
                 round,
                 trace,
             });

@@ -40,14 +40,16 @@ impl std::error::Error for Interrupted {}
 
 mod baseline;
 mod bench;
+mod book_lines;
 mod chapter;
 mod child;
 mod compare;
 mod devices;
 mod list;
 mod model;
-mod policy_spec;
+mod output_paths;
 mod serve;
+mod task;
 mod train;
 mod workload;
 

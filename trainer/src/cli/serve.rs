@@ -42,10 +42,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 #[cfg(not(feature = "remote"))]
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let missing = ember::device_list::remote_missing(&args.device.to_string());
     anyhow::bail!(
-        "cannot serve {} on {}: {}",
-        args.device,
+        "cannot serve on {}: {}",
         args.listen,
-        ember::device_list::REMOTE_MISSING
+        super::devices::explain(&missing)
     )
 }

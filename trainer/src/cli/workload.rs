@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
-use ember::{DeviceList, DeviceName, Init, L2Loss, PickedDevice, Sequential, Trainer};
+use ember::{DeviceList, DeviceName, Init, Loss, Optimizer, PickedDevice, Sequential};
 use ember_datasets::Synthetic;
-use ember_trainer::fit::{Fit, SyntheticEpochs};
+use ember_trainer::fit::{Fit, SyntheticEpochs, Target};
 
 use super::list::{self, List, Size};
 use super::model::ModelSpec;
@@ -20,7 +20,7 @@ pub struct WorkloadArgs {
     /// Data parallelism: each batch is split across these devices, comma separated, the first
     /// one main (it keeps the parameters and sums the gradients): `flex,flex`, `wgpu,wgpu`
     /// (several devices on the first wgpu adapter), `wgpu:0,wgpu:1` (two adapters).
-    #[arg(long, conflicts_with = "device")]
+    #[arg(long, conflicts_with = "device", value_parser = super::devices::device_list)]
     pub devices: Option<DeviceList>,
     /// Batches per epoch, on synthetic data [default: 150].
     #[arg(long)]
@@ -277,16 +277,9 @@ impl Workload {
         }
     }
 
-    /// A run of `net` (see [`Workload::net`]) on `device` (an autodiff device) with SGD at the
-    /// workload's rate, and the chapter's batches for it, numbered from the seed.
-    pub fn fit<'a>(
-        &self,
-        net: Sequential,
-        device: &burn::tensor::Device,
-    ) -> anyhow::Result<(Fit<'a, Sequential, L2Loss>, SyntheticEpochs)> {
-        let trainer = Trainer::new(&net, "sgd", self.lr)?;
-        let data = SyntheticEpochs::new(self.data()?, self.batches);
-        Ok((Fit::new(net, L2Loss, trainer, device), data))
+    /// The chapter's batches, numbered from the seed.
+    pub fn epochs(&self) -> anyhow::Result<SyntheticEpochs> {
+        Ok(SyntheticEpochs::new(self.data()?, self.batches))
     }
 
     /// The workload in a few words, for reports: the chapter's sizes on synthetic data, the
@@ -305,6 +298,22 @@ impl Workload {
     pub fn net(&self, device: &burn::tensor::Device) -> Sequential {
         mlp(&self.hidden, 1, Init::default(), device)
     }
+}
+
+/// The one place the command line builds a run: `net` trained with `loss` on `device` (an
+/// autodiff device) by SGD at `lr`, as every command trains.
+pub fn sgd<'a, L>(
+    net: Sequential,
+    loss: L,
+    lr: f64,
+    device: &burn::tensor::Device,
+) -> anyhow::Result<Fit<'a, Sequential, L>>
+where
+    L: Loss + Send + Sync + 'static,
+    L::Target: Target,
+{
+    let optimizer = Optimizer::new(&net, "sgd", lr)?;
+    Ok(Fit::new(net, loss, optimizer, device))
 }
 
 /// Dense(h, relu) for each hidden size, then Dense(outputs), initialized with `init` on

@@ -59,9 +59,44 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         drop(on_gpu);
         Ok(())
     })?;
+    let (copy, run_and_copy) = copies(s, &x_gpu, reps, &cpu_name, &gpu_name)?;
+    let parallel = both.median() / (on_cpu.median() + on_gpu.median());
+    let overlap = run_and_copy.median() / (on_gpu.median() + copy.median());
+    let held = parallel < 0.9;
+    Ok(Outcome {
+        experiment: &EXPERIMENT,
+        context: format!(
+            "CPU {}, GPU {}; {reps} products of {n}x{n}, median of {}",
+            Setup::label(&s.cpu),
+            Setup::label(&s.gpu),
+            s.repeat
+        ),
+        timings: vec![on_cpu, on_gpu, both, copy, run_and_copy],
+        notes: vec![copy_note(overlap, reps)],
+        ratio: (
+            format!("{cpu_name} & {gpu_name} / ({cpu_name} + {gpu_name})"),
+            parallel,
+        ),
+        claim: "computing on both devices at once takes less than the sum (under 90%)".into(),
+        held,
+        why: why(s, held, parallel),
+        picture: Picture::Bars,
+    })
+}
+
+/// The copies of `reps` products' results from the GPU to the CPU: alone, after they are
+/// computed, and issued right behind the products.
+fn copies(
+    s: &Setup,
+    x_gpu: &Tensor<2>,
+    reps: usize,
+    cpu_name: &str,
+    gpu_name: &str,
+) -> anyhow::Result<(Timing, Timing)> {
+    let (cpu, gpu) = (&s.cpu.device, &s.gpu.device);
     let mut copy = Vec::new();
     for _ in 0..s.repeat {
-        let results = products(&x_gpu, reps);
+        let results = products(x_gpu, reps);
         wait_all(gpu)?;
         let start = std::time::Instant::now();
         drop(copy_to(results, cpu)?);
@@ -75,21 +110,22 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         format!("Run on {gpu_name} and copy to {cpu_name}"),
         s.repeat,
         || {
-            let results = products(&x_gpu, reps);
+            let results = products(x_gpu, reps);
             drop(copy_to(results, cpu)?);
             Ok(())
         },
     )?;
-    let parallel = both.median() / (on_cpu.median() + on_gpu.median());
-    let overlap = run_and_copy.median() / (on_gpu.median() + copy.median());
-    let held = parallel < 0.9;
-    let shared = s.cpu.on_cpu() && s.gpu.on_cpu();
-    let why = if held {
+    Ok((copy, run_and_copy))
+}
+
+/// Why the claim held or not, from the share of the sum that both at once took.
+fn why(s: &Setup, held: bool, parallel: f64) -> String {
+    if held {
         format!(
             "the two devices worked at the same time: together took {:.0}% of the sum",
             100.0 * parallel
         )
-    } else if shared {
+    } else if s.cpu.on_cpu() && s.gpu.on_cpu() {
         format!(
             "{} computes on the same {} CPU cores as {}, so running both at once only splits \
              those cores between them",
@@ -99,8 +135,12 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         )
     } else {
         "the two devices did not overlap".into()
-    };
-    let copy_note = if overlap < 0.9 {
+    }
+}
+
+/// What the copies did: overlapped the products, or waited for them all.
+fn copy_note(overlap: f64, reps: usize) -> String {
+    if overlap < 0.9 {
         format!(
             "run and copy together took {:.0}% of run plus copy: the copies overlapped the products",
             100.0 * overlap
@@ -112,26 +152,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
              waits for all {reps} products",
             100.0 * overlap
         )
-    };
-    Ok(Outcome {
-        experiment: &EXPERIMENT,
-        context: format!(
-            "CPU {}, GPU {}; {reps} products of {n}x{n}, median of {}",
-            Setup::label(&s.cpu),
-            Setup::label(&s.gpu),
-            s.repeat
-        ),
-        timings: vec![on_cpu, on_gpu, both, copy, run_and_copy],
-        notes: vec![copy_note],
-        ratio: (
-            format!("{cpu_name} & {gpu_name} / ({cpu_name} + {gpu_name})"),
-            parallel,
-        ),
-        claim: "computing on both devices at once takes less than the sum (under 90%)".into(),
-        held,
-        why,
-        picture: Picture::Bars,
-    })
+    }
 }
 
 /// 12.3: products on the CPU, the GPU and both at once; run and copy to the CPU.

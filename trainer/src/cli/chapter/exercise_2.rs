@@ -1,7 +1,7 @@
 //! Exercise 2 of 12.2: a training loop where batch t must finish before batch t + 2 starts,
 //! beside the barrier and no barrier. Each run is `ember train` in a fresh process.
 
-use crate::cli::policy_spec::PolicySpec;
+use ember_trainer::policy::PolicyKind;
 
 use super::memory_footprint::{Measured, context};
 use super::{Experiment, Outcome, Picture, Setup};
@@ -20,9 +20,9 @@ pub const EXPERIMENT: Experiment = Experiment {
 };
 
 fn run(s: &Setup) -> anyhow::Result<Outcome> {
-    let barrier = Measured::new(s, PolicySpec::Window(1))?;
-    let t2 = Measured::new(s, PolicySpec::Window(2))?;
-    let none = Measured::new(s, PolicySpec::None)?;
+    let barrier = Measured::new(s, PolicyKind::Window(1))?;
+    let t2 = Measured::new(s, PolicyKind::Window(2))?;
+    let none = Measured::new(s, PolicyKind::NoSync)?;
     let time = |m: &Measured| m.time().median();
     let ratio = time(&t2) / time(&barrier);
     let bounded = t2.peak() <= 0.5 * none.peak();

@@ -2,14 +2,14 @@
 //! barrier on every batch of one device slow the other down? Measured both ways.
 
 use burn::tensor::Device;
-use ember::{Init, L2Loss, Trainer};
+use ember::{Init, L2Loss};
 use ember_datasets::Synthetic;
-use ember_trainer::compare::median;
-use ember_trainer::fit::{Fit, SyntheticEpochs};
+use ember_trainer::fit::SyntheticEpochs;
 use ember_trainer::policy::{NoSync, SyncPolicy, Window};
+use ember_trainer::summary::median;
 
 use super::{Experiment, Outcome, Picture, Setup, Timing};
-use crate::cli::workload::mlp;
+use crate::cli::workload::{mlp, sgd};
 
 const BOOK: &str = "Exercise 3 of 12.2 asks what happens when the same program trains on the \
     CPU and on the GPU at once, and whether synchronizing after every batch on one device \
@@ -27,7 +27,6 @@ struct Sizes {
 fn epoch(device: &Device, sizes: &Sizes, barrier: bool) -> anyhow::Result<f64> {
     let device = device.clone().autodiff();
     let net = mlp(&sizes.hidden, 1, Init::default(), &device);
-    let trainer = Trainer::new(&net, "sgd", 0.01)?;
     let mut data = SyntheticEpochs::new(
         Synthetic::chapter(sizes.batch, sizes.features, 3),
         sizes.batches,
@@ -37,7 +36,7 @@ fn epoch(device: &Device, sizes: &Sizes, barrier: bool) -> anyhow::Result<f64> {
     } else {
         Box::new(NoSync)
     };
-    let run = Fit::new(net, L2Loss, trainer, &device)
+    let run = sgd(net, L2Loss, 0.01, &device)?
         .policy(policy.as_mut())
         .run(&mut data)?;
     Ok(run.trace.epochs[0].time)
@@ -71,8 +70,9 @@ pub const EXPERIMENT: Experiment = Experiment {
     run,
 };
 
-fn run(s: &Setup) -> anyhow::Result<Outcome> {
-    let sizes = if s.quick {
+/// The sizes of a run: the book's scale, or a quick one for tests.
+fn sizes(s: &Setup) -> Sizes {
+    if s.quick {
         Sizes {
             batches: 4,
             batch: 16,
@@ -86,26 +86,37 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
             features: 512,
             hidden: vec![512, 128],
         }
-    };
+    }
+}
+
+/// Each scenario's epoch times, `repeat` times: each device alone, both at once without
+/// barriers, and each beside the other with a barrier per batch.
+fn measure(s: &Setup, sizes: &Sizes) -> anyhow::Result<[Vec<f64>; 6]> {
     // Warm-up: kernels compiled on both devices.
-    epoch(&s.cpu.device, &sizes, false)?;
-    epoch(&s.gpu.device, &sizes, false)?;
+    epoch(&s.cpu.device, sizes, false)?;
+    epoch(&s.gpu.device, sizes, false)?;
+    let mut t: [Vec<f64>; 6] = Default::default();
+    for _ in 0..s.repeat {
+        t[0].push(epoch(&s.cpu.device, sizes, false)?);
+        t[1].push(epoch(&s.gpu.device, sizes, false)?);
+        let (c, g) = together(s, sizes, false, false)?;
+        t[2].push(c);
+        t[3].push(g);
+        let (c, _) = together(s, sizes, false, true)?;
+        t[4].push(c);
+        let (_, g) = together(s, sizes, true, false)?;
+        t[5].push(g);
+    }
+    Ok(t)
+}
+
+fn run(s: &Setup) -> anyhow::Result<Outcome> {
+    let sizes = sizes(s);
+    let t = measure(s, &sizes)?;
     let (cpu_name, gpu_name) = (
         format!("CPU ({})", s.cpu.name),
         format!("GPU ({})", s.gpu.name),
     );
-    let mut t: [Vec<f64>; 6] = Default::default();
-    for _ in 0..s.repeat {
-        t[0].push(epoch(&s.cpu.device, &sizes, false)?);
-        t[1].push(epoch(&s.gpu.device, &sizes, false)?);
-        let (c, g) = together(s, &sizes, false, false)?;
-        t[2].push(c);
-        t[3].push(g);
-        let (c, _) = together(s, &sizes, false, true)?;
-        t[4].push(c);
-        let (_, g) = together(s, &sizes, true, false)?;
-        t[5].push(g);
-    }
     let labels = [
         format!("{cpu_name} alone"),
         format!("{gpu_name} alone"),
@@ -123,19 +134,6 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let cpu_hurt = m(4) / m(2);
     let gpu_hurt = m(5) / m(3);
     let held = cpu_hurt <= 1.1 && gpu_hurt <= 1.1;
-    let shared = s.gpu.on_cpu() && s.cpu.on_cpu();
-    let why = if held {
-        "each device has its own queue: a barrier stalls only its own frontend".to_string()
-    } else if shared {
-        format!(
-            "both 'devices' compute on the same {} CPU cores here ({} is a software \
-             rasterizer or a CPU backend), so what one device stops doing, the other gets",
-            std::thread::available_parallelism().map_or(0, |n| n.get()),
-            Setup::label(&s.gpu)
-        )
-    } else {
-        "the two frontends share the host: a barrier changes how the host's time is split".into()
-    };
     Ok(Outcome {
         experiment: &EXPERIMENT,
         context: format!(
@@ -167,7 +165,23 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         ),
         claim: "a barrier on one device does not slow the other (within 10%)".into(),
         held,
-        why,
+        why: why(s, held),
         picture: Picture::Bars,
     })
+}
+
+/// Why the claim held or not.
+fn why(s: &Setup, held: bool) -> String {
+    if held {
+        "each device has its own queue: a barrier stalls only its own frontend".to_string()
+    } else if s.gpu.on_cpu() && s.cpu.on_cpu() {
+        format!(
+            "both 'devices' compute on the same {} CPU cores here ({} is a software \
+             rasterizer or a CPU backend), so what one device stops doing, the other gets",
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            Setup::label(&s.gpu)
+        )
+    } else {
+        "the two frontends share the host: a barrier changes how the host's time is split".into()
+    }
 }

@@ -23,8 +23,49 @@ pub const EXPERIMENT: Experiment = Experiment {
 };
 
 fn run(s: &Setup) -> anyhow::Result<Outcome> {
-    let n = s.size(600, 48);
-    let k = 8;
+    let (n, k) = (s.size(600, 48), 8);
+    let [first, rest, all, handle_first, handle_all] = measure(s, n, k)?;
+    let timings = vec![
+        Timing {
+            label: format!("wait_to_read on the 1st of {k} products"),
+            seconds: first,
+        },
+        Timing {
+            label: "then waitall for the rest".into(),
+            seconds: rest,
+        },
+        Timing {
+            label: format!("waitall on {k} products"),
+            seconds: all,
+        },
+        Timing {
+            label: format!("engine: the 1st of {k} units' handle"),
+            seconds: handle_first,
+        },
+        Timing {
+            label: format!("engine: waitall on {k} units"),
+            seconds: handle_all,
+        },
+    ];
+    let direct = timings[0].median() / timings[2].median();
+    let ratio = timings[3].median() / timings[4].median();
+    let held = ratio < 0.5;
+    Ok(Outcome {
+        experiment: &EXPERIMENT,
+        context: s.on_gpu(&format!("{k} independent {n}x{n} products in flight")),
+        timings,
+        notes: vec![],
+        ratio: ("engine: handle of the 1st / waitall".into(), ratio),
+        claim: "waiting for one early result costs clearly less than waitall (under half)".into(),
+        held,
+        why: why(s, held, ratio, direct),
+        picture: Picture::Bars,
+    })
+}
+
+/// `k` independent `n`×`n` products, `repeat` times each way: burn's reads (the 1st, then the
+/// rest; all) and the engine's handles (the 1st; all), in seconds.
+fn measure(s: &Setup, n: usize, k: usize) -> anyhow::Result<[Vec<f64>; 5]> {
     let device = &s.gpu.device;
     let a = normal(n, device);
     // k independent products; the first is the "intermediate" result.
@@ -35,7 +76,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     // The same products as units of ember's engine: each unit's readback is queued right behind
     // its own kernels, so its handle can complete before the later units run.
     let engine = Engine::new(a.clone(), None);
-    let units = || -> Vec<Handle> {
+    let units = || -> Vec<Handle<Tensor<1>>> {
         (0..k)
             .map(|_| {
                 engine.issue(move |a: &mut Tensor<2>| {
@@ -46,8 +87,8 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     };
     drop(units());
     engine.wait_all()?; // warm-up
-    let (mut first, mut rest, mut all) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut handle_first, mut handle_all) = (Vec::new(), Vec::new());
+    let mut times: [Vec<f64>; 5] = Default::default();
+    let [first, rest, all, handle_first, handle_all] = &mut times;
     for _ in 0..s.repeat {
         let handles = units();
         let start = Instant::now();
@@ -75,31 +116,12 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         all.push(start.elapsed().as_secs_f64());
         drop(products);
     }
-    let timings = vec![
-        Timing {
-            label: format!("wait_to_read on the 1st of {k} products"),
-            seconds: first,
-        },
-        Timing {
-            label: "then waitall for the rest".into(),
-            seconds: rest,
-        },
-        Timing {
-            label: format!("waitall on {k} products"),
-            seconds: all,
-        },
-        Timing {
-            label: format!("engine: the 1st of {k} units' handle"),
-            seconds: handle_first,
-        },
-        Timing {
-            label: format!("engine: waitall on {k} units"),
-            seconds: handle_all,
-        },
-    ];
-    let direct = timings[0].median() / timings[2].median();
-    let ratio = timings[3].median() / timings[4].median();
-    let held = ratio < 0.5;
+    Ok(times)
+}
+
+/// Why the claim held or not: the engine handle's share of waitall (`ratio`), and what burn's
+/// own read of the 1st product did (`direct`, its share of waitall).
+fn why(s: &Setup, held: bool, ratio: f64, direct: f64) -> String {
     let burn_read = if direct < 0.5 {
         "a read issued after all of them returned early as well".to_string()
     } else if s.gpu.name == ember::DeviceName::Wgpu {
@@ -113,7 +135,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
             s.gpu.name
         )
     };
-    let why = if held {
+    if held {
         format!(
             "the engine's handle of the 1st unit returned after {:.0}% of waitall's time, its \
              readback queued behind its own kernels; {burn_read}: ratio {direct:.2}",
@@ -125,16 +147,5 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
              ratio {direct:.2}",
             100.0 * ratio
         )
-    };
-    Ok(Outcome {
-        experiment: &EXPERIMENT,
-        context: s.on_gpu(&format!("{k} independent {n}x{n} products in flight")),
-        timings,
-        notes: vec![],
-        ratio: ("engine: handle of the 1st / waitall".into(), ratio),
-        claim: "waiting for one early result costs clearly less than waitall (under half)".into(),
-        held,
-        why,
-        picture: Picture::Bars,
-    })
+    }
 }

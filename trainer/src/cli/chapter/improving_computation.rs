@@ -50,7 +50,37 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         drop(y);
         wait_all(device)
     })?;
-    // t1: the frontend alone, issuing n operations without waiting.
+    let (t1, t3) = issue_and_return(s, &x, n)?;
+    // t2: what is left of one synchronous step.
+    let t2 = (sync.median() / n as f64 - t1 - t3).max(0.0);
+    let measured = asynchronous.median();
+    let ratio = sync.median() / measured;
+    let held = ratio > 1.2;
+    let timings: Vec<Timing> = vec![sync, asynchronous];
+    Ok(Outcome {
+        experiment: &EXPERIMENT,
+        context: s.on_gpu(&format!("{n} x (y = x + 1) on a 1x2 matrix")),
+        timings,
+        notes: notes(n, t1, t2, t3, measured),
+        ratio: ("synchronous / asynchronous".into(), ratio),
+        claim: "one wait at the end is faster than a wait after every operation".into(),
+        held,
+        why: match no_overlap_reason(&s.gpu) {
+            Some(reason) if !held => reason,
+            _ if held => format!(
+                "each wait pays t3 = {:.1} us and stops the frontend from running ahead",
+                t3 * 1e6
+            ),
+            _ => "a wait costs little next to the operation here".into(),
+        },
+        picture: Picture::Bars,
+    })
+}
+
+/// The book's t1 (the frontend alone, issuing one of `n` operations without waiting) and t3
+/// (returning a result already computed), medians in seconds.
+fn issue_and_return(s: &Setup, x: &Tensor<2>, n: usize) -> anyhow::Result<(f64, f64)> {
+    let device = &s.gpu.device;
     let mut t1 = Vec::new();
     for _ in 0..s.repeat {
         let start = Instant::now();
@@ -74,21 +104,20 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         }
         t3.push(start.elapsed().as_secs_f64() / reads as f64);
     }
-    let (t1, t3) = (
-        ember_trainer::compare::median(t1),
-        ember_trainer::compare::median(t3),
-    );
-    // t2: what is left of one synchronous step.
-    let t2 = (sync.median() / n as f64 - t1 - t3).max(0.0);
+    Ok((
+        ember_trainer::summary::median(t1),
+        ember_trainer::summary::median(t3),
+    ))
+}
+
+/// The three times, and the book's prediction of the asynchronous loop against `measured`.
+fn notes(n: usize, t1: f64, t2: f64, t3: f64, measured: f64) -> Vec<String> {
     let predicted = if t2 >= t1 {
         t1 + n as f64 * t2 + t3
     } else {
         n as f64 * t1 + t2 + t3
     };
-    let measured = asynchronous.median();
-    let ratio = sync.median() / measured;
-    let held = ratio > 1.2;
-    let notes = vec![
+    vec![
         format!(
             "t1 (issue one op): {:.2} us, t2 (compute one op): {:.2} us, t3 (return a result): {:.2} us",
             t1 * 1e6,
@@ -104,24 +133,5 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
             },
             measured / predicted
         ),
-    ];
-    let timings: Vec<Timing> = vec![sync, asynchronous];
-    Ok(Outcome {
-        experiment: &EXPERIMENT,
-        context: s.on_gpu(&format!("{n} x (y = x + 1) on a 1x2 matrix")),
-        timings,
-        notes,
-        ratio: ("synchronous / asynchronous".into(), ratio),
-        claim: "one wait at the end is faster than a wait after every operation".into(),
-        held,
-        why: match no_overlap_reason(&s.gpu) {
-            Some(reason) if !held => reason,
-            _ if held => format!(
-                "each wait pays t3 = {:.1} us and stops the frontend from running ahead",
-                t3 * 1e6
-            ),
-            _ => "a wait costs little next to the operation here".into(),
-        },
-        picture: Picture::Bars,
-    })
+    ]
 }

@@ -2,11 +2,11 @@
 //! barrier on every batch, with none, and with "batch t finishes before t + 2 starts". Each run
 //! is `ember train` in a fresh process, so its memory figures are its own.
 
-use ember_trainer::compare::{PolicyRun, median};
+use ember_trainer::summary::{PolicyRun, median};
 
 use super::{Experiment, Outcome, Picture, Setup, Timing};
-use crate::cli::policy_spec::PolicySpec;
 use crate::cli::workload::Workload;
+use ember_trainer::policy::PolicyKind;
 
 const BOOK: &str = "d2l trains the MLP 512 -> 2048 -> 512 -> 1 on 150 batches of 1024 \
     random examples, once with l.wait_to_read() after every batch and once without. The \
@@ -26,7 +26,7 @@ fn workload(s: &Setup) -> Workload {
 }
 
 /// `repeat` runs of `ember train --sync spec`, each in a child process.
-pub fn train_in_child(s: &Setup, spec: PolicySpec) -> anyhow::Result<Vec<PolicyRun>> {
+pub fn train_in_child(s: &Setup, spec: PolicyKind) -> anyhow::Result<Vec<PolicyRun>> {
     crate::cli::compare::run_all(&[spec], s.repeat, 1, &workload(s), &s.scratch)
 }
 
@@ -36,9 +36,9 @@ pub(super) struct Measured {
 }
 
 impl Measured {
-    pub(super) fn new(s: &Setup, spec: PolicySpec) -> anyhow::Result<Self> {
+    pub(super) fn new(s: &Setup, spec: PolicyKind) -> anyhow::Result<Self> {
         Ok(Self {
-            name: spec.name(),
+            name: spec.to_string(),
             runs: s.training_runs(spec)?,
         })
     }
@@ -107,8 +107,8 @@ pub const EXPERIMENT: Experiment = Experiment {
 };
 
 fn run(s: &Setup) -> anyhow::Result<Outcome> {
-    let barrier = Measured::new(s, PolicySpec::Window(1))?;
-    let none = Measured::new(s, PolicySpec::None)?;
+    let barrier = Measured::new(s, PolicyKind::Window(1))?;
+    let none = Measured::new(s, PolicyKind::NoSync)?;
     let ratio = none.peak() / barrier.peak().max(0.1);
     let held = none.peak() > 2.0 * barrier.peak() + 1.0;
     Ok(Outcome {

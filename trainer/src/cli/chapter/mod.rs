@@ -23,11 +23,11 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use crate::cli::policy_spec::PolicySpec;
 use anyhow::anyhow;
 use burn::tensor::{Device, Distribution, Tensor};
 use ember::PickedDevice;
-use ember_trainer::compare::{PolicyRun, median};
+use ember_trainer::policy::PolicyKind;
+use ember_trainer::summary::{PolicyRun, median};
 
 /// Where and how big: what every experiment needs.
 pub struct Setup {
@@ -75,12 +75,12 @@ impl Setup {
     }
 
     /// The training runs of `spec`, made now if not made before in this invocation.
-    pub fn training_runs(&self, spec: PolicySpec) -> anyhow::Result<Vec<PolicyRun>> {
+    pub fn training_runs(&self, spec: PolicyKind) -> anyhow::Result<Vec<PolicyRun>> {
         let made: Vec<PolicyRun> = self
             .runs
             .borrow()
             .iter()
-            .filter(|r| r.policy == spec.name())
+            .filter(|r| r.policy == spec)
             .cloned()
             .collect();
         if !made.is_empty() {

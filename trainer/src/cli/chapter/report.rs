@@ -15,6 +15,35 @@ use super::{Outcome, Picture, show_ratio};
 pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let mut failures: Vec<String> = Vec::new();
+    let mut md = summary(machine, outcomes);
+    for o in outcomes {
+        section(&mut md, o);
+        let figure = figure(dir, o).unwrap_or_else(|e| {
+            // The report and the other figures are written all the same.
+            failures.push(format!("drawing the figure of {}: {e}", o.experiment.key));
+            Vec::new()
+        });
+        if let Some(png) = figure
+            .iter()
+            .find(|p| p.extension().is_some_and(|e| e == "png"))
+        {
+            let name = png.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let _ = writeln!(md, "![{}]({name})\n", o.experiment.title);
+        }
+        written.extend(figure);
+    }
+    let path = dir.join("chapter.md");
+    write_atomic_bytes(&path, md.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))?;
+    written.push(path);
+    if !failures.is_empty() {
+        anyhow::bail!("{}", failures.join("\n"));
+    }
+    Ok(written)
+}
+
+/// The report's head: the machine, how many claims held, and a table of every experiment.
+fn summary(machine: &str, outcomes: &[Outcome]) -> String {
     let mut md = String::new();
     let held = outcomes.iter().filter(|o| o.held).count();
     let _ = writeln!(
@@ -41,82 +70,68 @@ pub fn write(dir: &Path, machine: &str, outcomes: &[Outcome]) -> anyhow::Result<
             if o.held { "held" } else { "did not hold" }
         );
     }
-    for o in outcomes {
-        let _ = writeln!(
-            md,
-            "\n<a id=\"{}\"></a>\n## {}\n",
-            o.experiment.key, o.experiment.title
-        );
-        let _ = writeln!(md, "`ember bench {}` — {}\n", o.experiment.key, o.context);
-        let _ = writeln!(md, "**The book.** {}\n", o.experiment.book);
-        let _ = writeln!(md, "**Measured here.**\n\n| | seconds |\n|---|---:|");
-        for t in &o.timings {
-            let _ = writeln!(md, "| {} | {:.4} |", t.label, t.median());
-        }
-        let _ = writeln!(md);
-        for note in &o.notes {
-            let _ = writeln!(md, "- {note}");
-        }
-        let _ = writeln!(md, "- ratio {}: **{}**\n", o.ratio.0, show_ratio(o.ratio.1));
-        let _ = writeln!(
-            md,
-            "**Claim: {}** — {}. {}.\n",
-            if o.held { "held" } else { "did not hold here" },
-            o.claim,
-            capitalized(&o.why)
-        );
-        let figure = match &o.picture {
-            Picture::Bars => {
-                let bars: Vec<(String, f64)> = o
-                    .timings
-                    .iter()
-                    .map(|t| (t.label.clone(), t.median()))
-                    .collect();
-                render(
-                    &BarsFigure {
-                        title: o.experiment.title,
-                        subtitle: &o.context,
-                        bars: &bars,
-                    },
-                    dir,
-                    o.experiment.key,
-                )
-            }
-            Picture::Timeline(runs) => {
-                let traces: Vec<&Trace> = runs.iter().map(|r| &r.trace).collect();
-                render(
-                    &TimelineFigure {
-                        traces: &traces,
-                        subtitle: &o.context,
-                    },
-                    dir,
-                    o.experiment.key,
-                )
-            }
-            Picture::None => Ok(Vec::new()),
-        }
-        .unwrap_or_else(|e| {
-            // The report and the other figures are written all the same.
-            failures.push(format!("drawing the figure of {}: {e}", o.experiment.key));
-            Vec::new()
-        });
-        if let Some(png) = figure
-            .iter()
-            .find(|p| p.extension().is_some_and(|e| e == "png"))
-        {
-            let name = png.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            let _ = writeln!(md, "![{}]({name})\n", o.experiment.title);
-        }
-        written.extend(figure);
+    md
+}
+
+/// One experiment's section: the book, the medians, the notes and the claim's verdict.
+fn section(md: &mut String, o: &Outcome) {
+    let _ = writeln!(
+        md,
+        "\n<a id=\"{}\"></a>\n## {}\n",
+        o.experiment.key, o.experiment.title
+    );
+    let _ = writeln!(md, "`ember bench {}` — {}\n", o.experiment.key, o.context);
+    let _ = writeln!(md, "**The book.** {}\n", o.experiment.book);
+    let _ = writeln!(md, "**Measured here.**\n\n| | seconds |\n|---|---:|");
+    for t in &o.timings {
+        let _ = writeln!(md, "| {} | {:.4} |", t.label, t.median());
     }
-    let path = dir.join("chapter.md");
-    write_atomic_bytes(&path, md.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))?;
-    written.push(path);
-    if !failures.is_empty() {
-        anyhow::bail!("{}", failures.join("\n"));
+    let _ = writeln!(md);
+    for note in &o.notes {
+        let _ = writeln!(md, "- {note}");
     }
-    Ok(written)
+    let _ = writeln!(md, "- ratio {}: **{}**\n", o.ratio.0, show_ratio(o.ratio.1));
+    let _ = writeln!(
+        md,
+        "**Claim: {}** — {}. {}.\n",
+        if o.held { "held" } else { "did not hold here" },
+        o.claim,
+        capitalized(&o.why)
+    );
+}
+
+/// The experiment's figure, in `dir`.
+fn figure(dir: &Path, o: &Outcome) -> ember::Result<Vec<PathBuf>> {
+    match &o.picture {
+        Picture::Bars => {
+            let bars: Vec<(String, f64)> = o
+                .timings
+                .iter()
+                .map(|t| (t.label.clone(), t.median()))
+                .collect();
+            render(
+                &BarsFigure {
+                    title: o.experiment.title,
+                    subtitle: &o.context,
+                    bars: &bars,
+                },
+                dir,
+                o.experiment.key,
+            )
+        }
+        Picture::Timeline(runs) => {
+            let traces: Vec<&Trace> = runs.iter().map(|r| &r.trace).collect();
+            render(
+                &TimelineFigure {
+                    traces: &traces,
+                    subtitle: &o.context,
+                },
+                dir,
+                o.experiment.key,
+            )
+        }
+        Picture::None => Ok(Vec::new()),
+    }
 }
 
 fn capitalized(s: &str) -> String {

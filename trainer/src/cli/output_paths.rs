@@ -1,0 +1,127 @@
+//! Where `ember train` writes and reads (parameters, the trace, checkpoints), checked before
+//! any work, and what it writes when the run ends.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use ember::{Block, Sequential, output};
+use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
+use ember_trainer::fit::FitRun;
+use ember_trainer::trace::Trace;
+
+/// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
+/// any work starts.
+pub struct OutputPaths {
+    pub save: Option<PathBuf>,
+    pub metrics: Option<PathBuf>,
+    pub load: Option<PathBuf>,
+    pub checkpoint: Option<Checkpointing>,
+    pub resume: Option<Checkpoint>,
+}
+
+impl OutputPaths {
+    /// Checks every output path (a regular file, or new in a writable directory), prepares the
+    /// checkpoint directory, and finds the checkpoint to resume from.
+    pub fn check(
+        load: Option<PathBuf>,
+        save: Option<PathBuf>,
+        metrics: Option<PathBuf>,
+        checkpoint: Option<PathBuf>,
+        every: Option<usize>,
+        resume: Option<PathBuf>,
+    ) -> anyhow::Result<Self> {
+        if let Some(path) = &save {
+            output::check(path).with_context(|| format!("invalid --save {}", path.display()))?;
+        }
+        if let Some(path) = &metrics {
+            for file in Trace::paths(path) {
+                output::check(&file)
+                    .with_context(|| format!("invalid --metrics {}", path.display()))?;
+            }
+        }
+        if let Some(dir) = &resume
+            && !dir.is_dir()
+        {
+            bail!(
+                "invalid --resume {}: no such directory of checkpoints",
+                dir.display()
+            );
+        }
+        let checkpoint = match checkpoint.or_else(|| resume.clone()) {
+            Some(dir) => {
+                let mut checkpointing = Checkpointing::new(dir);
+                checkpointing.every = every;
+                checkpointing
+                    .prepare()
+                    .with_context(|| "invalid --checkpoint".to_string())?;
+                Some(checkpointing)
+            }
+            None if every.is_some() => {
+                bail!("--checkpoint-every needs --checkpoint DIR (or --resume DIR)")
+            }
+            None => None,
+        };
+        let resume = match &resume {
+            Some(dir) => {
+                let found = Checkpoint::latest(dir)?;
+                if found.is_none() {
+                    say!(
+                        "no complete checkpoint in {} yet: starting from the beginning",
+                        dir.display()
+                    );
+                }
+                found
+            }
+            None => None,
+        };
+        Ok(Self {
+            save,
+            metrics,
+            load,
+            checkpoint,
+            resume,
+        })
+    }
+}
+
+/// Writes the parameters first, then the trace: a failure writing one never keeps the other
+/// from being written. A run stopped by a signal writes its trace so far and no parameters
+/// (its checkpoint holds them), and ends with the signal's exit status.
+pub fn finish(run: FitRun<Sequential>, outputs: &OutputPaths) -> anyhow::Result<()> {
+    let mut failures = Vec::new();
+    if let Some(path) = &outputs.save
+        && run.stopped.is_none()
+    {
+        match run.net.save_parameters(path) {
+            Ok(()) => say!("parameters saved to {}", path.display()),
+            Err(e) => failures.push(format!("--save {}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = &outputs.metrics {
+        match run.trace.write(path) {
+            Ok(written) => {
+                for file in written {
+                    say!("metrics: {}", file.display());
+                }
+            }
+            Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
+        }
+    }
+    if let Some(signal) = run.stopped {
+        let resume = match &outputs.checkpoint {
+            Some(c) => format!("; go on with --resume {}", c.dir.display()),
+            None => String::new(),
+        };
+        say!(
+            "stopped by {signal} after batch {} of epoch {}{resume}",
+            run.trace.batches.last().map_or(0, |b| b.batch + 1),
+            run.trace.batches.last().map_or(0, |b| b.epoch + 1)
+        );
+        return Err(super::Interrupted(signal).into());
+    }
+    say!("parameters: {}", run.net.collect_params().total());
+    match failures.len() {
+        0 => Ok(()),
+        _ => bail!("{}", failures.join("\n")),
+    }
+}

@@ -1,0 +1,172 @@
+//! What the data of `ember train` asks of the loop: the chapter's synthetic epochs, class
+//! labels or values to regress, with the loss they call for and the memory they need.
+
+use anyhow::bail;
+use ember_datasets::Examples;
+use ember_datasets::csv::{CsvOptions, Label, read_csv};
+use ember_datasets::npy::read_npy_pair;
+use ember_trainer::memory::available_bytes;
+
+use super::list;
+use super::model::ModelSpec;
+use super::workload::{DataSpec, Workload};
+
+/// What the data asks of the loop: the chapter's synthetic epochs, class labels, or values.
+pub enum Task {
+    Synthetic,
+    Classify {
+        train: Examples,
+        test: Option<Examples>,
+    },
+    Regress {
+        train: Examples,
+    },
+}
+
+impl Task {
+    pub fn load(data: &DataSpec, classes: Option<usize>) -> anyhow::Result<Self> {
+        let examples = match data {
+            DataSpec::Synthetic => return Ok(Task::Synthetic),
+            DataSpec::FashionMnist(dir) => {
+                let (train, test) = ember_datasets::fashion_mnist::load(dir)?;
+                refuse_empty(&train, "training", data)?;
+                refuse_empty(&test, "test", data)?;
+                return Ok(Task::Classify {
+                    train,
+                    test: Some(test),
+                });
+            }
+            DataSpec::Csv(path) => {
+                let mut options = CsvOptions::new(Label::Last);
+                options.classes = classes;
+                read_csv(path, &options)?
+            }
+            DataSpec::Npy(x, y) => read_npy_pair(x, y, classes)?,
+        };
+        refuse_empty(&examples, "training", data)?;
+        Ok(match classes {
+            Some(_) => Task::Classify {
+                train: examples,
+                test: None,
+            },
+            None => Task::Regress { train: examples },
+        })
+    }
+
+    /// Refuses sizes whose parameters, or one batch's data and activations, cannot fit in
+    /// this machine's memory, before anything is allocated; names the flag at fault.
+    pub fn check_memory(&self, workload: &Workload, model: &ModelSpec) -> anyhow::Result<()> {
+        let (example, outputs) = match self {
+            Task::Synthetic => (vec![workload.features], 1),
+            Task::Classify { train, .. } => (train.shape().to_vec(), train.classes().unwrap_or(1)),
+            Task::Regress { train } => (train.shape().to_vec(), train.outputs()),
+        };
+        let Some(available) = available_bytes() else {
+            return Ok(());
+        };
+        let need = model.footprint(&example, outputs, workload.batch_size);
+        let one = model.footprint(&example, outputs, 1);
+        // Parameters, their gradients and the optimizer's copy: three times the parameters.
+        let params = need.parameters.saturating_mul(3 * 4);
+        // The batch, and activations kept for the backward pass with their gradients.
+        let batch = need.activations.saturating_mul(2 * 4);
+        let available = u128::from(available);
+        if params.saturating_add(batch) <= available {
+            return Ok(());
+        }
+        // The model is at fault when it does not fit even with one example per batch.
+        let flag = if params.saturating_add(one.activations.saturating_mul(2 * 4)) > available {
+            match model {
+                ModelSpec::Mlp(_) if workload.synthetic_flags.contains(&"--hidden") => {
+                    format!("--hidden {}", list::join(&workload.hidden))
+                }
+                ModelSpec::Mlp(hidden) if self.is_synthetic() => format!(
+                    "--hidden {} with --features {}",
+                    list::join(hidden),
+                    workload.features
+                ),
+                _ => format!("--model {model}"),
+            }
+        } else {
+            format!("--batch-size {}", workload.batch_size)
+        };
+        bail!(
+            "{flag} is too large for this machine: training needs about {} ({} of parameters, \
+             gradients and optimizer state, {} for one batch and its activations), and {} of \
+             memory is available",
+            bytes(params.saturating_add(batch)),
+            bytes(params),
+            bytes(batch),
+            bytes(available)
+        );
+    }
+
+    fn is_synthetic(&self) -> bool {
+        matches!(self, Task::Synthetic)
+    }
+
+    /// The loss this data's targets call for.
+    pub fn loss(&self) -> LossName {
+        match self {
+            Task::Classify { .. } => LossName::SoftmaxCe,
+            Task::Synthetic | Task::Regress { .. } => LossName::L2,
+        }
+    }
+
+    /// The targets, in a few words.
+    fn targets(&self) -> &'static str {
+        match self {
+            Task::Classify { .. } => "class labels",
+            Task::Synthetic | Task::Regress { .. } => "values to regress",
+        }
+    }
+}
+
+/// The losses `--loss` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LossName {
+    /// ½(ŷ − y)², Gluon's `L2Loss`.
+    L2,
+    /// Softmax cross-entropy over class labels.
+    SoftmaxCe,
+}
+
+impl std::fmt::Display for LossName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LossName::L2 => "l2",
+            LossName::SoftmaxCe => "softmax-ce",
+        })
+    }
+}
+
+/// `--loss` that the data's targets cannot train with: the error names both.
+pub fn wrong_loss(loss: LossName, task: &Task, data: &DataSpec) -> anyhow::Error {
+    anyhow::anyhow!(
+        "invalid --loss {loss}: --data {data} has {}, which train with --loss {}{}",
+        task.targets(),
+        task.loss(),
+        match task {
+            Task::Regress { .. } => " (--classes N makes csv and npy targets class labels)",
+            _ => "",
+        }
+    )
+}
+
+/// An empty set of examples trains nothing and measures nothing: an error naming the data.
+fn refuse_empty(examples: &Examples, set: &str, data: &DataSpec) -> anyhow::Result<()> {
+    if examples.is_empty() {
+        bail!("invalid --data {data}: its {set} set has no examples");
+    }
+    Ok(())
+}
+
+/// A byte count for people: `12.3 GB`, `4.1 TB`.
+fn bytes(n: u128) -> String {
+    let n = n as f64;
+    if n >= 1e12 {
+        format!("{:.1} TB", n / 1e12)
+    } else {
+        format!("{:.1} GB", n / 1e9)
+    }
+}
