@@ -17,15 +17,15 @@ use anyhow::Context;
 use burn::tensor::{Device, Tensor};
 use ember::engine::Engine;
 use ember::{
-    Activation, Block, Dense, DeviceName, Init, L2Loss, Loss, NdTensor, Sequential, Trainer,
+    Activation, Block, Dense, DeviceName, Init, L2Loss, Loss, NdTensor, Optimizer, Sequential,
 };
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::memory::{mb, rss_bytes};
 
-/// What the backend owns: the network and its trainer.
+/// What the backend owns: the network and its optimizer (Gluon's trainer).
 struct Model {
-    net: Option<Sequential>,
-    trainer: Trainer,
+    net: Sequential,
+    trainer: Optimizer,
 }
 
 // def data_iter():
@@ -58,12 +58,9 @@ fn step(
 ) -> impl FnOnce(&mut Model) -> ember::Result<Tensor<1>> + Send + 'static {
     move |model: &mut Model| {
         let (x, y) = upload(&batch, &device)?;
-        let net = model.net.take().ok_or_else(|| {
-            ember::Error::Execution("the network was lost in a failed step".into())
-        })?;
-        let l = L2Loss.forward(net.forward(x).into_rank()?, y)?;
+        let l = L2Loss.forward(model.net.forward(x).into_rank()?, y)?;
         let grads = l.backward();
-        model.net = Some(model.trainer.step(net, grads, batch.len())?);
+        model.net = model.trainer.step(model.net.clone(), grads, batch.len())?;
         Ok(l)
     }
 }
@@ -107,7 +104,7 @@ fn main() -> anyhow::Result<()> {
     // net.initialize()
     let net = net.initialize(Init::default(), &device);
     // trainer = gluon.Trainer(net.collect_params(), 'sgd')
-    let trainer = Trainer::new(&net, "sgd", 0.01)?;
+    let trainer = Optimizer::new(&net, "sgd", 0.01)?;
     // loss = gluon.loss.L2Loss()   (also used inside `step`)
     let loss = L2Loss;
 
@@ -123,13 +120,7 @@ fn main() -> anyhow::Result<()> {
     let warm = loss.forward(pred.into_rank()?, y)?;
     warm.into_data(); // wait_to_read
 
-    let engine = Engine::new(
-        Model {
-            net: Some(net),
-            trainer,
-        },
-        Some(device.clone()),
-    );
+    let engine = Engine::new(Model { net, trainer }, Some(device.clone()));
 
     // mem = get_mem()
     // with d2l.Benchmark('time per epoch'):

@@ -16,10 +16,11 @@ use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
 use ember::{
-    Activation, Block, Dense, DeviceName, Error, Init, Loss, NdTensor, Result, Sequential, Trainer,
+    Activation, Block, Dense, DeviceName, Error, Init, Loss, NdTensor, Optimizer, Result,
+    Sequential,
 };
 use ember_datasets::{Batch, Synthetic};
-use ember_trainer::fit::{Fit, FitOptions, SyntheticEpochs};
+use ember_trainer::fit::{Fit, SyntheticEpochs};
 use ember_trainer::policy::Window;
 
 /// `x + fc2(relu(fc1(x)))`: a residual MLP block of constant width.
@@ -111,16 +112,16 @@ fn main() -> anyhow::Result<()> {
     let mut batches = SyntheticEpochs::new(data, 40);
 
     let net = network(&device);
-    let trainer = Trainer::new(&net, "adam", 0.003)?;
+    let trainer = Optimizer::new(&net, "adam", 0.003)?;
     let loss = Huber { delta: 1.0 };
-    let options = FitOptions::epochs(6).evaluate("val_huber", move |net: &Sequential<Residual>| {
-        let (x, y) = upload(&held_out, &eval_device)?;
-        let l = Huber { delta: 1.0 }.forward(predict(net, &x)?, y)?;
-        Ok(f64::from(l.mean().into_scalar::<f32>()))
-    });
     let run = Fit::new(net, loss, trainer, &device)
         .policy(Window(2))
-        .options(options)
+        .epochs(6)
+        .evaluate("val_huber", move |net: &Sequential<Residual>| {
+            let (x, y) = upload(&held_out, &eval_device)?;
+            let l = Huber { delta: 1.0 }.forward(predict(net, &x)?, y)?;
+            Ok(f64::from(l.mean().into_scalar::<f32>()))
+        })
         .run(&mut batches)?;
     for e in &run.trace.epochs {
         println!(

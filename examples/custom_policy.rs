@@ -13,11 +13,11 @@
 use std::path::PathBuf;
 
 use burn::tensor::Device;
-use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Result, Sequential, Trainer};
+use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Optimizer, Result, Sequential};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs};
 use ember_trainer::plot::{MemoryFigure, TimelineFigure, render};
-use ember_trainer::policy::{InFlight, NoSync, SyncPolicy, Window};
+use ember_trainer::policy::{InFlight, NoSync, PolicyKind, SyncPolicy, Window};
 use ember_trainer::trace::Trace;
 
 /// A barrier before every `barrier_every`-th batch, and a wait for the previous batch whenever
@@ -28,8 +28,11 @@ struct PrintOrTen {
 }
 
 impl SyncPolicy for PrintOrTen {
-    fn name(&self) -> String {
-        format!("print:{}+every:{}", self.print_every, self.barrier_every)
+    fn kind(&self) -> PolicyKind {
+        PolicyKind::Custom(format!(
+            "print:{}+every:{}",
+            self.print_every, self.barrier_every
+        ))
     }
 
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
@@ -56,9 +59,9 @@ fn train(device: &Device, policy: &mut dyn SyncPolicy) -> anyhow::Result<Trace> 
         .add(Dense::new(128).activation(Activation::Relu))
         .add(Dense::new(1))
         .initialize(Init::default(), device);
-    let trainer = Trainer::new(&net, "sgd", 0.01)?;
+    let trainer = Optimizer::new(&net, "sgd", 0.01)?;
     let mut data = SyntheticEpochs::new(Synthetic::chapter(256, 512, 0), 100);
-    println!("policy {}", policy.name());
+    println!("policy {}", policy.kind());
     let run = Fit::new(net, L2Loss, trainer, device)
         .policy(policy)
         .run(&mut data)?;

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use ember::{
-    Activation, Block, Dense, DeviceList, Init, L2Loss, Loss, OptimizerKind, Replicas, Result,
-    Sequential, Trainer,
+    Activation, Block, Dense, DeviceList, Init, L2Loss, Loss, Optimizer, OptimizerKind, Replicas,
+    Result, Sequential,
 };
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::fit::{BatchSource, Fit, FitRun, SyntheticEpochs};
@@ -79,7 +79,7 @@ fn train(
     batch: usize,
     optimizer: OptimizerKind,
 ) -> FitRun<Sequential> {
-    let trainer = Trainer::new(&net, optimizer, 0.02).unwrap();
+    let trainer = Optimizer::new(&net, optimizer, 0.02).unwrap();
     let mut data = Varied {
         data: Synthetic::chapter(batch, 10, 7),
         steps: 5,
@@ -179,7 +179,7 @@ impl Loss for FailsAt {
 fn a_device_failing_mid_run_is_an_error_naming_the_device_and_the_batch() {
     let device = Device::flex().autodiff();
     let net = start(&device);
-    let trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.01).unwrap();
     // Warm-up: 2 calls; steps 0..3: 2 calls each; the 9th call is step 3's.
     let loss = FailsAt {
         calls: AtomicUsize::new(0),
@@ -203,7 +203,7 @@ fn a_device_failing_mid_run_is_an_error_naming_the_device_and_the_batch() {
 fn a_batch_smaller_than_the_device_count_is_refused_before_training() {
     let device = Device::flex().autodiff();
     let net = start(&device);
-    let trainer = Trainer::new(&net, "sgd", 0.01).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.01).unwrap();
     let mut data = SyntheticEpochs::new(Synthetic::chapter(2, 10, 0), 3);
     let err = Fit::new(net, L2Loss, trainer, &device)
         .replicas(Replicas::new(vec![device.clone(); 3]).unwrap())

@@ -5,7 +5,7 @@ mod common;
 
 use burn::prelude::*;
 use common::fashion::fashion_like;
-use ember::{Activation, Block, Dense, Init, Sequential, SoftmaxCrossEntropyLoss, Trainer};
+use ember::{Activation, Block, Dense, Init, Optimizer, Sequential, SoftmaxCrossEntropyLoss};
 use ember_datasets::DataLoader;
 use ember_trainer::evaluate::accuracy;
 use ember_trainer::fit::Fit;
@@ -25,7 +25,7 @@ fn an_mlp_learns_fashion_mnist_format_data_from_idx_files() {
         .add(Dense::new(256).activation(Activation::Relu))
         .add(Dense::new(10))
         .initialize(Init::Normal(0.01), &device);
-    let trainer = Trainer::new(&net, "sgd", 0.1).unwrap();
+    let trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
     let mut loader = DataLoader::new(train, 64).unwrap().shuffle(5).prefetch(4);
     let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, &device)
         .policy(Window(2))

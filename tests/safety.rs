@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use burn::prelude::*;
 use common::cli::{ember, fails_with, succeeds, text};
 use common::fashion::{fashion_like, write_idx_gz};
-use ember::{Block, Dense, Init, L2Loss, Sequential, Trainer};
+use ember::{Block, Dense, Init, L2Loss, Optimizer, Sequential};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs};
 
@@ -409,7 +409,7 @@ fn the_warm_up_leaves_the_first_batchs_loss_independent_of_the_learning_rate() {
             .add(Dense::new(16))
             .add(Dense::new(1))
             .initialize(Init::default(), &device);
-        let trainer = Trainer::new(&net, "sgd", lr).unwrap();
+        let trainer = Optimizer::new(&net, "sgd", lr).unwrap();
         let mut data = SyntheticEpochs::new(Synthetic::chapter(32, 8, 3), 3);
         let run = Fit::new(net, L2Loss, trainer, &device)
             .run(&mut data)
@@ -804,7 +804,7 @@ fn a_library_run_with_adam_dropout_and_batchnorm_resumes_from_any_checkpoint_to_
     use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
 
     let device = Device::flex().autodiff();
-    let build = || -> (Sequential, Trainer) {
+    let build = || -> (Sequential, Optimizer) {
         device.seed(5);
         let net: Sequential = Sequential::new()
             .add(Dense::new(32).activation(Activation::Relu))
@@ -812,7 +812,7 @@ fn a_library_run_with_adam_dropout_and_batchnorm_resumes_from_any_checkpoint_to_
             .add(Dropout::new(0.5))
             .add(Dense::new(1))
             .initialize(Init::default(), &device);
-        let trainer = Trainer::new(&net, "adam", 0.01).unwrap();
+        let trainer = Optimizer::new(&net, "adam", 0.01).unwrap();
         (net, trainer)
     };
     let data = || SyntheticEpochs::new(Synthetic::chapter(16, 8, 1), 6);

@@ -1,5 +1,5 @@
 //! Gluon's losses. Each returns **one value per example** (shape `[batch]`), averaged over the
-//! non-batch axes; `backward` on that vector sums it, and [`Trainer::step`](crate::Trainer::step)
+//! non-batch axes; `backward` on that vector sums it, and [`Optimizer::step`](crate::Optimizer::step)
 //! divides by the batch size, as in Gluon.
 //!
 //! ```

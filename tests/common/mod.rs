@@ -6,7 +6,7 @@ pub mod fashion;
 pub mod memory;
 
 use burn::prelude::*;
-use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Sequential, Trainer};
+use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Optimizer, Sequential};
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::fit::{BatchSource, Fit};
 use ember_trainer::policy::SyncPolicy;
@@ -61,7 +61,7 @@ pub fn run(
 ) -> ember::Result<Trace> {
     let device = device.clone().autodiff();
     let net = net.initialize(Init::default(), &device);
-    let trainer = Trainer::new(&net, "sgd", lr)?;
+    let trainer = Optimizer::new(&net, "sgd", lr)?;
     Fit::new(net, L2Loss, trainer, &device)
         .policy(policy)
         .run(data)
