@@ -4,6 +4,9 @@ Each round runs every configuration once, each in a fresh process, in an order t
 from round to round. The workloads are written once, in bench/peers/workloads.py:
   chapter-barrier, chapter-none  the chapter's epoch (150 x 1024 x 512, MLP 512-2048-512-1,
                                  SGD), a barrier on every batch or none
+  chapter-t+2                    the same under ember's t+2 policy (batch t starts after t-2
+                                 finished); the peers have no such policy, so only ember (and
+                                 --before) run it
   mlp                            d2l's Fashion-MNIST MLP (784-256-10, batch 256, SGD 0.1)
   lenet                          d2l's LeNet on Fashion-MNIST (batch 256, SGD 0.9)
 ember runs as a user runs it: `ember train` with no `--device` (the CPU default `auto`
@@ -35,7 +38,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
 TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
-WORKLOADS = ["chapter-barrier", "chapter-none", "mlp", "lenet"]
+WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet"]
 
 
 def commands(workload, a):
@@ -49,10 +52,11 @@ def commands(workload, a):
         sync = workload.split("-")[1]
         flags = ["chapter", "--sync", sync]
         runs = {name: cmd + ["--sync", sync, "--epochs", "1"] for name, cmd in embers.items()}
-        runs |= {
-            "pytorch": peer("torch_peer.py") + flags,
-            "jax": peer("jax_peer.py") + flags,
-        }
+        if sync in ("barrier", "none"):
+            runs |= {
+                "pytorch": peer("torch_peer.py") + flags,
+                "jax": peer("jax_peer.py") + flags,
+            }
         if sync == "barrier":
             runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + a.ember_args
         return runs

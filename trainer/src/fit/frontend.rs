@@ -54,17 +54,17 @@ where
         at.saturating_duration_since(self.start).as_secs_f64()
     }
 
-    /// Runs epoch `epoch` from batch `first` on, a resumed run's records of it being
-    /// `carried`; adds its records to the trace. Returns whether a signal stopped it.
+    /// Runs epoch `epoch` from the run's next batch on (0, unless a resumed run stopped inside
+    /// it, whose records of it so far are `carried`); adds its records to the trace. Returns
+    /// whether a signal stopped it.
     pub(super) fn epoch(
         &mut self,
         data: &mut dyn BatchSource,
         epoch: usize,
-        first: usize,
         carried: Vec<BatchRecord>,
     ) -> Result<bool> {
         let mut current = Epoch::begin(epoch, carried);
-        self.issue_epoch(data, first, &mut current)?;
+        self.issue_epoch(data, self.at.next_batch, &mut current)?;
         current.flight.wait_all()?;
         let end = Instant::now();
         let rss_after = current.sample_rss();

@@ -290,12 +290,7 @@ where
         frontend.start = Instant::now();
         let mut carried = start.carried;
         for epoch in frontend.at.epoch..self.epochs {
-            let first = if epoch == frontend.at.epoch {
-                frontend.at.next_batch
-            } else {
-                0
-            };
-            if frontend.epoch(data, epoch, first, std::mem::take(&mut carried))? {
+            if frontend.epoch(data, epoch, std::mem::take(&mut carried))? {
                 break;
             }
         }
