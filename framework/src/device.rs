@@ -1,4 +1,4 @@
-//! Devices by name: `auto`, `wgpu`, `flex`, `ndarray`.
+//! Devices by name: `auto`, `wgpu`, `flex`, `ndarray`, and `cuda` where the build has it.
 //!
 //! ```
 //! use ember::device::DeviceName;
@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// A device as a user names it on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DeviceName {
-    /// wgpu on a GPU card, otherwise flex.
+    /// cuda on an NVIDIA card where the build has it, else wgpu on a GPU card, else flex.
     Auto,
     /// burn's wgpu backend: asynchronous, on a GPU or on lavapipe.
     Wgpu,
@@ -27,11 +27,19 @@ pub enum DeviceName {
     /// A device of another process or machine through burn-remote, named with its address in
     /// a device list (`remote:ws://host:port`, see [`crate::device_list`]).
     Remote,
+    /// burn's CUDA backend on an NVIDIA card, with the `cuda` feature ([`crate::cuda`]).
+    Cuda,
 }
 
 impl DeviceName {
     /// Every name, in the order `ember devices` lists them.
-    pub const ALL: [DeviceName; 4] = [Self::Auto, Self::Wgpu, Self::Flex, Self::Ndarray];
+    pub const ALL: [DeviceName; 5] = [
+        Self::Auto,
+        Self::Wgpu,
+        Self::Flex,
+        Self::Ndarray,
+        Self::Cuda,
+    ];
 
     /// The name as typed.
     pub fn as_str(self) -> &'static str {
@@ -41,35 +49,30 @@ impl DeviceName {
             Self::Flex => "flex",
             Self::Ndarray => "ndarray",
             Self::Remote => "remote",
+            Self::Cuda => "cuda",
         }
     }
 
-    /// Opens the device. `auto` picks the fastest: wgpu on a GPU card, otherwise flex (a
-    /// software adapter such as lavapipe computes on the same CPU cores, far slower than
-    /// flex), and says why in [`PickedDevice::reason`]. Asking for `wgpu` with no adapter is
-    /// [`Error::NoWgpuAdapter`].
+    /// Opens the device. `auto` picks the fastest: cuda on an NVIDIA card where the build has
+    /// it (burn's fastest backend there), else wgpu on a GPU card, otherwise flex (a software
+    /// adapter such as lavapipe computes on the same CPU cores, far slower than flex), and
+    /// says why in [`PickedDevice::reason`]. Asking for `wgpu` with no adapter is
+    /// [`Error::NoWgpuAdapter`]; for `cuda`, see [`crate::cuda::open`].
     pub fn resolve(self) -> Result<PickedDevice> {
         match self {
-            Self::Auto => Ok(match wgpu_adapter_info() {
-                Some((adapter, true)) => PickedDevice {
-                    name: Self::Wgpu,
-                    device: Device::wgpu(DeviceKind::DefaultDevice),
-                    reason: format!("auto: picked wgpu, GPU adapter {adapter} found"),
+            Self::Auto => Ok(
+                match crate::cuda::cards().ok().and_then(|c| c.into_iter().next()) {
+                    Some(card) => PickedDevice {
+                        reason: format!(
+                            "auto: picked cuda, NVIDIA card {card} found (burn's CUDA backend, \
+                         faster there than wgpu)"
+                        ),
+                        ..crate::cuda::open(card.index, "cuda")?
+                    },
+                    None => auto_without_cuda(),
                 },
-                Some((adapter, false)) => PickedDevice {
-                    name: Self::Flex,
-                    device: Device::flex(),
-                    reason: format!(
-                        "auto: picked flex; the only wgpu adapter, {adapter}, is a software \
-                         rasterizer on these CPU cores, where flex is faster"
-                    ),
-                },
-                None => PickedDevice {
-                    name: Self::Flex,
-                    device: Device::flex(),
-                    reason: "auto: picked flex, no wgpu adapter found".to_string(),
-                },
-            }),
+            ),
+            Self::Cuda => crate::cuda::open(0, "cuda"),
             Self::Wgpu => {
                 let adapter = wgpu_adapter().ok_or(Error::NoWgpuAdapter)?;
                 Ok(PickedDevice {
@@ -116,6 +119,30 @@ impl FromStr for DeviceName {
     }
 }
 
+/// `auto` without a CUDA card: wgpu on a GPU card, otherwise flex.
+fn auto_without_cuda() -> PickedDevice {
+    match wgpu_adapter_info() {
+        Some((adapter, true)) => PickedDevice {
+            name: DeviceName::Wgpu,
+            device: Device::wgpu(DeviceKind::DefaultDevice),
+            reason: format!("auto: picked wgpu, GPU adapter {adapter} found"),
+        },
+        Some((adapter, false)) => PickedDevice {
+            name: DeviceName::Flex,
+            device: Device::flex(),
+            reason: format!(
+                "auto: picked flex; the only wgpu adapter, {adapter}, is a software \
+                 rasterizer on these CPU cores, where flex is faster"
+            ),
+        },
+        None => PickedDevice {
+            name: DeviceName::Flex,
+            device: Device::flex(),
+            reason: "auto: picked flex, no wgpu adapter found".to_string(),
+        },
+    }
+}
+
 /// A device that was opened, with the name it resolved to and why.
 #[derive(Debug, Clone)]
 pub struct PickedDevice {
@@ -152,6 +179,7 @@ impl PickedDevice {
     pub fn on_cpu(&self) -> bool {
         match self.name {
             DeviceName::Wgpu => !wgpu_adapter_info().is_some_and(|(_, card)| card),
+            DeviceName::Cuda => false,
             _ => true,
         }
     }

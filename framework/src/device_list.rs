@@ -8,7 +8,8 @@
 //!   `Device::wgpu_options().setup(..)`): several devices on one lavapipe, or on one card.
 //! - `remote:ws://HOST:PORT` is device 0 of a burn-remote WebSocket server (`ember serve`
 //!   runs one), with the `remote` cargo feature.
-//! - `cuda:N` is refused with the reason: this build has no CUDA backend ([`Error::NotBuilt`]).
+//! - `cuda:N` is the N-th CUDA card, with the `cuda` cargo feature ([`crate::cuda`]); a build
+//!   without it refuses `cuda` with the reason ([`Error::NotBuilt`]).
 //!
 //! ```
 //! use ember::device_list::DeviceList;
@@ -26,16 +27,6 @@ use burn::tensor::{Device, DeviceType};
 
 use crate::device::{DeviceName, PickedDevice, wgpu_adapter_info};
 use crate::error::{Error, Result};
-
-/// `cuda` on this build: what burn 0.22's CUDA backend needs at build time.
-pub fn cuda_missing(device: &str) -> Error {
-    Error::NotBuilt {
-        device: device.to_string(),
-        backend: "CUDA",
-        why: "burn 0.22's `cuda` feature builds tracel-llvm-bundler, whose build script \
-              downloads LLVM from github.com, which ember's build machines cannot reach",
-    }
-}
 
 /// `remote:` on a build without ember's `remote` feature.
 pub fn remote_missing(device: &str) -> Error {
@@ -93,8 +84,8 @@ impl FromStr for DeviceSpec {
             Some((name, index)) => (name, Some(index)),
             None => (s.trim(), None),
         };
-        if name.eq_ignore_ascii_case("cuda") {
-            return Err(cuda_missing(s.trim()));
+        if name.trim().eq_ignore_ascii_case("cuda") && !crate::cuda::BUILT {
+            return Err(crate::cuda::not_built(s.trim()));
         }
         let name: DeviceName = name.parse()?;
         let index = index
@@ -112,7 +103,7 @@ impl FromStr for DeviceSpec {
             })
             .transpose()?;
         if let Some(index @ 1..) = index
-            && name != DeviceName::Wgpu
+            && !matches!(name, DeviceName::Wgpu | DeviceName::Cuda)
         {
             return Err(Error::InvalidValue {
                 name: "device",
@@ -169,8 +160,9 @@ impl DeviceList {
     ///
     /// # Errors
     /// [`Error::NoWgpuAdapter`] for wgpu on a machine without an adapter,
-    /// [`Error::InvalidValue`] naming a `wgpu:N` beyond this machine's adapters, or wgpu's
-    /// error when it cannot make a device.
+    /// [`Error::InvalidValue`] naming a `wgpu:N` or `cuda:N` beyond this machine's adapters or
+    /// cards, [`Error::NoCudaDriver`] for cuda without the NVIDIA driver, or wgpu's error when
+    /// it cannot make a device.
     pub fn open(&self) -> Result<Vec<PickedDevice>> {
         let plain_wgpu = self
             .0
@@ -190,6 +182,9 @@ impl DeviceList {
                     .next()
                     .ok_or_else(|| Error::Execution("fewer wgpu devices than asked".to_string())),
                 (DeviceName::Remote, _) => remote_device(spec),
+                (DeviceName::Cuda, index) => {
+                    crate::cuda::open(index.unwrap_or(0), &spec.to_string())
+                }
                 (name, _) => name.resolve(),
             })
             .collect()

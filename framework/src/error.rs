@@ -69,7 +69,7 @@ pub enum Error {
         layers: Vec<String>,
     },
     /// A device name that ember does not know.
-    #[error("unknown device '{0}': expected one of auto, wgpu, flex, ndarray")]
+    #[error("unknown device '{0}': expected one of auto, wgpu, flex, ndarray, cuda")]
     UnknownDevice(String),
     /// A device this build of ember was compiled without.
     #[error("{device}: this build of ember has no {backend} backend: {why}")]
@@ -80,6 +80,12 @@ pub enum Error {
         backend: &'static str,
         /// Why this build lacks it.
         why: &'static str,
+    },
+    /// burn's CUDA backend is built in, but the NVIDIA driver's library cannot be loaded.
+    #[error("no NVIDIA driver: none of {} could be loaded", looked_for.join(", "))]
+    NoCudaDriver {
+        /// The library names cudarc tried.
+        looked_for: Vec<String>,
     },
     /// A remote device whose server could not be reached.
     #[error("cannot connect to {device}: {reason}")]

@@ -1,5 +1,5 @@
-//! `ember devices`: each device, whether it opens here (cuda too, which this build lacks), and
-//! what `auto` picks.
+//! `ember devices`: each device, whether it opens here (cuda too: whether this build has it,
+//! whether the NVIDIA driver is there, and each card), and what `auto` picks.
 
 use ember::DeviceName;
 
@@ -10,8 +10,17 @@ pub fn run() -> anyhow::Result<()> {
             Err(err) => say!("{name:<8} unusable  {}", explain(&err)),
         }
     }
-    let cuda = ember::device_list::cuda_missing("cuda");
-    say!("cuda     unusable  {}", explain(&cuda));
+    match ember::cuda::cards() {
+        Ok(cards) if cards.is_empty() => {
+            say!("cuda     unusable  the NVIDIA driver is there, but it reports no CUDA card")
+        }
+        Ok(cards) => {
+            for card in cards {
+                say!("cuda     usable    {card}");
+            }
+        }
+        Err(err) => say!("cuda     unusable  {}", explain(&err)),
+    }
     let auto = DeviceName::Auto.resolve()?;
     say!("auto     -> {}    {}", auto.name, auto.reason);
     Ok(())
@@ -33,7 +42,15 @@ pub fn advice(err: &ember::Error) -> Option<&'static str> {
         ),
         ember::Error::NotBuilt {
             backend: "CUDA", ..
-        } => Some("On NVIDIA cards use wgpu (Vulkan): `--device wgpu`"),
+        } => Some(
+            "Build ember with it: `scripts/install-cuda-llvm.sh`, then `cargo build --release \
+             --features ember-trainer/cuda`; or, on an NVIDIA card, use wgpu (Vulkan): \
+             `--device wgpu`",
+        ),
+        ember::Error::NoCudaDriver { .. } => Some(
+            "Install the NVIDIA driver (CUDA 12 or 13), or use another device: `--device wgpu` \
+             or `--device flex`",
+        ),
         ember::Error::Unreachable { .. } => {
             Some("Is `ember serve` running there, and listening on that port?")
         }
