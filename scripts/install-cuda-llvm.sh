@@ -27,13 +27,15 @@ fail() { printf 'install-cuda-llvm: %s\n' "$*" >&2; exit 1; }
 # What the bundler's build asks of the install: an LLVM 23.1 llvm-config that runs, lists the
 # NVPTX backend's libraries, and whose library and header directories hold what it names.
 check() {
-    local config="$1/bin/llvm-config" libdir
+    local config="$1/bin/llvm-config" libdir libs
     [ -x "$config" ] || { echo "no executable $config"; return 1; }
     case "$("$config" --version)" in 23.1.*) ;; *) echo "$config is not LLVM 23.1"; return 1 ;; esac
     "$config" --link-static --targets-built | tr ' ' '\n' | grep -qx NVPTX ||
         { echo "the NVPTX target is missing (mlc-llvm-static-extra-targets)"; return 1; }
-    libdir="$("$config" --link-static --libdir)"
-    for lib in $("$config" --link-static --libs); do
+    libdir="$("$config" --link-static --libdir)" || { echo "llvm-config --libdir failed"; return 1; }
+    # llvm-config itself fails when an archive it names is missing.
+    libs="$("$config" --link-static --libs 2>&1)" || { echo "$libs"; return 1; }
+    for lib in $libs; do
         [ -f "$libdir/lib${lib#-l}.a" ] || { echo "$libdir/lib${lib#-l}.a is missing"; return 1; }
     done
     [ -f "$("$config" --includedir)/llvm-c/Target.h" ] || { echo "llvm-c/Target.h is missing"; return 1; }
