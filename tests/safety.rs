@@ -467,6 +467,53 @@ fn a_closed_stdout_ends_the_program_quietly() {
     assert!(stderr.is_empty(), "{stderr}");
 }
 
+/// `ember train … --save m --metrics m.csv | head -1`: the reader goes away after the first
+/// line, and the run still trains to the end and writes both (b70e607 exited 0 at the first
+/// line it could not print, with neither written).
+#[test]
+fn a_closed_stdout_stops_the_printing_not_the_saving() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("m.safetensors");
+    let metrics = dir.path().join("m.csv");
+    let mut child = spawn(&[
+        "train",
+        "--device",
+        "flex",
+        "--batches",
+        "120",
+        "--batch-size",
+        "64",
+        "--features",
+        "16",
+        "--hidden",
+        "8",
+        "--epochs",
+        "2",
+        "--save",
+        save.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    drop(stdout);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let bytes = std::fs::read(&save).expect("--save written after stdout closed");
+    let saved = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    assert!(saved.names().iter().any(|n| n.ends_with("weight")));
+    let trace = std::fs::read_to_string(&metrics).expect("--metrics written");
+    // Both epochs' batches: the run went on to the end.
+    assert_eq!(
+        trace.lines().count(),
+        1 + 2 * 120,
+        "{}",
+        &trace[..200.min(trace.len())]
+    );
+}
+
 #[test]
 fn empty_training_and_test_sets_are_errors_naming_the_data() {
     let dir = tempfile::tempdir().unwrap();

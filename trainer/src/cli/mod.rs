@@ -5,24 +5,31 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use ember_trainer::signals::Signal;
 
-/// `println!` for the CLI's output: a closed stdout (`ember train | head -1`) ends the program
-/// quietly, with the temporaries of any write in flight removed.
+/// `println!` for the CLI's output. A closed stdout (`ember train | head -1`) stops the
+/// printing, not the work: the run goes on and writes `--save`, `--metrics` and its
+/// checkpoints, and the exit status says whether they were written.
 macro_rules! say {
     ($($arg:tt)*) => {
         $crate::cli::say(format_args!($($arg)*))
     };
 }
 
+/// Set once stdout is a broken pipe: nothing is printed after that.
+static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub(crate) fn say(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
+    use std::sync::atomic::Ordering;
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let written = out
         .write_fmt(line)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
     if written.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
-        ember::output::remove_temporaries();
-        std::process::exit(0);
+        STDOUT_GONE.store(true, Ordering::Relaxed);
     }
 }
 
