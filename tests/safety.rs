@@ -444,7 +444,7 @@ fn sizes_that_cannot_fit_in_memory_are_errors_naming_the_flag() {
 
 #[test]
 fn a_closed_stdout_ends_the_program_quietly() {
-    let mut child = spawn(&[
+    let child = spawn(&[
         "train",
         "--device",
         "flex",
@@ -457,14 +457,19 @@ fn a_closed_stdout_ends_the_program_quietly() {
         "--hidden",
         "8",
     ]);
+    let output = after_the_first_line(child);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+/// `child | head -1`: reads the first line of its output, closes the pipe, and waits for it.
+fn after_the_first_line(mut child: Child) -> std::process::Output {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
     drop(stdout);
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(stderr.is_empty(), "{stderr}");
+    child.wait_with_output().unwrap()
 }
 
 /// `ember train … --save m --metrics m.csv | head -1`: the reader goes away after the first
@@ -475,7 +480,7 @@ fn a_closed_stdout_stops_the_printing_not_the_saving() {
     let dir = tempfile::tempdir().unwrap();
     let save = dir.path().join("m.safetensors");
     let metrics = dir.path().join("m.csv");
-    let mut child = spawn(&[
+    let child = spawn(&[
         "train",
         "--device",
         "flex",
@@ -494,11 +499,7 @@ fn a_closed_stdout_stops_the_printing_not_the_saving() {
         "--metrics",
         metrics.to_str().unwrap(),
     ]);
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    drop(stdout);
-    let output = child.wait_with_output().unwrap();
+    let output = after_the_first_line(child);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(0), "{stderr}");
     let bytes = std::fs::read(&save).expect("--save written after stdout closed");

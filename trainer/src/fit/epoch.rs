@@ -100,7 +100,7 @@ impl Epoch {
     }
 
     /// The epoch's row, from its batches, once they are all done at `end` with RSS
-    /// `rss_after`.
+    /// `rss_after` (sampled with [`Epoch::sample_rss`], so the peak includes it).
     pub(super) fn record(
         &self,
         policy: &PolicyKind,
@@ -118,7 +118,7 @@ impl Epoch {
             issue_time: (self.last_issue - self.start).as_secs_f64(),
             rss_before: self.rss_before,
             increased_mb: mb(rss_after as f64 - self.rss_before as f64),
-            peak_growth_mb: mb(self.peak_rss.max(rss_after) as f64 - self.rss_before as f64),
+            peak_growth_mb: mb(self.peak_rss as f64 - self.rss_before as f64),
             peak_pool_mb: self.peak_pool.map(|p| mb(p as f64)),
             mean_loss: losses / records.len().max(1) as f64,
             max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
