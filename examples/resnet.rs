@@ -9,119 +9,24 @@
 
 #[path = "common/d2l.rs"]
 mod d2l;
+#[path = "common/residual.rs"]
+mod residual;
 
-use burn::prelude::*;
-use ember::{
-    Activation, BatchNorm, Block, Conv2D, Dense, GlobalAvgPool2D, Init, NdTensor, Result,
-    Sequential,
-};
-
-// class Residual(nn.Block):
-//     def __init__(self, num_channels, use_1x1conv=False, strides=1, **kwargs):
-//         super().__init__(**kwargs)
-//         self.conv1 = nn.Conv2D(num_channels, kernel_size=3, padding=1, strides=strides)
-//         self.conv2 = nn.Conv2D(num_channels, kernel_size=3, padding=1)
-//         self.conv3 = nn.Conv2D(num_channels, kernel_size=1, strides=strides) if use_1x1conv else None
-//         self.bn1 = nn.BatchNorm()
-//         self.bn2 = nn.BatchNorm()
-//
-//     def forward(self, X):
-//         Y = npx.relu(self.bn1(self.conv1(X)))
-//         Y = self.bn2(self.conv2(Y))
-//         if self.conv3:
-//             X = self.conv3(X)
-//         return npx.relu(Y + X)
-#[derive(Module, Debug)]
-struct Residual {
-    conv1: Conv2D,
-    conv2: Conv2D,
-    conv3: Option<Conv2D>,
-    bn1: BatchNorm,
-    bn2: BatchNorm,
-}
-
-impl Residual {
-    fn new(num_channels: usize, use_1x1conv: bool, strides: usize) -> Self {
-        Self {
-            conv1: Conv2D::new(num_channels, 3).padding(1).strides(strides),
-            conv2: Conv2D::new(num_channels, 3).padding(1),
-            conv3: use_1x1conv.then(|| Conv2D::new(num_channels, 1).strides(strides)),
-            bn1: BatchNorm::new(),
-            bn2: BatchNorm::new(),
-        }
-    }
-}
-
-impl Block for Residual {
-    /// # Shapes
-    /// `[batch, channels, height, width]` → `[batch, num_channels, height / strides, width / strides]`
-    fn forward(&self, x: NdTensor) -> NdTensor {
-        let y = Activation::Relu.forward(self.bn1.forward(self.conv1.forward(x.clone())));
-        let y: Tensor<4> = self.bn2.forward(self.conv2.forward(y)).rank();
-        let x: Tensor<4> = match &self.conv3 {
-            Some(conv3) => conv3.forward(x).rank(),
-            None => x.rank(),
-        };
-        Activation::Relu.apply(y + x).into()
-    }
-
-    /// `net.initialize(...)` reaches every child: a block that holds ember layers passes
-    /// `init` and `device` on to each of them.
-    fn initialize(self, init: Init, device: &Device) -> Self {
-        Self {
-            conv1: self.conv1.initialize(init, device),
-            conv2: self.conv2.initialize(init, device),
-            conv3: self.conv3.map(|conv3| conv3.initialize(init, device)),
-            bn1: self.bn1.initialize(init, device),
-            bn2: self.bn2.initialize(init, device),
-        }
-    }
-
-    /// Gluon infers each child's input size at the first forward; in ember a block that holds
-    /// layers with deferred sizes passes the example through them in `infer`, once.
-    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
-        let (conv1, y) = self.conv1.infer(x.clone())?;
-        let (bn1, y) = self.bn1.infer(y)?;
-        let (conv2, y) = self.conv2.infer(Activation::Relu.forward(y))?;
-        let (bn2, _) = self.bn2.infer(y)?;
-        let conv3 = match self.conv3 {
-            Some(conv3) => Some(conv3.infer(x.clone())?.0),
-            None => None,
-        };
-        let block = Self {
-            conv1,
-            conv2,
-            conv3,
-            bn1,
-            bn2,
-        };
-        let y = block.forward(x);
-        Ok((block, y))
-    }
-}
+use ember::{Block, Init};
 
 fn main() -> anyhow::Result<()> {
     let args = d2l::args(3)?;
     let device = &args.device;
 
-    // A small ResNet for 28×28 images, sized for a CPU (d2l's ResNet-18 has 64 to 512
-    // channels):
-    // net = nn.Sequential()
-    // net.add(nn.Conv2D(8, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation('relu'),
-    //         Residual(8), Residual(16, use_1x1conv=True, strides=2),
-    //         nn.GlobalAvgPool2D(), nn.Dense(10))
-    let net: Sequential<Residual> = Sequential::new()
-        .add(Conv2D::new(8, 3).padding(1))
-        .add(BatchNorm::new())
-        .add(Activation::Relu)
-        .add_block(Residual::new(8, false, 1))
-        .add_block(Residual::new(16, true, 2))
-        .add(GlobalAvgPool2D::new())
-        .add(Dense::new(10));
+    // A small ResNet for 28×28 images, sized for a CPU.
+    let net = residual::small_resnet();
     let net = net.initialize(Init::Xavier, device);
 
     // d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr=0.05)
     let run = d2l::train(net, &args.dir, device, args.epochs, 0.05, 256)?;
     println!("{}", run.net.summary());
+    // net.export('resnet'): the trained network as ONNX, for ONNX Runtime and others.
+    run.net.export("resnet.onnx", &[1, 28, 28])?;
+    println!("exported to resnet.onnx");
     Ok(())
 }

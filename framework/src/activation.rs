@@ -87,6 +87,13 @@ impl FromStr for Activation {
 }
 
 impl Block for Activation {
+    fn describe(
+        &self,
+        graph: &mut crate::onnx::OnnxGraph,
+        x: crate::onnx::Value,
+    ) -> crate::error::Result<crate::onnx::Value> {
+        Ok(self.onnx(graph, &x))
+    }
     /// # Shapes
     /// Any input; the output has its shape.
     fn forward(&self, x: NdTensor) -> NdTensor {

@@ -40,6 +40,7 @@ use burn::tensor::Device;
 use crate::error::{Error, Result};
 use crate::init::{Init, Reinitializer};
 use crate::ndtensor::NdTensor;
+use crate::onnx::{OnnxGraph, Value};
 use crate::params::ParamDict;
 
 /// A piece of a network: a layer, a container or a user's own module.
@@ -116,6 +117,33 @@ pub trait Block: Module + ModuleDisplay + Sized {
     /// A printable table of the parameters and the total count.
     fn summary(&self) -> String {
         self.collect_params().to_string()
+    }
+
+    /// Writes the block into an ONNX graph, for [`Block::export`]: adds its nodes and
+    /// parameters to `graph` and returns the value of its output for the input `x`. ember's
+    /// layers and `Sequential` describe themselves; a block of one's own describes each child
+    /// inside [`OnnxGraph::child`] (so that its parameters keep their names) and joins them
+    /// with ONNX operators ([`OnnxGraph::node`]). The default is an error naming the block.
+    ///
+    /// # Errors
+    /// [`Error::NotExportable`] for a block that does not describe itself; the error of a
+    /// child that cannot be described.
+    fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
+        let _ = (graph, x);
+        let name = std::any::type_name::<Self>();
+        let name = name.split('<').next().unwrap_or(name);
+        Err(Error::NotExportable {
+            block: name.rsplit("::").next().unwrap_or(name).to_string(),
+        })
+    }
+
+    /// Gluon's `export`: writes the network as an ONNX model for examples of shape `example`
+    /// (the batch axis left out: it stays dynamic). See [`crate::onnx`].
+    ///
+    /// # Errors
+    /// As [`crate::onnx::export`].
+    fn export(&self, path: impl AsRef<std::path::Path>, example: &[usize]) -> Result<()> {
+        crate::onnx::export(self, example, path)
     }
 
     /// Gluon's `save_parameters`: see [`crate::params::save_parameters`].

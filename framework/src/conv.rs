@@ -221,6 +221,10 @@ macro_rules! conv_builders {
             self.options.channels
         }
 
+        pub(crate) fn activation_fn(&self) -> Option<Activation> {
+            self.options.activation
+        }
+
         fn activate(&self, y: NdTensor) -> NdTensor {
             match self.options.activation {
                 Some(activation) => activation.forward(y),
@@ -265,6 +269,7 @@ impl Conv2D {
 }
 
 impl Block for Conv2D {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - input: `[batch, in_channels, height, width]`
     /// - output: `[batch, channels, out_height, out_width]`, with
@@ -350,6 +355,7 @@ impl Conv1D {
 }
 
 impl Block for Conv1D {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - input: `[batch, in_channels, width]`
     /// - output: `[batch, channels, out_width]`, with

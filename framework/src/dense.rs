@@ -103,6 +103,14 @@ impl Dense {
         self.linear.get()
     }
 
+    pub(crate) fn activation_fn(&self) -> Option<Activation> {
+        self.activation
+    }
+
+    pub(crate) fn flattens(&self) -> bool {
+        self.flatten
+    }
+
     fn build(&self, in_units: usize, device: &Device) -> Linear {
         LinearConfig::new(in_units, self.units)
             .with_bias(self.use_bias)
@@ -111,6 +119,7 @@ impl Dense {
 }
 
 impl Block for Dense {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - with `flatten(true)` (the default): input `[batch, d1, d2, …]`, output
     ///   `[batch, units]`;

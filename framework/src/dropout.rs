@@ -53,6 +53,7 @@ impl Dropout {
 }
 
 impl Block for Dropout {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// Any input; the output has its shape.
     fn forward(&self, x: NdTensor) -> NdTensor {

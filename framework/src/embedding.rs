@@ -48,6 +48,7 @@ impl Embedding {
 }
 
 impl Block for Embedding {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - input: `[batch]` or `[batch, steps]` of indices in `0..input_dim`
     /// - output: `[batch, output_dim]` or `[batch, steps, output_dim]`

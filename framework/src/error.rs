@@ -170,6 +170,16 @@ pub enum Error {
         /// What went wrong there.
         source: Box<Error>,
     },
+    /// A block asked to describe itself as ONNX that cannot (a user's block without
+    /// [`Block::describe`](crate::Block::describe)).
+    #[error(
+        "{block} cannot be exported to ONNX: it does not describe itself (implement \
+         Block::describe for it, describing each child inside OnnxGraph::child)"
+    )]
+    NotExportable {
+        /// The block's type.
+        block: String,
+    },
     /// A path that cannot take an output file: a device, a FIFO, a directory, an unwritable
     /// directory.
     #[error("cannot write {path}: {what}")]

@@ -19,6 +19,7 @@ use crate::ndtensor::NdTensor;
 pub struct Flatten;
 
 impl Block for Flatten {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - input: `[batch, d1, d2, …]`
     /// - output: `[batch, d1·d2·…]`

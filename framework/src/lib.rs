@@ -53,6 +53,7 @@ pub mod init;
 pub mod loss;
 pub mod ndtensor;
 pub mod norm;
+pub mod onnx;
 pub mod optimizer;
 pub mod output;
 pub mod params;

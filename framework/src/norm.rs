@@ -162,6 +162,7 @@ fn features(
 }
 
 impl Block for BatchNorm {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - input: `[batch, channels, …]` (rank 2 to 5)
     /// - output: the input's shape
@@ -256,6 +257,10 @@ impl LayerNorm {
         self.norm.get()
     }
 
+    pub(crate) fn epsilon_value(&self) -> f64 {
+        self.epsilon
+    }
+
     fn known_size(&self) -> Option<usize> {
         self.norm
             .get()
@@ -273,6 +278,7 @@ impl LayerNorm {
 }
 
 impl Block for LayerNorm {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - input: `[…, features]`
     /// - output: the input's shape

@@ -100,6 +100,7 @@ macro_rules! pool_layer {
         }
 
         impl Block for $name {
+            crate::onnx::describe_builtin!();
             /// # Shapes
             /// - input: `[batch, channels, height, width]`
             /// - output: `[batch, channels, out_height, out_width]`, with
@@ -208,6 +209,7 @@ impl GlobalAvgPool2D {
 }
 
 impl Block for GlobalAvgPool2D {
+    crate::onnx::describe_builtin!();
     /// # Shapes
     /// - input: `[batch, channels, height, width]`
     /// - output: `[batch, channels, 1, 1]`, as Gluon keeps it

@@ -36,6 +36,7 @@ use crate::block::Block;
 use crate::error::Result;
 use crate::init::Init;
 use crate::ndtensor::NdTensor;
+use crate::onnx::{OnnxGraph, Value};
 use crate::{
     Activation, AvgPool2D, BatchNorm, Conv1D, Conv2D, Dense, Dropout, Embedding, Flatten,
     GlobalAvgPool2D, LayerNorm, MaxPool2D,
@@ -122,6 +123,17 @@ impl<U: Block> Block for Sequential<U> {
 
     fn initialize(self, init: Init, device: &Device) -> Self {
         self.map_layers(|layer| layer.initialize(init, device))
+    }
+
+    /// Describes each child in turn under its index, as its parameters are named.
+    fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
+        let mut x = x;
+        for (index, layer) in self.layers.iter().enumerate() {
+            x = graph
+                .child(&index.to_string(), |graph| layer.describe(graph, x))
+                .map_err(|err| err.at_child(index))?;
+        }
+        Ok(x)
     }
 }
 
@@ -289,6 +301,10 @@ impl<U: Block> Block for Layer<U> {
 
     fn initialize(self, init: Init, device: &Device) -> Self {
         each_map!(self, inner => inner.initialize(init, device))
+    }
+
+    fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
+        each!(self, inner => inner.describe(graph, x))
     }
 }
 

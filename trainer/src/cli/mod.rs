@@ -52,6 +52,7 @@ mod chapter;
 mod child;
 mod compare;
 mod devices;
+mod export;
 mod list;
 mod model;
 mod output_paths;
@@ -75,6 +76,9 @@ enum Command {
     /// Train the chapter's MLP (or a model of --model on other data) under a sync policy, and
     /// print the book's lines.
     Train(train::TrainArgs),
+    /// Write a trained network (--load) as an ONNX model (--out) that ONNX Runtime, and other
+    /// runtimes that read ONNX, run without ember.
+    Export(export::ExportArgs),
     /// Run an experiment side by side and print medians and ratios.
     Bench(bench::BenchArgs),
     /// Run the same workload under several policies and plot how they compare.
@@ -90,6 +94,7 @@ pub fn run() -> ExitCode {
     let result = match cli.command {
         Command::Devices => devices::run(),
         Command::Train(args) => train::run(args),
+        Command::Export(args) => export::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Compare(args) => compare::run(args),

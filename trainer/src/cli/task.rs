@@ -53,14 +53,37 @@ impl Task {
         })
     }
 
-    /// Refuses sizes whose parameters, or one batch's data and activations, cannot fit in
-    /// this machine's memory, before anything is allocated; names the flag at fault.
-    pub fn check_memory(&self, workload: &Workload, model: &ModelSpec) -> anyhow::Result<()> {
-        let (example, outputs) = match self {
+    /// The network for this data: `--model`, or the chapter's MLP (`--hidden`) on synthetic
+    /// data and d2l's mlp:256 on other data.
+    pub fn model(
+        &self,
+        given: Option<ModelSpec>,
+        workload: &Workload,
+    ) -> anyhow::Result<ModelSpec> {
+        if given.is_some() && workload.synthetic_flags.contains(&"--hidden") {
+            bail!(
+                "--hidden is ignored when --model is given: put the sizes in --model mlp:H1,H2,…"
+            );
+        }
+        Ok(given.unwrap_or_else(|| match self {
+            Task::Synthetic => ModelSpec::Mlp(workload.hidden.clone()),
+            _ => ModelSpec::Mlp(vec![256]),
+        }))
+    }
+
+    /// The shape of one example (without the batch axis) and the network's number of outputs.
+    pub fn example_and_outputs(&self, workload: &Workload) -> (Vec<usize>, usize) {
+        match self {
             Task::Synthetic => (vec![workload.features], 1),
             Task::Classify { train, .. } => (train.shape().to_vec(), train.classes().unwrap_or(1)),
             Task::Regress { train } => (train.shape().to_vec(), train.outputs()),
-        };
+        }
+    }
+
+    /// Refuses sizes whose parameters, or one batch's data and activations, cannot fit in
+    /// this machine's memory, before anything is allocated; names the flag at fault.
+    pub fn check_memory(&self, workload: &Workload, model: &ModelSpec) -> anyhow::Result<()> {
+        let (example, outputs) = self.example_and_outputs(workload);
         let Some(available) = available_bytes() else {
             return Ok(());
         };

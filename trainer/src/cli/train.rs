@@ -81,10 +81,6 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
     let policy = args.sync.build()?;
     let epochs = positive("epochs", args.epochs)?;
-    let model = args.model;
-    if model.is_some() && workload.synthetic_flags.contains(&"--hidden") {
-        bail!("--hidden is ignored when --model is given: put the sizes in --model mlp:H1,H2,…");
-    }
     // Every output is checked before any work starts.
     let outputs = OutputPaths::check(
         args.load,
@@ -99,11 +95,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     if loss != task.loss() {
         return Err(wrong_loss(loss, &task, &workload.data));
     }
-    let model = model.unwrap_or(match task {
-        Task::Synthetic => ModelSpec::Mlp(workload.hidden.clone()),
-        // d2l's MLP unless --model says otherwise.
-        _ => ModelSpec::Mlp(vec![256]),
-    });
+    let model = task.model(args.model, &workload)?;
     task.check_memory(&workload, &model)?;
     let picked = workload.open_devices()?;
     for (index, device) in picked.iter().enumerate() {

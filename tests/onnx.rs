@@ -1,0 +1,432 @@
+//! ONNX export, checked by an independent client: each network is exported, read by ONNX's
+//! own checker (`onnx.checker.check_model`, full check) and run by ONNX Runtime on random
+//! inputs of batch 1 and 7, and its outputs compared with ember's inference outputs. CI
+//! installs the client (`scripts/install-onnx-check.sh`); without it these tests fail, never
+//! skip.
+
+mod common;
+
+#[path = "../examples/common/residual.rs"]
+mod residual;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use burn::prelude::*;
+use burn::tensor::Distribution;
+use ember::{
+    Activation, AvgPool2D, BatchNorm, Block, Conv1D, Conv2D, Dense, Dropout, Embedding, Error,
+    Flatten, GlobalAvgPool2D, Init, LayerNorm, MaxPool2D, NdTensor, Sequential,
+};
+
+/// The largest difference allowed between ember's and ONNX Runtime's outputs.
+const TOLERANCE: f32 = 1e-5;
+
+/// The Python that has `onnx` and `onnxruntime`.
+fn python() -> PathBuf {
+    let path = std::env::var_os("EMBER_ONNX_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap()).join(".cache/ember/onnx-venv/bin/python")
+        });
+    assert!(
+        path.exists(),
+        "{} not found: these tests need ONNX Runtime; run scripts/install-onnx-check.sh \
+         (.ci/run does)",
+        path.display()
+    );
+    path
+}
+
+/// Runs `tests/onnx/check.py` and returns the JSON it printed.
+fn check_py(args: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/onnx/check.py");
+    let output = Command::new(python())
+        .arg(script)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "check.py {args:?} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+fn write_f32(path: &Path, values: &[f32]) {
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// Exports `net` for examples of shape `example`, runs the file in ONNX Runtime on inputs of
+/// batch 1 and 7 made by `input`, and returns the largest difference from ember's outputs.
+fn largest_difference<B: Block>(
+    net: &B,
+    example: &[usize],
+    input: impl Fn(&[usize]) -> Vec<f32>,
+) -> f32 {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("net.onnx");
+    net.export(&model, example).unwrap();
+    let inference = net.valid();
+    let device = Device::flex();
+    let mut largest = 0.0f32;
+    for batch in [1, 7] {
+        let mut shape = vec![batch];
+        shape.extend(example);
+        let x = input(&shape);
+        let y = inference.forward(NdTensor::from_host(&x, &shape, &device).unwrap());
+        let expected_shape = y.dims();
+        let expected: Vec<f32> = y.flatten().into_data().try_to_vec::<f32>().unwrap();
+        let (x_path, y_path) = (dir.path().join("x.f32"), dir.path().join("y.f32"));
+        write_f32(&x_path, &x);
+        write_f32(&y_path, &expected);
+        let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+        let report = check_py(&[
+            "compare",
+            model.to_str().unwrap(),
+            x_path.to_str().unwrap(),
+            &dims.join(","),
+            y_path.to_str().unwrap(),
+        ]);
+        let got: Vec<usize> = serde_json::from_value(report["shape"].clone()).unwrap();
+        assert_eq!(got, expected_shape, "batch {batch}: output shapes");
+        assert_eq!(report["opset"], serde_json::json!([ember::onnx::OPSET]));
+        largest = largest.max(report["max_diff"].as_f64().unwrap() as f32);
+    }
+    eprintln!("largest difference from ONNX Runtime: {largest:e}");
+    largest
+}
+
+fn normal(shape: &[usize]) -> Vec<f32> {
+    let n: usize = shape.iter().product();
+    Tensor::<1>::random([n], Distribution::Normal(0.0, 1.0), &Device::flex())
+        .into_data()
+        .try_to_vec::<f32>()
+        .unwrap()
+}
+
+/// Trains `net` in training mode for a few batches on an autodiff device, so that BatchNorm's
+/// running statistics are far from their start (0 and 1) and export must carry them.
+fn with_running_statistics<B: Block>(net: B, example: &[usize]) -> B {
+    let device = Device::flex().autodiff();
+    let mut shape = vec![16];
+    shape.extend(example);
+    let net = net.to_device(&device);
+    for _ in 0..3 {
+        let x = normal(&shape)
+            .iter()
+            .map(|v| 3.0 * v + 2.0)
+            .collect::<Vec<_>>();
+        let _ = net.forward(NdTensor::from_host(&x, &shape, &device).unwrap());
+    }
+    net
+}
+
+fn built<B: Block>(net: B, example: &[usize]) -> B {
+    built_with(net, example, normal)
+}
+
+#[test]
+fn the_chapters_mlp_runs_in_onnx_runtime_as_in_ember() {
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(2048).activation(Activation::Relu))
+        .add(Dense::new(512).activation(Activation::Relu))
+        .add(Dense::new(1));
+    let net = built(net, &[512]);
+    assert!(largest_difference(&net, &[512], normal) < TOLERANCE);
+}
+
+fn lenet(activation: Activation, max_pool: bool) -> Sequential {
+    let pool = |net: Sequential| match max_pool {
+        true => net.add(MaxPool2D::new(2)),
+        false => net.add(AvgPool2D::new(2)),
+    };
+    let net = Sequential::new().add(Conv2D::new(6, 5).padding(2).activation(activation));
+    pool(pool(net).add(Conv2D::new(16, 5).activation(activation)))
+        .add(Dense::new(120).activation(activation))
+        .add(Dense::new(84).activation(activation))
+        .add(Dense::new(10))
+}
+
+#[test]
+fn lenet_and_lenet_relu_run_in_onnx_runtime_as_in_ember() {
+    for (activation, max_pool) in [(Activation::Sigmoid, false), (Activation::Relu, true)] {
+        let net = built(lenet(activation, max_pool), &[1, 28, 28]);
+        assert!(largest_difference(&net, &[1, 28, 28], normal) < TOLERANCE);
+    }
+}
+
+#[test]
+fn the_small_resnet_with_batchnorm_runs_in_onnx_runtime_as_in_ember() {
+    let net = built(residual::small_resnet(), &[1, 28, 28]);
+    let net = with_running_statistics(net, &[1, 28, 28]);
+    let stats = net.collect_params();
+    assert!(stats.get("1.running_mean").is_some(), "{}", net.summary());
+    assert!(stats.get("4.conv3.weight").is_some(), "{}", net.summary());
+    assert!(largest_difference(&net, &[1, 28, 28], normal) < TOLERANCE);
+}
+
+/// Every built-in layer and activation, across three networks (images, signals, token ids):
+/// grouped, strided, padded and dilated convolutions, every pooling, BatchNorm on 4 and 3
+/// axes with trained statistics, Dropout, LayerNorm, Flatten, Embedding, Dense with and
+/// without flattening and bias.
+#[test]
+fn every_layer_kind_runs_in_onnx_runtime_as_in_ember() {
+    let images: Sequential = Sequential::new()
+        .add(Conv2D::new(8, 3).padding(1).activation(Activation::Relu))
+        .add(BatchNorm::new())
+        .add(
+            Conv2D::new(8, [3, 2])
+                .groups(4)
+                .strides([2, 1])
+                .padding([2, 1])
+                .dilation(2),
+        )
+        .add(Activation::Tanh)
+        .add(MaxPool2D::new(2).strides(1).padding(1))
+        .add(AvgPool2D::new(3).strides(2).padding(1))
+        .add(Dropout::new(0.5))
+        .add(Sequential::new().add(GlobalAvgPool2D::new()).add(Flatten))
+        .add(Dense::new(6).activation(Activation::Gelu).use_bias(false))
+        .add(Dense::new(3).activation(Activation::SoftRelu));
+    let images = with_running_statistics(built(images, &[3, 12, 10]), &[3, 12, 10]);
+    let images_diff = largest_difference(&images, &[3, 12, 10], normal);
+
+    let signals: Sequential = Sequential::new()
+        .add(
+            Conv1D::new(6, 3)
+                .strides(2)
+                .padding(1)
+                .dilation(2)
+                .groups(2),
+        )
+        .add(BatchNorm::new())
+        .add(Activation::Sigmoid)
+        .add(
+            Conv1D::new(4, 1)
+                .activation(Activation::Gelu)
+                .use_bias(false),
+        )
+        .add(Dense::new(5));
+    let signals = with_running_statistics(built(signals, &[4, 20]), &[4, 20]);
+    let signals_diff = largest_difference(&signals, &[4, 20], normal);
+
+    let tokens: Sequential = Sequential::new()
+        .add(Embedding::new(50, 8))
+        .add(LayerNorm::new())
+        .add(Dense::new(6).flatten(false).activation(Activation::Tanh))
+        .add(LayerNorm::new().center(false))
+        .add(Dense::new(2));
+    let ids = |shape: &[usize]| -> Vec<f32> {
+        (0..shape.iter().product::<usize>())
+            .map(|i| ((i * 37 + 11) % 50) as f32)
+            .collect()
+    };
+    let tokens = built_with(tokens, &[5], ids);
+    let tokens_diff = largest_difference(&tokens, &[5], ids);
+
+    eprintln!("images {images_diff:e}, signals {signals_diff:e}, tokens {tokens_diff:e}");
+    for diff in [images_diff, signals_diff, tokens_diff] {
+        assert!(diff < TOLERANCE, "{diff}");
+    }
+}
+
+fn built_with<B: Block>(net: B, example: &[usize], input: impl Fn(&[usize]) -> Vec<f32>) -> B {
+    let device = Device::flex();
+    device.seed(7);
+    let mut shape = vec![1];
+    shape.extend(example);
+    let x = NdTensor::from_host(&input(&shape), &shape, &device).unwrap();
+    net.initialize(Init::Xavier, &device)
+        .infer_shape(x)
+        .unwrap()
+}
+
+/// A user's block that does not describe itself: an error naming it and its place, and no
+/// file.
+#[derive(burn::module::Module, Debug)]
+struct Opaque {
+    dense: Dense,
+}
+
+impl Block for Opaque {
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        self.dense.forward(x)
+    }
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        Self {
+            dense: self.dense.initialize(init, device),
+        }
+    }
+    fn infer(self, x: NdTensor) -> ember::Result<(Self, NdTensor)> {
+        let (dense, y) = self.dense.infer(x)?;
+        Ok((Self { dense }, y))
+    }
+}
+
+#[test]
+fn a_block_that_does_not_describe_itself_is_named_with_its_place_and_nothing_is_written() {
+    let net: Sequential<Opaque> = Sequential::new().add(Dense::new(4)).add(
+        Sequential::new().add(Activation::Relu).add_block(Opaque {
+            dense: Dense::new(3),
+        }),
+    );
+    let net = built(net, &[5]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("net.onnx");
+    let err = net.export(&path, &[5]).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with("layer 1: layer 1: Opaque cannot be exported"),
+        "{text}"
+    );
+    assert!(matches!(err.root(), Error::NotExportable { .. }), "{err:?}");
+    assert!(!path.exists());
+}
+
+#[test]
+fn a_network_with_unresolved_sizes_or_a_wrong_example_is_refused() {
+    let device = Device::flex();
+    let net: Sequential = Sequential::new().add(Dense::new(4)).add(Dense::new(2));
+    let net = net.initialize(Init::Xavier, &device);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("net.onnx");
+    let err = net.export(&path, &[5]).unwrap_err();
+    assert!(matches!(err, Error::DeferredInitialization { .. }), "{err}");
+    let net = net
+        .infer_shape(Tensor::<2>::zeros([1, 5], &device))
+        .unwrap();
+    let err = net.export(&path, &[6]).unwrap_err();
+    assert!(err.to_string().contains("6 features"), "{err}");
+    let err = net.export(dir.path(), &[5]).unwrap_err();
+    assert!(matches!(err, Error::Output { .. }), "{err}");
+    assert!(!path.exists());
+}
+
+/// The README's train → export → ONNX Runtime, on the real Fashion-MNIST (Debian's
+/// `dataset-fashion-mnist`, which CI installs): the accuracy ONNX Runtime computes from the IDX
+/// files is the test accuracy `ember train` printed.
+#[test]
+fn lenet_relu_trained_on_fashion_mnist_keeps_its_test_accuracy_in_onnx_runtime() {
+    let data = ember_datasets::fashion_mnist::DEFAULT_DIR;
+    assert!(
+        Path::new(data).join("t10k-labels-idx1-ubyte.gz").exists(),
+        "this test needs Fashion-MNIST in {data}: apt-get install dataset-fashion-mnist"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("lenet.safetensors");
+    let model = dir.path().join("lenet.onnx");
+    let (params_arg, model_arg) = (params.to_str().unwrap(), model.to_str().unwrap());
+    let flags = [
+        "--device",
+        "flex",
+        "--data",
+        "fashion-mnist",
+        "--model",
+        "lenet-relu",
+    ];
+    let mut train = flags.to_vec();
+    train.extend(["--lr", "0.1", "--batch-size", "256", "--save", params_arg]);
+    let printed = common::cli::succeeds(&[&["train"], &train[..]].concat());
+    // The epoch line: "epoch 1: loss 0.6 · train acc 0.78 · test_acc 0.8264 · …".
+    let ember_accuracy: f64 = printed
+        .split("test_acc")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|value| value.trim_end_matches(',').parse().ok())
+        .unwrap_or_else(|| panic!("no test_acc in:\n{printed}"));
+    let mut export = flags.to_vec();
+    export.extend(["--load", params_arg, "--out", model_arg]);
+    let printed = common::cli::succeeds(&[&["export"], &export[..]].concat());
+    assert!(printed.contains("ONNX opset 17"), "{printed}");
+    let report = check_py(&["accuracy", model_arg, data]);
+    let onnx_accuracy = report["accuracy"].as_f64().unwrap();
+    eprintln!("test accuracy: ember {ember_accuracy}, ONNX Runtime {onnx_accuracy}");
+    assert_eq!(report["examples"], 10_000);
+    assert!(ember_accuracy > 0.5, "{ember_accuracy}");
+    assert!(
+        (ember_accuracy - onnx_accuracy).abs() <= 0.001,
+        "{ember_accuracy} vs {onnx_accuracy}"
+    );
+}
+
+/// `ember export` with bad input: a clear error naming the value, a non-zero exit, and
+/// nothing written or replaced.
+#[test]
+fn ember_export_refuses_bad_input_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let params = path("mlp.safetensors");
+    common::cli::succeeds(&[
+        "train",
+        "--device",
+        "flex",
+        "--batches",
+        "2",
+        "--batch-size",
+        "8",
+        "--features",
+        "6",
+        "--hidden",
+        "5",
+        "--save",
+        &params,
+    ]);
+    // `ember export` of the network `--hidden H` on 6 features, from `load` to `out`.
+    let export = |hidden: &str, load: &str, out: &str| -> Vec<String> {
+        let args = [
+            "export",
+            "--device",
+            "flex",
+            "--features",
+            "6",
+            "--hidden",
+            hidden,
+        ];
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.extend(["--load", load, "--out", out].map(String::from));
+        args
+    };
+    // The output is the parameter file itself: it would be replaced.
+    let before = std::fs::read(&params).unwrap();
+    let stderr =
+        common::cli::fails_with(&refs(&export("5", &params, &params)), "is the --load file");
+    assert!(stderr.contains(&params), "{stderr}");
+    assert_eq!(std::fs::read(&params).unwrap(), before);
+    // A directory.
+    let dir_arg = dir.path().to_str().unwrap();
+    common::cli::fails_with(&refs(&export("5", &params, dir_arg)), "a directory");
+    // Parameters that do not fit the network named: --hidden 7 is not what was trained.
+    let out = path("mlp.onnx");
+    common::cli::fails_with(
+        &refs(&export("7", &params, &out)),
+        "does not match the network",
+    );
+    // A missing parameter file.
+    let missing = path("missing.safetensors");
+    let stderr =
+        common::cli::fails_with(&refs(&export("5", &missing, &out)), "missing.safetensors");
+    assert!(!stderr.is_empty());
+    assert!(!Path::new(&out).exists());
+    // And the right one writes a file ONNX Runtime runs.
+    let printed = common::cli::succeeds(&refs(&export("5", &params, &out)));
+    assert!(printed.contains("input [batch, 6], 1 outputs"), "{printed}");
+    let x = dir.path().join("x.f32");
+    write_f32(&x, &[0.5; 18]);
+    let y = dir.path().join("y.f32");
+    write_f32(&y, &[0.0; 3]);
+    let report = check_py(&[
+        "compare",
+        &out,
+        x.to_str().unwrap(),
+        "3,6",
+        y.to_str().unwrap(),
+    ]);
+    assert_eq!(report["shape"], serde_json::json!([3, 1]));
+}
+
+fn refs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
