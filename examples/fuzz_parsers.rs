@@ -44,5 +44,14 @@ fn main() {
         }
         failed |= !report.failures.is_empty();
     }
+    let hostile = parsers::hostile(&dir);
+    println!(
+        "endless streams, sparse giants, gzip bomb: {} failures",
+        hostile.len()
+    );
+    for failure in &hostile {
+        println!("  {failure}");
+    }
+    failed |= !hostile.is_empty();
     std::process::exit(i32::from(failed));
 }

@@ -12,8 +12,11 @@
 
 use std::path::Path;
 
+use std::io::Read;
+
 use crate::error::{DatasetError, Result};
 use crate::examples::{Examples, class_labels};
+use crate::input::Input;
 
 /// Which column holds the target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,14 +64,43 @@ impl CsvOptions {
     }
 }
 
+/// The file's text, read a chunk at a time and refused at the first NUL byte, which no CSV
+/// of numbers holds: a file that is mostly hole (a sparse giant) costs what precedes it.
+fn read_text(mut input: Input) -> Result<String> {
+    let mut bytes = Vec::new();
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        let n = input
+            .file
+            .read(&mut chunk)
+            .map_err(|source| DatasetError::Io {
+                path: input.path.clone(),
+                source,
+            })?;
+        if n == 0 {
+            break;
+        }
+        if let Some(at) = chunk[..n].iter().position(|&b| b == 0) {
+            return Err(input.format(
+                format!("byte {}", bytes.len() + at),
+                "a NUL byte: this is not a CSV text file".to_string(),
+            ));
+        }
+        bytes.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        input.format(
+            format!("byte {}", e.utf8_error().valid_up_to()),
+            "not UTF-8 text".to_string(),
+        )
+    })
+}
+
 /// Reads a CSV file into examples. A ragged row, a non-numeric cell or a bad label is an error
 /// naming the file, the line and the column.
 pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| DatasetError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_text(Input::open(path)?)?;
     let format = |line: usize, message: String| DatasetError::Format {
         path: path.to_path_buf(),
         at: format!("line {line}"),

@@ -13,6 +13,15 @@ pub enum DatasetError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A data path that is not a regular file: a directory, a FIFO, a device (an endless
+    /// stream such as `/dev/zero` is never read).
+    #[error("{path}: it is {what}; data is read only from regular files")]
+    NotAFile {
+        /// The path given.
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
+    },
     /// The file's content is not what its format requires.
     #[error("{path}: {at}: {message}")]
     Format {

@@ -14,13 +14,14 @@
 //! assert_eq!(train.features(), 784);
 //! ```
 
-use std::io::Read;
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use flate2::read::GzDecoder;
 
 use crate::error::{DatasetError, Result};
 use crate::examples::Examples;
+use crate::input::{Input, size_of};
 
 /// A decoded IDX array of unsigned bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,47 +32,71 @@ pub struct IdxArray {
     pub data: Vec<u8>,
 }
 
-/// Reads a file's bytes, decompressing it when it starts with gzip's magic bytes.
-fn read_bytes(path: &Path) -> Result<Vec<u8>> {
-    let io = |source| DatasetError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let raw = std::fs::read(path).map_err(io)?;
-    if raw.starts_with(&[0x1f, 0x8b]) {
-        let mut out = Vec::new();
-        GzDecoder::new(raw.as_slice())
-            .read_to_end(&mut out)
-            .map_err(|e| DatasetError::Format {
-                path: path.to_path_buf(),
-                at: "gzip stream".to_string(),
-                message: format!("cannot decompress: {e}"),
-            })?;
-        Ok(out)
-    } else {
-        Ok(raw)
-    }
-}
+/// The most a gzip stream can expand: deflate's best ratio is about 1032 to 1.
+const GZIP_MAX_RATIO: u64 = 1032;
 
-/// Reads an unsigned-byte IDX file of the given rank.
+/// Reads an unsigned-byte IDX file of the given rank, raw or gzipped: the header first, then,
+/// once its dimensions agree with what the file can hold, exactly the data they describe. A
+/// gzipped file is decompressed no further than its header's size (and one byte more, to tell
+/// a stream that goes on).
 pub fn read_idx(path: impl AsRef<Path>, rank: usize) -> Result<IdxArray> {
-    let path = path.as_ref();
-    let bytes = read_bytes(path)?;
+    let mut input = Input::open(path.as_ref())?;
+    let mut magic = [0u8; 2];
+    let gzipped = input.len >= 2 && {
+        input
+            .file
+            .read_exact(&mut magic)
+            .map_err(|source| DatasetError::Io {
+                path: input.path.clone(),
+                source,
+            })?;
+        input
+            .file
+            .seek(SeekFrom::Start(0))
+            .map_err(|source| DatasetError::Io {
+                path: input.path.clone(),
+                source,
+            })?;
+        magic == [0x1f, 0x8b]
+    };
+    let (path, len) = (input.path.clone(), input.len);
     let format = |at: String, message: String| DatasetError::Format {
-        path: path.to_path_buf(),
+        path: path.clone(),
         at,
         message,
     };
-    if bytes.len() < 4 {
+    let mut stream: Box<dyn Read> = match gzipped {
+        true => Box::new(GzDecoder::new(BufReader::new(&mut input.file))),
+        false => Box::new(&mut input.file),
+    };
+    let gzip_error =
+        |e: std::io::Error| format("gzip stream".to_string(), format!("cannot decompress: {e}"));
+    // Reads up to `n` bytes: fewer only at the end of the data.
+    let read = |stream: &mut Box<dyn Read>, n: u64| -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        stream
+            .take(n)
+            .read_to_end(&mut out)
+            .map_err(|e| match gzipped {
+                true => gzip_error(e),
+                false => DatasetError::Io {
+                    path: path.clone(),
+                    source: e,
+                },
+            })?;
+        Ok(out)
+    };
+    let head = read(&mut stream, 4)?;
+    if head.len() < 4 {
         return Err(format(
             "header".into(),
             format!(
                 "truncated: {} bytes, an IDX header needs at least 4",
-                bytes.len()
+                head.len()
             ),
         ));
     }
-    let magic = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+    let magic = u32::from_be_bytes([head[0], head[1], head[2], head[3]]);
     let expected = 0x0000_0800 | rank as u32;
     if magic != expected {
         return Err(format(
@@ -82,40 +107,69 @@ pub fn read_idx(path: impl AsRef<Path>, rank: usize) -> Result<IdxArray> {
         ));
     }
     let header = 4 + 4 * rank;
-    if bytes.len() < header {
+    let sizes = read(&mut stream, 4 * rank as u64)?;
+    if sizes.len() < 4 * rank {
         return Err(format(
             "header".into(),
             format!(
                 "truncated: {} bytes, the header of rank {rank} needs {header}",
-                bytes.len()
+                4 + sizes.len()
             ),
         ));
     }
-    let dims: Vec<usize> = (0..rank)
-        .map(|d| {
-            let at = 4 + 4 * d;
-            u32::from_be_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize
-        })
+    let dims: Vec<usize> = sizes
+        .chunks_exact(4)
+        .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize)
         .collect();
-    let count: usize = dims.iter().product();
-    let body = bytes.len() - header;
+    let data_at = format!("data (from byte {header})");
+    let count = size_of(&dims, 1).ok_or_else(|| {
+        format(
+            data_at.clone(),
+            format!("the dimensions {dims:?} need more than 2^64 bytes"),
+        )
+    })?;
+    let truncated = |body: u64| {
+        format!("truncated: {body} bytes of data, the dimensions {dims:?} need {count}")
+    };
+    // A raw file's data is its size less the header; a gzip file's, at most its size times
+    // deflate's largest ratio. A header that promises more is refused before anything is
+    // read.
+    if !gzipped {
+        let body = len - header as u64;
+        if body < count {
+            return Err(format(data_at, truncated(body)));
+        }
+        if body > count {
+            return Err(format(
+                data_at,
+                format!("too long: {body} bytes of data, the dimensions {dims:?} need {count}"),
+            ));
+        }
+    } else if count > len.saturating_mul(GZIP_MAX_RATIO) {
+        return Err(format(
+            data_at,
+            format!(
+                "truncated: the dimensions {dims:?} need {count} bytes of data, and a gzip \
+                 file of {len} bytes holds at most {} (deflate expands at most {GZIP_MAX_RATIO} \
+                 times)",
+                len.saturating_mul(GZIP_MAX_RATIO)
+            ),
+        ));
+    }
+    let data = read(&mut stream, count + 1)?;
+    let body = data.len() as u64;
     if body != count {
         return Err(format(
-            format!("data (from byte {header})"),
-            format!(
-                "{} {body} bytes of data, the dimensions {dims:?} need {count}",
-                if body < count {
-                    "truncated:"
-                } else {
-                    "too long:"
-                }
-            ),
+            data_at,
+            match body < count {
+                true => truncated(body),
+                false => format!(
+                    "too long: more than {count} bytes of data, which the dimensions {dims:?} need"
+                ),
+            },
         ));
     }
-    Ok(IdxArray {
-        dims,
-        data: bytes[header..].to_vec(),
-    })
+    Ok(IdxArray { dims, data })
 }
 
 /// Reads an images file (rank 3) and a labels file (rank 1) into examples: pixels scaled to

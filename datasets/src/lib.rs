@@ -20,6 +20,7 @@ pub mod error;
 pub mod examples;
 pub mod fashion_mnist;
 pub mod idx;
+mod input;
 pub mod loader;
 pub mod npy;
 pub mod synthetic;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::error::{DatasetError, Result};
 use crate::examples::{Examples, class_labels};
+use crate::input::{Input, size_of};
 
 /// A decoded array, as f32.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,39 +19,51 @@ pub struct NpyArray {
     pub data: Vec<f32>,
 }
 
-/// Reads a `.npy` file.
+/// Reads a `.npy` file: its header first, then, once the header's shape and dtype agree with
+/// the file's size, exactly the data they describe.
 pub fn read_npy(path: impl AsRef<Path>) -> Result<NpyArray> {
-    let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| DatasetError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let mut input = Input::open(path.as_ref())?;
+    let not_npy = |input: &Input| {
+        input.format(
+            "magic string (bytes 0-5)",
+            "not a .npy file: it does not start with \\x93NUMPY".into(),
+        )
+    };
+    if input.len < 10 {
+        return Err(not_npy(&input));
+    }
+    let lead = input.bytes(10, "magic string (bytes 0-5)")?;
+    if &lead[..6] != b"\x93NUMPY" {
+        return Err(not_npy(&input));
+    }
+    let (header_len, start) = match lead[6] {
+        1 => (u64::from(u16::from_le_bytes([lead[8], lead[9]])), 10u64),
+        2 | 3 if input.len >= 12 => {
+            let rest = input.bytes(2, "header length")?;
+            (
+                u64::from(u32::from_le_bytes([lead[8], lead[9], rest[0], rest[1]])),
+                12,
+            )
+        }
+        v => return Err(input.format("version", format!("unsupported .npy version {v}"))),
+    };
+    if start + header_len > input.len {
+        return Err(input.format(
+            "header",
+            format!(
+                "truncated: the header needs {header_len} bytes, the file has {} after its \
+                 first {start}",
+                input.len - start
+            ),
+        ));
+    }
+    let header = input.bytes(header_len as usize, "header")?;
+    let header = String::from_utf8_lossy(&header).into_owned();
     let format = |at: &str, message: String| DatasetError::Format {
-        path: path.to_path_buf(),
+        path: input.path.clone(),
         at: at.to_string(),
         message,
     };
-    if bytes.len() < 10 || &bytes[..6] != b"\x93NUMPY" {
-        return Err(format(
-            "magic string (bytes 0-5)",
-            "not a .npy file: it does not start with \\x93NUMPY".into(),
-        ));
-    }
-    let (header_len, start) = match bytes[6] {
-        1 => (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10),
-        2 | 3 if bytes.len() >= 12 => (
-            u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]) as usize,
-            12,
-        ),
-        v => return Err(format("version", format!("unsupported .npy version {v}"))),
-    };
-    let header = bytes.get(start..start + header_len).ok_or_else(|| {
-        format(
-            "header",
-            format!("truncated: the header needs {header_len} bytes"),
-        )
-    })?;
-    let header = String::from_utf8_lossy(header);
     let field = |key: &str| -> Result<String> {
         let at = header
             .find(&format!("'{key}'"))
@@ -87,8 +100,6 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<NpyArray> {
                 .map_err(|_| format("header", format!("bad shape {shape_text}")))
         })
         .collect::<Result<Vec<_>>>()?;
-    let body = &bytes[start + header_len..];
-    let count: usize = shape.iter().product();
     let (width, convert): (usize, fn(&[u8]) -> f32) = match descr.as_str() {
         "<f4" => (4, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
         "<f8" => (8, |b| {
@@ -105,19 +116,26 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<NpyArray> {
             ));
         }
     };
-    if body.len() != count * width {
+    let body = input.len - start - header_len;
+    let Some(needed) = size_of(&shape, width) else {
         return Err(format(
-            "data",
+            "header",
             format!(
-                "{} bytes of data, the shape {shape:?} of {descr} needs {}",
-                body.len(),
-                count * width
+                "the shape {shape_text} of {descr} needs more than 2^64 bytes, and the file \
+                 has {body} bytes of data"
             ),
         ));
+    };
+    if body != needed {
+        return Err(format(
+            "data",
+            format!("{body} bytes of data, the shape {shape:?} of {descr} needs {needed}"),
+        ));
     }
+    let data = input.bytes(needed as usize, "data")?;
     Ok(NpyArray {
         shape,
-        data: body.chunks_exact(width).map(convert).collect(),
+        data: data.chunks_exact(width).map(convert).collect(),
     })
 }
 

@@ -287,6 +287,21 @@ fn running(pid: u32) -> bool {
     }
 }
 
+/// Where `path` is, as one place has one name: its directory resolved (symlinks, `..`, a
+/// relative start) and its file name, itself resolved when it is a symlink. Two outputs are
+/// the same file exactly when these are equal; comparing the paths as given misses `m` and
+/// `./m`.
+pub fn place(path: &Path) -> PathBuf {
+    if let Ok(resolved) = fs::canonicalize(path) {
+        return resolved;
+    }
+    let dir = fs::canonicalize(directory_of(path)).unwrap_or_else(|_| directory_of(path).into());
+    match path.file_name() {
+        Some(name) => dir.join(name),
+        None => dir,
+    }
+}
+
 fn directory_of(path: &Path) -> &Path {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -317,8 +332,9 @@ fn io(path: &Path, source: std::io::Error) -> Error {
     Error::io(path, source)
 }
 
-/// What a file type is, in words.
-fn describe(kind: &fs::FileType) -> &'static str {
+/// What a file type is, in words ("a FIFO (named pipe)", "a character device"), for errors
+/// that refuse a path.
+pub fn describe(kind: &fs::FileType) -> &'static str {
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;

@@ -89,6 +89,7 @@ pub fn save_parameters<M: Module>(net: &M, path: impl AsRef<Path>) -> Result<()>
 /// is no safetensors file.
 pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Device) -> Result<M> {
     let path = path.as_ref();
+    refuse_special(path)?;
     refuse_pickle(path)?;
     // Half, bfloat16 and double parameters are cast to the network's f32, as PyTorch's
     // `load_state_dict` copies into the module's dtype.
@@ -181,6 +182,22 @@ fn check_names_and_shapes(
 
 /// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
 /// safetensors reader can take: say so rather than report a malformed header.
+/// Parameters are read only from a regular file: a FIFO would wait for a writer, a device
+/// such as `/dev/zero` read forever.
+fn refuse_special(path: &Path) -> Result<()> {
+    let meta = fs::metadata(path).map_err(|source| Error::io(path, source))?;
+    match meta.is_file() {
+        true => Ok(()),
+        false => Err(file_error(
+            path,
+            format!(
+                "it is {}; parameters are read only from regular files",
+                crate::output::describe(&meta.file_type())
+            ),
+        )),
+    }
+}
+
 fn refuse_pickle(path: &Path) -> Result<()> {
     let mut start = [0u8; 4];
     let read = fs::File::open(path)

@@ -71,8 +71,16 @@ pub struct Report {
     pub failures: Vec<String>,
 }
 
-/// A parser under test: reads the file at a path, `Ok` for a value.
-type Parse = Box<dyn Fn(&Path) -> Result<(), String>>;
+/// A parser under test: reads the file at a path, `Ok` for a value, with what is wrong in the
+/// value if anything is (its data does not have the size its shape says).
+type Parse = Box<dyn Fn(&Path) -> Result<Option<String>, String> + Send + Sync>;
+
+/// What is wrong with a value whose `shape` of `width`-byte elements does not hold `len`
+/// values, or `None`.
+fn inconsistent(shape: &[usize], len: usize) -> Option<String> {
+    let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    (count != Some(len)).then(|| format!("a value of shape {shape:?} holds {len} numbers"))
+}
 
 /// The parsers, each with a valid file to mutate and the expansion a file may justify (gzip
 /// decompresses).
@@ -122,13 +130,21 @@ fn parsers(dir: &Path) -> Vec<(&'static str, Vec<u8>, usize, Parse)> {
             "idx",
             idx,
             64,
-            Box::new(|p: &Path| read_idx(p, 3).map(drop).map_err(|e| e.to_string())) as Parse,
+            Box::new(|p: &Path| {
+                read_idx(p, 3)
+                    .map(|a| inconsistent(&a.dims, a.data.len()))
+                    .map_err(|e| e.to_string())
+            }) as Parse,
         ),
         (
             "gzip",
             gz,
             1100,
-            Box::new(|p: &Path| read_idx(p, 3).map(drop).map_err(|e| e.to_string())),
+            Box::new(|p: &Path| {
+                read_idx(p, 3)
+                    .map(|a| inconsistent(&a.dims, a.data.len()))
+                    .map_err(|e| e.to_string())
+            }),
         ),
         (
             "csv",
@@ -137,14 +153,18 @@ fn parsers(dir: &Path) -> Vec<(&'static str, Vec<u8>, usize, Parse)> {
             Box::new(|p: &Path| {
                 let plain = read_csv(p, &CsvOptions::new(Label::Last)).map(drop);
                 let classes = read_csv(p, &CsvOptions::new(Label::Last).classes(3)).map(drop);
-                plain.and(classes).map_err(|e| e.to_string())
+                plain.and(classes).map(|()| None).map_err(|e| e.to_string())
             }),
         ),
         (
             "npy",
             npy,
             64,
-            Box::new(|p: &Path| read_npy(p).map(drop).map_err(|e| e.to_string())),
+            Box::new(|p: &Path| {
+                read_npy(p)
+                    .map(|a| inconsistent(&a.shape, a.data.len()))
+                    .map_err(|e| e.to_string())
+            }),
         ),
         (
             "safetensors",
@@ -153,7 +173,7 @@ fn parsers(dir: &Path) -> Vec<(&'static str, Vec<u8>, usize, Parse)> {
             Box::new(move |p: &Path| {
                 net.clone()
                     .load_parameters(p, &device)
-                    .map(drop)
+                    .map(|_| None)
                     .map_err(|e| e.to_string())
             }),
         ),
@@ -164,12 +184,18 @@ fn parsers(dir: &Path) -> Vec<(&'static str, Vec<u8>, usize, Parse)> {
 fn mutate(bytes: &mut Vec<u8>, rng: &mut StdRng) {
     const BYTES: [u8; 8] = [0, 1, 0x7f, 0x80, 0xff, b',', b'\n', b'"'];
     const WORDS: [u32; 6] = [0, 1, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 0x0001_0000];
+    // Sizes whose products pass 2^64: NPY's shapes are decimal text.
+    const HUGE: [&str; 3] = [
+        "4611686018427387909",
+        "9223372036854775808",
+        "18446744073709551615",
+    ];
     if bytes.is_empty() {
         bytes.push(rng.random());
         return;
     }
     let at = rng.random_range(0..bytes.len());
-    match rng.random_range(0..8u8) {
+    match rng.random_range(0..9u8) {
         0 => bytes[at] ^= 1 << rng.random_range(0..8),
         1 => bytes[at] = BYTES[rng.random_range(0..BYTES.len())],
         2 => {
@@ -196,6 +222,10 @@ fn mutate(bytes: &mut Vec<u8>, rng: &mut StdRng) {
             let chunk = bytes[at..end].to_vec();
             let to = rng.random_range(0..=bytes.len());
             bytes.splice(to..to, chunk);
+        }
+        7 => {
+            let huge = HUGE[rng.random_range(0..HUGE.len())].as_bytes();
+            bytes.splice(at..at, huge.iter().copied());
         }
         _ => bytes[at] = bytes[at].wrapping_add(rng.random_range(1..4)),
     }
@@ -235,7 +265,8 @@ pub fn fuzz(dir: &Path, inputs: usize, seed: u64) -> Vec<Report> {
                 report.failures.push(format!("{why} ({name})"));
             };
             match outcome {
-                Ok(Ok(())) => report.values += 1,
+                Ok(Ok(None)) => report.values += 1,
+                Ok(Ok(Some(wrong))) => keep(format!("input {input}: {wrong}")),
                 Ok(Err(_)) => report.errors += 1,
                 Err(_) => keep(format!("input {input}: panicked")),
             }
@@ -255,4 +286,84 @@ pub fn fuzz(dir: &Path, inputs: usize, seed: u64) -> Vec<Report> {
         reports.push(report);
     }
     reports
+}
+
+/// Inputs no mutation makes: an endless stream (a FIFO nobody writes, a character device
+/// that reads as zeros forever, as `/dev/zero`; both made here, in `dir`), a sparse giant (a
+/// valid file followed by 8 GiB of hole) and, for gzip, a bomb (a valid header, then 256 MiB
+/// of zeros in 256 KiB). Each parser must refuse each within 5 s, allocating no more than the
+/// bytes before the hole (and, for the bomb, its header) justify. A gzip file is the one
+/// exception: its stream ends before the hole, which gzip ignores as trailing bytes, so it
+/// may read as the value its stream holds. Returns the failures.
+pub fn hostile(dir: &Path) -> Vec<String> {
+    let fifo = dir.join("endless-fifo");
+    let zero = dir.join("endless-zero");
+    let made = |program: &str, args: &[&str]| {
+        let status = std::process::Command::new(program)
+            .args(args)
+            .status()
+            .unwrap();
+        assert!(status.success(), "{program} {args:?}");
+    };
+    made("mkfifo", &[fifo.to_str().unwrap()]);
+    made("mknod", &[zero.to_str().unwrap(), "c", "1", "5"]);
+    let mut failures = Vec::new();
+    for (parser, valid, expansion, parse) in parsers(dir) {
+        let parse = std::sync::Arc::new(parse);
+        let giant = dir.join(format!("giant.{parser}"));
+        std::fs::write(&giant, &valid).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&giant)
+            .unwrap()
+            .set_len(8 << 30)
+            .unwrap();
+        let mut cases = vec![
+            ("a FIFO", fifo.clone(), 0),
+            ("a character device of zeros", zero.clone(), 0),
+            ("a sparse giant", giant, valid.len()),
+        ];
+        if parser == "gzip" {
+            use std::io::Write;
+            let bomb = dir.join("bomb.gz");
+            let mut encoder = flate2::write::GzEncoder::new(
+                std::fs::File::create(&bomb).unwrap(),
+                flate2::Compression::best(),
+            );
+            encoder
+                .write_all(&[0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 4])
+                .unwrap();
+            let zeros = vec![0u8; 1 << 20];
+            for _ in 0..256 {
+                encoder.write_all(&zeros).unwrap();
+            }
+            encoder.finish().unwrap();
+            cases.push(("a gzip bomb", bomb, 32));
+        }
+        for (what, path, justified) in cases {
+            let (send, receive) = std::sync::mpsc::channel();
+            let parse = parse.clone();
+            let input = path.clone();
+            let _ = peak();
+            std::thread::spawn(move || {
+                let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| parse(&input)));
+                let _ = send.send(outcome.map_err(|_| ()));
+            });
+            match receive.recv_timeout(Duration::from_secs(5)) {
+                Err(_) => failures.push(format!("{parser}: {what} took more than 5 s")),
+                Ok(Err(())) => failures.push(format!("{parser}: {what} panicked")),
+                Ok(Ok(Ok(_))) if parser == "gzip" && what == "a sparse giant" => {}
+                Ok(Ok(Ok(_))) => failures.push(format!("{parser}: {what} was read as a value")),
+                Ok(Ok(Err(_))) => {}
+            }
+            let largest = peak();
+            let allowed = (1 << 20) + expansion * justified;
+            if largest > allowed {
+                failures.push(format!(
+                    "{parser}: {what}: allocated {largest} bytes at once, {allowed} allowed"
+                ));
+            }
+        }
+    }
+    failures
 }

@@ -39,6 +39,7 @@ impl OutputPaths {
                     .with_context(|| format!("invalid --metrics {}", path.display()))?;
             }
         }
+        distinct(&save, &metrics, checkpoint.as_ref().or(resume.as_ref()))?;
         if let Some(dir) = &resume
             && !dir.is_dir()
         {
@@ -82,6 +83,50 @@ impl OutputPaths {
             resume,
         })
     }
+}
+
+/// Refuses two outputs on one file: `--save X --metrics X`, or `--save k.epochs.csv
+/// --metrics k.csv` (the metrics' second file), or an output at the checkpoint directory:
+/// the later write would replace the earlier one.
+fn distinct(
+    save: &Option<PathBuf>,
+    metrics: &Option<PathBuf>,
+    checkpoint: Option<&PathBuf>,
+) -> anyhow::Result<()> {
+    let mut outputs: Vec<(String, PathBuf)> = Vec::new();
+    if let Some(path) = save {
+        outputs.push((format!("--save {}", path.display()), path.clone()));
+    }
+    if let Some(path) = metrics {
+        for file in Trace::paths(path) {
+            let flag = match &file == path {
+                true => format!("--metrics {}", path.display()),
+                false => format!(
+                    "--metrics {} (its epochs, {})",
+                    path.display(),
+                    file.display()
+                ),
+            };
+            outputs.push((flag, file));
+        }
+    }
+    if let Some(dir) = checkpoint {
+        outputs.push((
+            format!("the checkpoint directory {}", dir.display()),
+            dir.clone(),
+        ));
+    }
+    for (i, (first, a)) in outputs.iter().enumerate() {
+        for (second, b) in &outputs[i + 1..] {
+            if output::place(a) == output::place(b) {
+                bail!(
+                    "{first} and {second} are the same file: the one written last would replace \
+                     the other; give each output a path of its own"
+                );
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes the parameters first, then the trace: a failure writing one never keeps the other

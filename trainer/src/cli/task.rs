@@ -31,6 +31,15 @@ impl Task {
                 let (train, test) = ember_datasets::fashion_mnist::load(dir)?;
                 refuse_empty(&train, "training", data)?;
                 refuse_empty(&test, "test", data)?;
+                // Found now, not by a panic in the evaluation after a whole epoch of training.
+                if test.shape() != train.shape() {
+                    bail!(
+                        "invalid --data {data}: its test images have shape {:?} and its \
+                         training images {:?}; one network takes one shape",
+                        test.shape(),
+                        train.shape()
+                    );
+                }
                 return Ok(Task::Classify {
                     train,
                     test: Some(test),
