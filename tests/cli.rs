@@ -659,7 +659,7 @@ fn remote_devices_train_as_local_ones_or_say_which_build_they_need() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{stderr}");
         assert!(
-            stderr.contains(" of epoch 0: ") && stderr.contains("device 1: "),
+            stderr.contains(" of epoch 1: ") && stderr.contains("device 1: "),
             "{stderr}"
         );
         assert!(!stderr.contains("panicked"), "{stderr}");

@@ -192,7 +192,7 @@ fn a_device_failing_mid_run_is_an_error_naming_the_device_and_the_batch() {
         .err()
         .expect("the run must fail")
         .to_string();
-    assert!(err.contains("batch 3 of epoch 0"), "{err}");
+    assert!(err.contains("batch 4 of epoch 1"), "{err}");
     assert!(
         err.contains("device") && err.contains("the device was lost"),
         "{err}"

@@ -291,3 +291,91 @@ fn test_images_of_another_shape_are_refused_before_any_training() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+/// A NaN or an infinity in the data or in loaded parameters is named, with its file and
+/// place, before training; b70e607 trained on it and blamed the learning rate ("loss is NaN at
+/// batch 0 of epoch 0: training diverged (lower the learning rate?)").
+#[test]
+fn nan_in_the_data_or_the_loaded_parameters_is_named_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("table.csv");
+    std::fs::write(&csv, "1,2,0\n3,nan,1\n5,6,0\n").unwrap();
+    refused(
+        &format!("csv:{}", arg(&csv)),
+        &["table.csv", "line 2", "column 2 is nan"],
+    );
+    let (x, y) = (dir.path().join("x.npy"), dir.path().join("y.npy"));
+    let values: Vec<u8> = [1.0f32, 2.0, f32::INFINITY, 4.0]
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    npy(&x, "(2, 2)", &values);
+    npy(&y, "(2,)", &[0; 8]);
+    refused(
+        &format!("npy:{},{}", arg(&x), arg(&y)),
+        &["x.npy", "value 2 (row-major) is inf"],
+    );
+    // Parameters: a saved network with a NaN put into its first bias.
+    let params = dir.path().join("m.safetensors");
+    let tiny = common::cli::TINY;
+    common::cli::succeeds(&common::cli::args(&tiny, &["--save", arg(&params)]));
+    let bytes = std::fs::read(&params).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut tensors: Vec<(String, Vec<usize>, Vec<u8>)> = file
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| (name, view.shape().to_vec(), view.data().to_vec()))
+        .collect();
+    let bias = tensors
+        .iter_mut()
+        .find(|(name, ..)| name == "0.bias")
+        .unwrap();
+    bias.2[4..8].copy_from_slice(&f32::NAN.to_le_bytes());
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .map(|(name, shape, data)| {
+            let view =
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), data);
+            (name.clone(), view.unwrap())
+        })
+        .collect();
+    safetensors::serialize_to_file(views, None, &params).unwrap();
+    let args = common::cli::args(&tiny, &["--load", arg(&params)]);
+    let stderr = common::cli::fails_with(&args, "parameter 0.bias holds NaN (value 1");
+    assert!(
+        stderr.contains("m.safetensors") && !stderr.contains("learning rate"),
+        "{stderr}"
+    );
+}
+
+/// A last batch too small to give each of `--devices` an example is refused before
+/// training; b70e607 found it at the epoch's last step.
+#[test]
+fn a_last_batch_too_small_for_the_devices_is_refused_before_training() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("nine.csv");
+    let rows: String = (0..9)
+        .map(|i| format!("{i},{},{}\n", i * 2, i % 2))
+        .collect();
+    std::fs::write(&csv, rows).unwrap();
+    let data = format!("csv:{}", arg(&csv));
+    let args = [
+        "train",
+        "--devices",
+        "flex,flex",
+        "--data",
+        &data,
+        "--classes",
+        "2",
+        "--batch-size",
+        "4",
+    ];
+    let out = common::cli::ember(&args);
+    let (stdout, stderr) = common::cli::text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("the last batch of each epoch holds 1, too few for the 2 devices"),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("epoch 1"), "trained first: {stdout}");
+}

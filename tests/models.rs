@@ -242,7 +242,7 @@ fn a_batch_of_another_example_shape_mid_epoch_is_an_error_naming_it() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("batch 1 of epoch 0") && err.contains("[16, 4, 3, 12]"),
+        err.contains("batch 2 of epoch 1") && err.contains("[16, 4, 3, 12]"),
         "{err}"
     );
 }

@@ -1,32 +1,22 @@
-//! Every output of `ember train` has a file of its own: two outputs on one path are refused
-//! before any work, where b70e607 wrote the trained parameters and then replaced them with
-//! CSV text, exiting 0.
+//! Every output of `ember train` has a file of its own, is written whatever fails after
+//! training began, and holds the same bytes for the same parameters. Each test fails on
+//! b70e607's binary.
 
 mod common;
 
+use common::cli::{TINY, args, ember, fails_with, succeeds, text};
+
+/// Two outputs on one path are refused before any work, where b70e607 wrote the trained
+/// parameters and then replaced them with CSV text, exiting 0.
 #[test]
 fn two_outputs_on_one_path_are_refused_before_training_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let run = |save: &str, metrics: &str, needle: &str| {
-        let args = [
-            "train",
-            "--device",
-            "flex",
-            "--batches",
-            "2",
-            "--batch-size",
-            "8",
-            "--features",
-            "4",
-            "--hidden",
-            "3",
-            "--save",
-            save,
-            "--metrics",
-            metrics,
-        ];
-        let stderr = common::cli::fails_with(&args, needle);
+        let stderr = fails_with(
+            &args(&TINY, &["--save", save, "--metrics", metrics]),
+            needle,
+        );
         assert!(stderr.contains("are the same file"), "{stderr}");
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert!(left.is_empty(), "{left:?}");
@@ -43,4 +33,58 @@ fn two_outputs_on_one_path_are_refused_before_training_and_nothing_is_written() 
         &metrics,
         &format!("--save {save} and --metrics {metrics} (its epochs"),
     );
+}
+
+/// A run that fails after training began (here it diverges: the loss turns infinite a step
+/// in) still writes `--save`, as the last completed step left the network, and `--metrics`,
+/// says so, and exits non-zero. b70e607 wrote neither.
+#[test]
+fn a_run_that_fails_after_training_began_still_writes_save_and_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("m.safetensors");
+    let metrics = dir.path().join("m.csv");
+    let (save_arg, metrics_arg) = (save.to_str().unwrap(), metrics.to_str().unwrap());
+    let more = ["--lr", "1e30", "--save", save_arg, "--metrics", metrics_arg];
+    let out = ember(&args(&TINY, &more));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("training diverged"), "{stderr}");
+    assert!(stdout.contains("the run failed after batch"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("parameters saved to {save_arg}")),
+        "{stdout}"
+    );
+    assert!(std::fs::metadata(&save).unwrap().len() > 0);
+    let rows = std::fs::read_to_string(&metrics).unwrap();
+    assert!(rows.lines().count() >= 2, "{rows}");
+}
+
+/// The same parameters saved by several processes give the same bytes (b70e607's files
+/// differed in the order of their metadata's keys).
+#[test]
+fn the_same_parameters_saved_twice_give_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<Vec<u8>> = (0..8)
+        .map(|i| {
+            let save = dir.path().join(format!("m{i}.safetensors"));
+            succeeds(&args(&TINY, &["--save", save.to_str().unwrap()]));
+            std::fs::read(&save).unwrap()
+        })
+        .collect();
+    for file in &files[1..] {
+        assert!(file == &files[0], "two saves of the same run differ");
+    }
+}
+
+/// A valid file name of 250 bytes is written (b70e607 refused it: its temporary's name,
+/// prefix added, passed the 255-byte limit).
+#[test]
+fn a_file_name_near_the_limit_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join(format!("{}.safetensors", "m".repeat(238)));
+    assert_eq!(save.file_name().unwrap().len(), 250);
+    succeeds(&args(&TINY, &["--save", save.to_str().unwrap()]));
+    assert!(std::fs::metadata(&save).unwrap().len() > 0);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert_eq!(left.len(), 1, "{left:?}");
 }

@@ -192,7 +192,7 @@ fn a_diverging_loss_names_its_batch_where_the_policy_sees_it() {
     };
     let at = at.to_string();
     assert!(
-        at.starts_with("batch ") && at.ends_with("of epoch 0"),
+        at.starts_with("batch ") && at.ends_with("of epoch 1"),
         "{err}"
     );
 

@@ -172,6 +172,15 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
                     format!("column {} is {cell:?}, not a number", column + 1),
                 )
             })?;
+            if !value.is_finite() {
+                return Err(format(
+                    line_no,
+                    format!(
+                        "column {} is {cell}: training on it gives a NaN loss",
+                        column + 1
+                    ),
+                ));
+            }
             if column == label {
                 y.push(value);
             } else {

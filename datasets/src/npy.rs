@@ -132,11 +132,21 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<NpyArray> {
             format!("{body} bytes of data, the shape {shape:?} of {descr} needs {needed}"),
         ));
     }
-    let data = input.bytes(needed as usize, "data")?;
-    Ok(NpyArray {
-        shape,
-        data: data.chunks_exact(width).map(convert).collect(),
-    })
+    let data: Vec<f32> = input
+        .bytes(needed as usize, "data")?
+        .chunks_exact(width)
+        .map(convert)
+        .collect();
+    if let Some(at) = data.iter().position(|v| !v.is_finite()) {
+        return Err(input.format(
+            "data",
+            format!(
+                "value {at} (row-major) is {}: training on it gives a NaN loss",
+                data[at]
+            ),
+        ));
+    }
+    Ok(NpyArray { shape, data })
 }
 
 /// Features from `x` (rank ≥ 2: `[n, …]`) and targets from `y` (`[n]` or `[n, outputs]`); with

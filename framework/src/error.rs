@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A training step's place in a run: batch `batch` of epoch `epoch`, both counted from 0 as
-/// the trace counts them.
+/// the trace counts them, and printed counted from 1, as every message of ember counts them
+/// (`batch 1 of epoch 1` is the first step).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StepAt {
     /// The epoch, from 0.
@@ -20,7 +21,7 @@ pub struct StepAt {
 
 impl fmt::Display for StepAt {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "batch {} of epoch {}", self.batch, self.epoch)
+        write!(f, "batch {} of epoch {}", self.batch + 1, self.epoch + 1)
     }
 }
 

@@ -137,12 +137,16 @@ pub fn check_dir(dir: &Path) -> Result<()> {
 pub fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let target = check(path)?;
     remove_stale(&target);
-    // The temporary is a directory holding the file under the target's own name, so that
-    // whatever scratch files the writer makes beside it (burn-store and safetensors make
-    // their own) are inside, and go with it.
+    // The temporary is a directory holding the file, so that whatever scratch files the
+    // writer makes beside it (burn-store and safetensors make their own, named after it) are
+    // inside, and go with it. The file has a short name with the target's extension: a
+    // target's name near the 255-byte limit leaves no room for a writer's suffixes.
     let scratch = temporary(&target);
     let guard = ScratchGuard::register(scratch.clone());
-    let file = scratch.join(target.file_name().unwrap_or_default());
+    let file = match target.extension().filter(|ext| ext.len() <= 16) {
+        Some(ext) => scratch.join("file").with_extension(ext),
+        None => scratch.join("file"),
+    };
     let written = fs::create_dir(&scratch)
         .map_err(|e| io(&scratch, e))
         .and_then(|()| write(&file))
@@ -238,13 +242,29 @@ fn temporary(target: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    target.with_file_name(format!("{PREFIX}{}-{n}.{name}", std::process::id()))
+    let mut temporary = format!("{PREFIX}{}-{n}.{name}", std::process::id());
+    // A file name holds at most 255 bytes: a target's name near that keeps only its start
+    // here (what a stale temporary is matched by), so that a valid name is never refused.
+    if temporary.len() > NAME_MAX {
+        let mut cut = NAME_MAX;
+        while !temporary.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        temporary.truncate(cut);
+    }
+    target.with_file_name(temporary)
 }
+
+/// The longest file name Linux's file systems take, in bytes.
+const NAME_MAX: usize = 255;
 
 /// Removes the temporaries for `target` that processes no longer running left behind.
 fn remove_stale(target: &Path) {
     if let Some(name) = target.file_name().map(|n| n.to_string_lossy().into_owned()) {
-        remove_stale_matching(directory_of(target), |tail| tail == name);
+        // A long name's temporaries hold only its start.
+        remove_stale_matching(directory_of(target), |tail| {
+            !tail.is_empty() && name.starts_with(tail)
+        });
     }
 }
 

@@ -63,12 +63,15 @@ pub fn save_parameters<M: Module>(net: &M, path: impl AsRef<Path>) -> Result<()>
     let path = path.as_ref();
     refuse_deferred(&collect_params(net))?;
     output::write_atomic(path, |tmp| {
+        // One metadata entry, PyTorch's own: safetensors writes the metadata from a hash map,
+        // whose order changes from process to process, so with two entries the same
+        // parameters gave different bytes.
         let mut store = SafetensorsStore::from_file(tmp)
             .overwrite(true)
             .skip_enum_variants(true)
             .with_to_adapter(BurnToPyTorchAdapter)
-            .metadata("format", "pt")
-            .metadata("producer", "ember");
+            .clear_metadata()
+            .metadata("format", "pt");
         // The inference copy: burn folds every pending update of a running statistic
         // (BatchNorm's) into its value there, and the file gets the value as it stands.
         net.valid()
@@ -122,6 +125,7 @@ pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Devic
             details: result.to_string(),
         });
     }
+    refuse_non_finite(path, &net)?;
     Ok(net)
 }
 
@@ -182,6 +186,33 @@ fn check_names_and_shapes(
 
 /// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
 /// safetensors reader can take: say so rather than report a malformed header.
+/// A NaN or an infinity among the loaded parameters: named, with the file, before it turns
+/// every loss into NaN (where it would be blamed on the learning rate).
+fn refuse_non_finite<M: Module>(path: &Path, net: &M) -> Result<()> {
+    for tensor in net.collect(None, Some(Box::new(BurnToPyTorchAdapter)), true) {
+        let name = tensor.name.clone();
+        let values = burn::store::bridge::into_data(tensor)
+            .ok()
+            .and_then(|data| data.convert::<f32>().try_to_vec::<f32>().ok());
+        if let Some((at, value)) = values
+            .iter()
+            .flatten()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite())
+        {
+            return Err(file_error(
+                path,
+                format!(
+                    "parameter {} holds {value} (value {at}, row-major): training from it \
+                     gives NaN losses",
+                    name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Parameters are read only from a regular file: a FIFO would wait for a writer, a device
 /// such as `/dev/zero` read forever.
 fn refuse_special(path: &Path) -> Result<()> {

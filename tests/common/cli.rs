@@ -38,3 +38,24 @@ pub fn fails_with(args: &[&str], needle: &str) -> String {
     assert!(!stderr.contains("panicked"), "{args:?} panicked:\n{stderr}");
     stderr
 }
+
+/// `ember train` for a few milliseconds: 4 synthetic batches of 32 examples of 8 features,
+/// the MLP 8-4-1, on flex.
+pub const TINY: [&str; 11] = [
+    "train",
+    "--device",
+    "flex",
+    "--batches",
+    "4",
+    "--batch-size",
+    "32",
+    "--features",
+    "8",
+    "--hidden",
+    "4",
+];
+
+/// `base`, then `more`.
+pub fn args<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(more).copied().collect()
+}

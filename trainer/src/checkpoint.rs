@@ -82,8 +82,34 @@ impl Checkpointing {
             });
         }
         ember::output::check_dir(&self.dir)?;
+        self.lock()?;
         ember::output::remove_stale_in(&self.dir);
         Ok(())
+    }
+
+    /// Takes the directory for this process: a file `lock` holding its pid. Another run that
+    /// still holds it is refused, naming its pid; a lock whose process is gone (a run that
+    /// ended or was killed) is taken over.
+    fn lock(&self) -> Result<()> {
+        let lock = self.dir.join(LOCK);
+        let me = std::process::id();
+        let holder = fs::read_to_string(&lock)
+            .ok()
+            .and_then(|text| text.trim().parse::<u32>().ok());
+        if let Some(pid) = holder
+            && pid != me
+            && Path::new(&format!("/proc/{pid}")).exists()
+        {
+            return Err(Error::InvalidValue {
+                name: "checkpoint directory",
+                value: self.dir.display().to_string(),
+                reason: format!(
+                    "another run (pid {pid}) is writing its checkpoints there; wait for it, \
+                     or give this run a directory of its own"
+                ),
+            });
+        }
+        ember::output::write_atomic_bytes(&lock, me.to_string().as_bytes())
     }
 }
 
@@ -100,6 +126,10 @@ pub struct Position {
     pub seed: Option<u64>,
     /// The caller's description of the run ([`Checkpointing::describe`]).
     pub description: BTreeMap<String, String>,
+    /// The CRC-32 of each other file of the checkpoint, verified on resume (none in a
+    /// checkpoint written before ember kept them).
+    #[serde(default)]
+    pub checksums: BTreeMap<String, u32>,
 }
 
 /// A complete checkpoint found on disk.
@@ -116,6 +146,7 @@ const OPTIMIZER: &str = "optimizer.bpk";
 const TRACE: &str = "trace.jsonl";
 const STATE: &str = "state.json";
 const PREFIX: &str = "step-";
+const LOCK: &str = "lock";
 
 impl Checkpoint {
     /// The newest complete checkpoint in `dir`, or `None` when there is none yet.
@@ -161,6 +192,19 @@ impl Checkpoint {
     /// # Errors
     /// [`Error::ParameterFile`] or [`Error::Io`] naming the file that does not fit.
     pub fn restore<B: Block>(&self, net: B, trainer: Optimizer) -> Result<(B, Optimizer, Trace)> {
+        for (file, recorded) in &self.position.checksums {
+            let path = self.dir.join(file);
+            let found = checksum(&path)?;
+            if found != *recorded {
+                return Err(Error::ParameterFile {
+                    path,
+                    message: format!(
+                        "its checksum is {found:08x}, and the checkpoint recorded {recorded:08x}: \
+                         the file changed after it was written; resume from another checkpoint"
+                    ),
+                });
+            }
+        }
         let model = self.dir.join(MODEL);
         let mut store = BurnpackStore::from_file(&model).auto_extension(false);
         let mut net = net;
@@ -178,7 +222,45 @@ impl Checkpoint {
         }
         let trainer = trainer.load_state(&self.dir.join(OPTIMIZER))?;
         let trace = Trace::read_jsonl(&self.dir.join(TRACE))?;
+        self.check_position(&trace)?;
         Ok((net, trainer, trace))
+    }
+
+    /// The position must be where the trace ends: as many steps as batches recorded, and the
+    /// next batch right after the last one recorded (in its epoch, or at the start of a later
+    /// one).
+    fn check_position(&self, trace: &Trace) -> Result<()> {
+        let p = &self.position;
+        let fits = match trace.batches.last() {
+            None => p.steps == 0 && p.next_batch == 0,
+            Some(last) => {
+                p.steps == trace.batches.len() as u64
+                    && ((p.epoch == last.epoch && p.next_batch == last.batch + 1)
+                        || (p.epoch > last.epoch && p.next_batch == 0))
+            }
+        };
+        if fits {
+            return Ok(());
+        }
+        Err(Error::InvalidValue {
+            name: "checkpoint position",
+            value: format!(
+                "epoch {}, next batch {}, {} steps in {}",
+                p.epoch,
+                p.next_batch,
+                p.steps,
+                self.dir.join(STATE).display()
+            ),
+            reason: format!(
+                "its trace records {} batches{}; the file was edited or is damaged",
+                trace.batches.len(),
+                trace.batches.last().map_or(String::new(), |b| format!(
+                    ", the last batch {} of epoch {}",
+                    b.batch + 1,
+                    b.epoch + 1
+                ))
+            ),
+        })
     }
 }
 
@@ -208,7 +290,13 @@ pub(crate) fn write<B: Block>(
             })?;
         trainer.save_state(&tmp.join(OPTIMIZER))?;
         trace.write(&tmp.join(TRACE))?;
-        let state = serde_json::to_string_pretty(position)
+        let mut position = position.clone();
+        for file in [MODEL, OPTIMIZER, TRACE] {
+            position
+                .checksums
+                .insert(file.to_string(), checksum(&tmp.join(file))?);
+        }
+        let state = serde_json::to_string_pretty(&position)
             .map_err(|e| Error::io(tmp.join(STATE), std::io::Error::other(e)))?;
         ember::output::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
     })?;
@@ -239,4 +327,10 @@ fn steps_in(dir: &Path) -> Result<Vec<PathBuf>> {
         .collect();
     steps.sort();
     Ok(steps.into_iter().map(|(_, path)| path).collect())
+}
+
+/// The CRC-32 of a file's bytes.
+fn checksum(path: &Path) -> Result<u32> {
+    let bytes = fs::read(path).map_err(|source| Error::io(path, source))?;
+    Ok(crc32fast::hash(&bytes))
 }

@@ -172,6 +172,14 @@ impl<S: Send + 'static> Engine<S> {
         waited.and(state)
     }
 
+    /// Stops both threads once the work queued so far has run, whatever it gave, and returns
+    /// the backend state: what a failed run still holds (a network as the last completed unit
+    /// left it). `None` when the worker itself panicked.
+    pub fn salvage(mut self) -> Option<S> {
+        let _ = self.wait_all();
+        self.shutdown().ok()
+    }
+
     fn shutdown(&mut self) -> Result<S> {
         self.jobs.take();
         let state = self.worker.take().map(|worker| {

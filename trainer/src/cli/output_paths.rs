@@ -40,6 +40,14 @@ impl OutputPaths {
             }
         }
         distinct(&save, &metrics, checkpoint.as_ref().or(resume.as_ref()))?;
+        if let (Some(load), Some(dir)) = (&load, &resume) {
+            bail!(
+                "--load {} and --resume {}: a resumed run goes on from its checkpoint's \
+                 parameters, which --load would replace; leave --load out",
+                load.display(),
+                dir.display()
+            );
+        }
         if let Some(dir) = &resume
             && !dir.is_dir()
         {
@@ -133,26 +141,19 @@ fn distinct(
 /// from being written. A run stopped by a signal writes its trace so far and no parameters
 /// (its checkpoint holds them), and ends with the signal's exit status.
 pub fn finish(run: FitRun<Sequential>, outputs: &OutputPaths) -> anyhow::Result<()> {
-    let mut failures = Vec::new();
-    if let Some(path) = &outputs.save
-        && run.stopped.is_none()
-    {
-        match run.net.save_parameters(path) {
-            Ok(()) => say!("parameters saved to {}", path.display()),
-            Err(e) => failures.push(format!("--save {}: {e}", path.display())),
-        }
-    }
-    if let Some(path) = &outputs.metrics {
-        match run.trace.write(path) {
-            Ok(written) => {
-                for file in written {
-                    say!("metrics: {}", file.display());
-                }
-            }
-            Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
-        }
-    }
+    let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
+    let failures = write(&run.net, &run.trace, save, outputs.metrics.as_ref());
     if let Some(signal) = run.stopped {
+        if let Some(path) = &outputs.save {
+            say!(
+                "--save {} not written: the run was stopped before its end{}",
+                path.display(),
+                match &outputs.checkpoint {
+                    Some(_) => ", and its checkpoint holds the parameters",
+                    None => " (--checkpoint DIR keeps them)",
+                }
+            );
+        }
         let resume = match &outputs.checkpoint {
             Some(c) => format!("; go on with --resume {}", c.dir.display()),
             None => String::new(),
@@ -168,5 +169,59 @@ pub fn finish(run: FitRun<Sequential>, outputs: &OutputPaths) -> anyhow::Result<
     match failures.len() {
         0 => Ok(()),
         _ => bail!("{}", failures.join("\n")),
+    }
+}
+
+/// `--save` and `--metrics`, each written whatever became of the other; the failures, one per
+/// output.
+fn write(
+    net: &Sequential,
+    trace: &Trace,
+    save: Option<&PathBuf>,
+    metrics: Option<&PathBuf>,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    if let Some(path) = save {
+        match net.save_parameters(path) {
+            Ok(()) => say!("parameters saved to {}", path.display()),
+            Err(e) => failures.push(format!("--save {}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = metrics {
+        match trace.write(path) {
+            Ok(written) => {
+                for file in written {
+                    say!("metrics: {}", file.display());
+                }
+            }
+            Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
+        }
+    }
+    failures
+}
+
+/// What `ember train` does when its run fails after training began (`Fit::rescue`): the
+/// network as the last completed step left it goes to `--save`, the trace so far to
+/// `--metrics`, and the place of the last checkpoint is said; the run's error follows, and
+/// the exit status is non-zero.
+pub fn rescue(outputs: &OutputPaths) -> impl FnOnce(&Sequential, &Trace) + 'static {
+    let save = outputs.save.clone();
+    let metrics = outputs.metrics.clone();
+    let checkpoints = outputs.checkpoint.as_ref().map(|c| c.dir.clone());
+    move |net, trace| {
+        let at = trace.batches.last().map_or(String::new(), |b| {
+            format!(" after batch {} of epoch {}", b.batch + 1, b.epoch + 1)
+        });
+        say!("the run failed{at}: writing what it had trained");
+        for failure in write(net, trace, save.as_ref(), metrics.as_ref()) {
+            eprintln!("error: {failure}");
+        }
+        if let Some(dir) = checkpoints {
+            say!(
+                "its checkpoints are in {}: go on with --resume {}",
+                dir.display(),
+                dir.display()
+            );
+        }
     }
 }

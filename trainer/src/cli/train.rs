@@ -18,7 +18,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::book_lines::BookLines;
 use super::model::ModelSpec;
-use super::output_paths::{OutputPaths, finish};
+use super::output_paths::{OutputPaths, finish, rescue};
 use super::task::{LossName, Task, wrong_loss};
 use super::workload::{DataSpec, Workload, WorkloadArgs, positive, sgd};
 
@@ -216,6 +216,24 @@ impl Run<'_> {
             self.policy.kind(),
             self.epochs
         );
+        // Known now rather than at the epoch's last step: a last batch smaller than the
+        // devices cannot give each an example.
+        let last = train.len() % w.batch_size;
+        if let Some(devices) = &w.devices
+            && last != 0
+            && last < devices.len()
+        {
+            bail!(
+                "invalid --batch-size {}: --data {} has {} training examples, so the last batch \
+                 of each epoch holds {last}, too few for the {} devices of --devices {devices}; \
+                 choose a batch size that leaves none or at least {} for the last batch",
+                w.batch_size,
+                w.data,
+                train.len(),
+                devices.len(),
+                devices.len()
+            );
+        }
         let device = self.device.clone().autodiff();
         let mut loader = DataLoader::new(train, w.batch_size)?
             .shuffle(w.seed)
@@ -261,33 +279,39 @@ impl Run<'_> {
             .policy(self.policy)
             .epochs(self.epochs)
             .progress(progress)
-            .seed(self.workload.seed);
+            .seed(self.workload.seed)
+            .rescue(rescue(self.outputs));
         if let Some(checkpointing) = &self.outputs.checkpoint {
             fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
         }
         if let Some(checkpoint) = &self.outputs.resume {
-            // A flag only the checkpoint's run had (--devices where this run has --device).
-            if let Some((flag, value)) = checkpoint
-                .description()
-                .iter()
-                .find(|(flag, _)| !description.contains_key(*flag))
-            {
+            // Every flag that differs, at once: one only the checkpoint's run had (--devices
+            // where this run has --device), or one whose value changed.
+            let before = checkpoint.description();
+            let flags: std::collections::BTreeSet<&String> =
+                before.keys().chain(description.keys()).collect();
+            let differ: Vec<String> = flags
+                .into_iter()
+                .filter(|flag| before.get(*flag) != description.get(*flag))
+                .map(|flag| match (before.get(flag), description.get(flag)) {
+                    (Some(b), Some(v)) => format!(
+                        "it was written by a run with {flag} {b}, and this one has {flag} {v}"
+                    ),
+                    (Some(b), None) => format!(
+                        "it was written by a run with {flag} {b}, and this one has no {flag}"
+                    ),
+                    (None, v) => format!(
+                        "it was written by a run without {flag}, and this one has {flag} {}",
+                        v.map_or("", String::as_str)
+                    ),
+                })
+                .collect();
+            if !differ.is_empty() {
                 bail!(
-                    "cannot resume from {}: it was written by a run with {flag} {value}, and \
-                     this one has no {flag}; resume with the flags of that run",
-                    checkpoint.dir.display()
+                    "cannot resume from {}: {}; resume with the flags of that run",
+                    checkpoint.dir.display(),
+                    differ.join("; ")
                 );
-            }
-            for (flag, value) in &description {
-                let before = checkpoint.description().get(flag);
-                if before != Some(value) {
-                    bail!(
-                        "cannot resume from {}: it was written by a run with {flag} {}, and \
-                         this one has {flag} {value}; resume with the flags of that run",
-                        checkpoint.dir.display(),
-                        before.map(String::as_str).unwrap_or("(not given)")
-                    );
-                }
             }
             say!(
                 "resuming from {}: epoch {}, batch {}",

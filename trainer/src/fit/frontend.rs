@@ -33,6 +33,8 @@ where
     pub(super) progress: Box<dyn Progress + 'a>,
     pub(super) evaluations: Vec<Evaluation<B>>,
     pub(super) checkpointing: Option<Checkpointing>,
+    /// The run's number of epochs: the last one ends with a checkpoint.
+    pub(super) epochs: usize,
     /// Every later batch must have the first one's example shape.
     pub(super) example_shape: Option<Vec<usize>>,
     /// Where the run stands: the next batch to issue, and the steps issued.
@@ -64,8 +66,15 @@ where
         carried: Vec<BatchRecord>,
     ) -> Result<bool> {
         let mut current = Epoch::begin(epoch, carried);
-        self.issue_epoch(data, self.at.next_batch, &mut current)?;
-        current.flight.wait_all()?;
+        let issued = self
+            .issue_epoch(data, self.at.next_batch, &mut current)
+            .and_then(|()| current.flight.wait_all());
+        if let Err(error) = issued {
+            // The batches issued so far stay in the trace, for what a failed run still writes.
+            current.absorb(&|at| self.seconds(at));
+            self.trace.batches.extend(current.records);
+            return Err(error);
+        }
         let end = Instant::now();
         let rss_after = current.sample_rss();
         current.absorb(&|at| self.seconds(at));
@@ -81,10 +90,13 @@ where
         self.progress.epoch_done(&record);
         self.trace.batches.extend(current.records);
         self.trace.epochs.push(record);
+        // At the end of every epoch, or with `every`, at the end of the run: a run shorter
+        // than `every` steps still leaves its checkpoint.
+        let last = epoch + 1 == self.epochs;
         if self
             .checkpointing
             .as_ref()
-            .is_some_and(|c| c.every.is_none())
+            .is_some_and(|c| c.every.is_none() || last)
         {
             self.checkpoint(&[])?;
         }
@@ -128,7 +140,11 @@ where
             && batch.x_shape[1..] != expected[..]
         {
             return Err(Error::Shape {
-                what: format!("batch {index} of epoch {}", current.epoch),
+                what: StepAt {
+                    epoch: current.epoch,
+                    batch: index,
+                }
+                .to_string(),
                 expected: format!("examples of shape {expected:?}, as the first batch's"),
                 got: batch.x_shape.clone(),
             });

@@ -118,7 +118,11 @@ pub struct Fit<'a, B, L> {
     seed: Option<u64>,
     checkpointing: Option<Checkpointing>,
     resume: Option<Checkpoint>,
+    rescue: Option<Rescue<'a, B>>,
 }
+
+/// What [`Fit::rescue`] is given.
+type Rescue<'a, B> = Box<dyn FnOnce(&B, &Trace) + 'a>;
 
 impl<'a, B, L> Fit<'a, B, L>
 where
@@ -142,6 +146,7 @@ where
             seed: None,
             checkpointing: None,
             resume: None,
+            rescue: None,
         }
     }
 
@@ -236,6 +241,16 @@ where
         self
     }
 
+    /// What becomes of the network when the run fails after training began (a step, an
+    /// evaluation, a checkpoint or the data failing): `rescue` gets it as the last completed
+    /// step left it, with the trace so far, before [`Fit::run`] returns the error. `ember
+    /// train` writes `--save` and `--metrics` there, so that a failure never loses what was
+    /// trained.
+    pub fn rescue(mut self, rescue: impl FnOnce(&B, &Trace) + 'a) -> Self {
+        self.rescue = Some(Box::new(rescue));
+        self
+    }
+
     /// Trains on `data`.
     ///
     /// Before anything else, the run passes the first batch through the network's
@@ -275,6 +290,7 @@ where
             progress: self.progress,
             evaluations: self.evaluations,
             checkpointing: self.checkpointing,
+            epochs: self.epochs,
             example_shape,
             at: start.at,
             trace: start.trace,
@@ -289,12 +305,27 @@ where
         let run_in_progress = RunInProgress::start();
         frontend.start = Instant::now();
         let mut carried = start.carried;
+        let mut trained = Ok(());
         for epoch in frontend.at.epoch..self.epochs {
-            if frontend.epoch(data, epoch, std::mem::take(&mut carried))? {
-                break;
+            match frontend.epoch(data, epoch, std::mem::take(&mut carried)) {
+                Ok(false) => {}
+                Ok(true) => break,
+                Err(error) => {
+                    trained = Err(error);
+                    break;
+                }
             }
         }
         drop(run_in_progress);
+        if let Err(error) = trained {
+            if let Some(rescue) = self.rescue
+                && frontend.at.steps > 0
+                && let Some(backend) = frontend.engine.salvage()
+            {
+                rescue(&backend.net, &frontend.trace);
+            }
+            return Err(error);
+        }
         let backend = frontend.engine.finish()?;
         Ok(FitRun {
             net: backend.net,

@@ -37,6 +37,7 @@ pub(super) fn start<B: Block>(
         description: checkpointing
             .map(|c| c.description.clone())
             .unwrap_or_default(),
+        checksums: Default::default(),
     };
     let Some(checkpoint) = resume else {
         return Ok(Start {
