@@ -437,6 +437,22 @@ fn sizes_that_cannot_fit_in_memory_are_errors_naming_the_flag() {
         &args(&base, &["--batch-size", "100000000"]),
         "--batch-size 100000000 is too large",
     );
+    // The flag at fault, not the model beside it (b70e607 said "--hidden 8 is too large").
+    fails_with(
+        &args(&base, &["--features", "4000000000000", "--hidden", "8"]),
+        "--features 4000000000000 is too large",
+    );
+    // The trace of every batch counts (b70e607 started 4·10¹² batches).
+    let stderr = fails_with(
+        &["train", "--device", "flex", "--batches", "4000000000000"],
+        "--batches 4000000000000 is too large",
+    );
+    assert!(stderr.contains("for the trace of every batch"), "{stderr}");
+    // A size past the machine's word is too large, not "not a number".
+    fails_with(
+        &args(&base, &["--hidden", "99999999999999999999"]),
+        "too large: a size is at most",
+    );
 }
 
 #[test]

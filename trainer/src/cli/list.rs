@@ -46,6 +46,10 @@ impl FromStr for Size {
     fn from_str(s: &str) -> Result<Self, String> {
         match s.parse::<usize>() {
             Ok(n) if n >= 1 => Ok(Size(n)),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Err(format!(
+                "too large: a size is at most {} on this machine",
+                usize::MAX
+            )),
             _ => Err("expected a whole number of at least 1".to_string()),
         }
     }

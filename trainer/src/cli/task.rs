@@ -89,48 +89,98 @@ impl Task {
         }
     }
 
-    /// Refuses sizes whose parameters, or one batch's data and activations, cannot fit in
-    /// this machine's memory, before anything is allocated; names the flag at fault.
-    pub fn check_memory(&self, workload: &Workload, model: &ModelSpec) -> anyhow::Result<()> {
-        let (example, outputs) = self.example_and_outputs(workload);
+    /// Refuses sizes whose parameters, one batch's data and activations, or the run's trace
+    /// cannot fit in this machine's memory, before anything is allocated; names the flag at
+    /// fault: the one that, made small, lets the run fit.
+    pub fn check_memory(
+        &self,
+        workload: &Workload,
+        model: &ModelSpec,
+        epochs: usize,
+    ) -> anyhow::Result<()> {
         let Some(available) = available_bytes() else {
             return Ok(());
         };
-        let need = model.footprint(&example, outputs, workload.batch_size);
-        let one = model.footprint(&example, outputs, 1);
-        // Parameters, their gradients and the optimizer's copy: three times the parameters.
-        let params = need.parameters.saturating_mul(3 * 4);
-        // The batch, and activations kept for the backward pass with their gradients.
-        let batch = need.activations.saturating_mul(2 * 4);
         let available = u128::from(available);
-        if params.saturating_add(batch) <= available {
+        let need = |w: &Workload, m: &ModelSpec, epochs: usize| self.memory(w, m, epochs);
+        let total = |n: &Need| n.params.saturating_add(n.batch).saturating_add(n.trace);
+        let needed = need(workload, model, epochs);
+        if total(&needed) <= available {
             return Ok(());
         }
-        // The model is at fault when it does not fit even with one example per batch.
-        let flag = if params.saturating_add(one.activations.saturating_mul(2 * 4)) > available {
-            match model {
-                ModelSpec::Mlp(_) if workload.synthetic_flags.contains(&"--hidden") => {
-                    format!("--hidden {}", list::join(&workload.hidden))
-                }
-                ModelSpec::Mlp(hidden) if self.is_synthetic() => format!(
-                    "--hidden {} with --features {}",
-                    list::join(hidden),
-                    workload.features
-                ),
-                _ => format!("--model {model}"),
-            }
-        } else {
-            format!("--batch-size {}", workload.batch_size)
+        // Each flag in turn made as small as it goes: the first one that lets the run fit is
+        // at fault.
+        let small = |change: &dyn Fn(&mut Workload, &mut ModelSpec, &mut usize)| {
+            let (mut w, mut m, mut e) = (workload.clone(), model.clone(), epochs);
+            change(&mut w, &mut m, &mut e);
+            total(&need(&w, &m, e)) <= available
         };
+        let synthetic = self.is_synthetic();
+        let hidden = match model {
+            ModelSpec::Mlp(hidden)
+                if synthetic && workload.synthetic_flags.contains(&"--hidden") =>
+            {
+                format!("--hidden {}", list::join(hidden))
+            }
+            _ => format!("--model {model}"),
+        };
+        let candidates: Vec<(String, &dyn Fn(&mut Workload, &mut ModelSpec, &mut usize))> = vec![
+            (format!("--features {}", workload.features), &|w, _, _| {
+                w.features = 1
+            }),
+            (hidden, &|_, m, _| *m = ModelSpec::Mlp(vec![1])),
+            (
+                format!("--batch-size {}", workload.batch_size),
+                &|w, _, _| w.batch_size = 1,
+            ),
+            (format!("--batches {}", workload.batches), &|w, _, _| {
+                w.batches = 1
+            }),
+            (format!("--epochs {epochs}"), &|_, _, e| *e = 1),
+        ];
+        let flag = candidates
+            .into_iter()
+            .filter(|(flag, _)| {
+                synthetic || !flag.starts_with("--features") && !flag.starts_with("--batches")
+            })
+            .find(|(_, change)| small(*change))
+            .map_or_else(
+                || "these sizes together are".to_string(),
+                |(flag, _)| format!("{flag} is"),
+            );
         bail!(
-            "{flag} is too large for this machine: training needs about {} ({} of parameters, \
-             gradients and optimizer state, {} for one batch and its activations), and {} of \
-             memory is available",
-            bytes(params.saturating_add(batch)),
-            bytes(params),
-            bytes(batch),
+            "{flag} too large for this machine: training needs about {} ({} of parameters, \
+             gradients and optimizer state, {} for one batch and its activations, {} for the \
+             trace of every batch), and {} of memory is available",
+            bytes(total(&needed)),
+            bytes(needed.params),
+            bytes(needed.batch),
+            bytes(needed.trace),
             bytes(available)
         );
+    }
+
+    /// The bytes a run needs, part by part.
+    fn memory(&self, workload: &Workload, model: &ModelSpec, epochs: usize) -> Need {
+        let (example, outputs) = self.example_and_outputs(workload);
+        let need = model.footprint(&example, outputs, workload.batch_size);
+        let batches = match self {
+            Task::Synthetic => workload.batches,
+            Task::Classify { train, .. } | Task::Regress { train } => {
+                train.len().div_ceil(workload.batch_size)
+            }
+        };
+        let record = std::mem::size_of::<ember_trainer::trace::BatchRecord>() as u128;
+        Need {
+            // Parameters, their gradients and the optimizer's copy: three times the parameters.
+            params: need.parameters.saturating_mul(3 * 4),
+            // The batch, and activations kept for the backward pass with their gradients.
+            batch: need.activations.saturating_mul(2 * 4),
+            // One record per batch of every epoch, kept in memory until the run ends.
+            trace: (batches as u128)
+                .saturating_mul(epochs as u128)
+                .saturating_mul(record),
+        }
     }
 
     fn is_synthetic(&self) -> bool {
@@ -152,6 +202,13 @@ impl Task {
             Task::Synthetic | Task::Regress { .. } => "values to regress",
         }
     }
+}
+
+/// The memory a run needs, in bytes.
+struct Need {
+    params: u128,
+    batch: u128,
+    trace: u128,
 }
 
 /// The losses `--loss` names.
@@ -193,12 +250,14 @@ fn refuse_empty(examples: &Examples, set: &str, data: &DataSpec) -> anyhow::Resu
     Ok(())
 }
 
-/// A byte count for people: `12.3 GB`, `4.1 TB`.
+/// A byte count for people: `16.8 MB`, `12.3 GB`, `4.1 TB`.
 fn bytes(n: u128) -> String {
     let n = n as f64;
     if n >= 1e12 {
         format!("{:.1} TB", n / 1e12)
-    } else {
+    } else if n >= 1e9 {
         format!("{:.1} GB", n / 1e9)
+    } else {
+        format!("{:.1} MB", n / 1e6)
     }
 }

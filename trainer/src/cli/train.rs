@@ -96,7 +96,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         return Err(wrong_loss(loss, &task, &workload.data));
     }
     let model = task.model(args.model, &workload)?;
-    task.check_memory(&workload, &model)?;
+    task.check_memory(&workload, &model, epochs)?;
     let picked = workload.open_devices()?;
     for (index, device) in picked.iter().enumerate() {
         match picked.len() {

@@ -21,14 +21,15 @@
 //! let net = build();
 //! let optimizer = Optimizer::new(&net, "adam", 0.01).unwrap();
 //! Fit::new(net, L2Loss, optimizer, &device)
-//!     .epochs(2)
+//!     .epochs(1)
 //!     .checkpoint(Checkpointing::new(dir.path()).every(3))
 //!     .run(&mut data)
 //!     .unwrap();
 //!
-//! // A new process: the same network, then the newest checkpoint (after step 9 of 10).
+//! // A new process: the same network, then the newest checkpoint (after step 3, and the
+//! // run's last, 5), and a second epoch.
 //! let last = Checkpoint::latest(dir.path()).unwrap().unwrap();
-//! assert_eq!((last.position.epoch, last.position.next_batch), (1, 4));
+//! assert_eq!((last.position.epoch, last.position.next_batch), (1, 0));
 //! let net = build();
 //! let optimizer = Optimizer::new(&net, "adam", 0.01).unwrap();
 //! let run = Fit::new(net, L2Loss, optimizer, &device)
