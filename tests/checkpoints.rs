@@ -107,3 +107,31 @@ fn a_run_shorter_than_checkpoint_every_still_ends_with_a_checkpoint() {
     succeeds(&strs(&run(&ck, "2", &["--checkpoint-every", "1000"])));
     assert_eq!(newest(&ck).file_name().unwrap(), "step-0000000008");
 }
+
+/// A checkpoint that cannot be written (here its name is taken by a dangling symlink) fails
+/// the run, and `--save` and `--metrics` are still written, with the message saying so:
+/// b70e607 wrote neither, although its README promised they were independent.
+#[test]
+fn a_failing_checkpoint_write_still_writes_save_and_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    std::fs::create_dir(&ck).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), ck.join("step-0000000002")).unwrap();
+    let save = dir.path().join("m.safetensors");
+    let metrics = dir.path().join("m.csv");
+    let more = ["--checkpoint-every", "2", "--save", save.to_str().unwrap()];
+    let args = run(
+        &ck,
+        "1",
+        &[&more[..], &["--metrics", metrics.to_str().unwrap()]].concat(),
+    );
+    let out = common::cli::ember(&strs(&args));
+    let (stdout, stderr) = common::cli::text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("step-0000000002"), "{stderr}");
+    assert!(
+        stdout.contains("the run failed after batch 2 of epoch 1"),
+        "{stdout}"
+    );
+    assert!(save.exists() && metrics.exists(), "{stdout}");
+}
