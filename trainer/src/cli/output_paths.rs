@@ -217,11 +217,14 @@ pub fn rescue(outputs: &OutputPaths) -> impl FnOnce(&Sequential, &Trace) + 'stat
             eprintln!("error: {failure}");
         }
         if let Some(dir) = checkpoints {
-            say!(
-                "its checkpoints are in {}: go on with --resume {}",
-                dir.display(),
-                dir.display()
-            );
+            match Checkpoint::latest(&dir) {
+                Ok(Some(last)) => say!(
+                    "its last checkpoint is {}: go on with --resume {}",
+                    last.dir.display(),
+                    dir.display()
+                ),
+                _ => say!("no checkpoint of it is complete in {}", dir.display()),
+            }
         }
     }
 }
