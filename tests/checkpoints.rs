@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::cli::{TINY, args, fails_with, succeeds};
+use common::cli::{TINY, args, fails_with, strs, succeeds};
 
 /// A run of `epochs` epochs of 4 batches that keeps its checkpoints in `ck`, with `more`
 /// flags.
@@ -18,10 +18,6 @@ fn run(ck: &Path, epochs: &str, more: &[&str]) -> Vec<String> {
         &["--epochs", epochs, "--checkpoint", ck.to_str().unwrap()],
     );
     args(&base, more).iter().map(|a| a.to_string()).collect()
-}
-
-fn strs(args: &[String]) -> Vec<&str> {
-    args.iter().map(String::as_str).collect()
 }
 
 /// The newest checkpoint in `ck`.

@@ -391,27 +391,34 @@ fn ember_export_refuses_bad_input_and_writes_nothing() {
     };
     // The output is the parameter file itself: it would be replaced.
     let before = std::fs::read(&params).unwrap();
-    let stderr =
-        common::cli::fails_with(&refs(&export("5", &params, &params)), "is the --load file");
+    let stderr = common::cli::fails_with(
+        &common::cli::strs(&export("5", &params, &params)),
+        "is the --load file",
+    );
     assert!(stderr.contains(&params), "{stderr}");
     assert_eq!(std::fs::read(&params).unwrap(), before);
     // A directory.
     let dir_arg = dir.path().to_str().unwrap();
-    common::cli::fails_with(&refs(&export("5", &params, dir_arg)), "a directory");
+    common::cli::fails_with(
+        &common::cli::strs(&export("5", &params, dir_arg)),
+        "a directory",
+    );
     // Parameters that do not fit the network named: --hidden 7 is not what was trained.
     let out = path("mlp.onnx");
     common::cli::fails_with(
-        &refs(&export("7", &params, &out)),
+        &common::cli::strs(&export("7", &params, &out)),
         "does not match the network",
     );
     // A missing parameter file.
     let missing = path("missing.safetensors");
-    let stderr =
-        common::cli::fails_with(&refs(&export("5", &missing, &out)), "missing.safetensors");
+    let stderr = common::cli::fails_with(
+        &common::cli::strs(&export("5", &missing, &out)),
+        "missing.safetensors",
+    );
     assert!(!stderr.is_empty());
     assert!(!Path::new(&out).exists());
     // And the right one writes a file ONNX Runtime runs.
-    let printed = common::cli::succeeds(&refs(&export("5", &params, &out)));
+    let printed = common::cli::succeeds(&common::cli::strs(&export("5", &params, &out)));
     assert!(printed.contains("input [batch, 6], 1 outputs"), "{printed}");
     let x = dir.path().join("x.f32");
     write_f32(&x, &[0.5; 18]);
@@ -425,8 +432,4 @@ fn ember_export_refuses_bad_input_and_writes_nothing() {
         y.to_str().unwrap(),
     ]);
     assert_eq!(report["shape"], serde_json::json!([3, 1]));
-}
-
-fn refs(args: &[String]) -> Vec<&str> {
-    args.iter().map(String::as_str).collect()
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use burn::prelude::*;
-use common::cli::{TINY, args, ember, fails_with, succeeds, text};
+use common::cli::{TINY, args, ember, fails_with, strs, succeeds, text};
 use common::fashion::{fashion_like, write_idx_gz};
 use ember::{Block, Dense, Init, L2Loss, Optimizer, Sequential};
 use ember_datasets::Synthetic;
@@ -243,10 +243,6 @@ fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
     ]
     .map(String::from)
     .to_vec()
-}
-
-fn strs(args: &[String]) -> Vec<&str> {
-    args.iter().map(String::as_str).collect()
 }
 
 /// No temporary of any writer is left anywhere under `dir`.

@@ -296,7 +296,7 @@ fn remove_stale_matching(dir: &Path, matches: impl Fn(&str) -> bool) {
 }
 
 /// Whether process `pid` runs on this machine (Linux: `/proc/PID`; elsewhere, assume so).
-fn running(pid: u32) -> bool {
+pub fn running(pid: u32) -> bool {
     if pid == std::process::id() {
         return true;
     }

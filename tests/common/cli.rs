@@ -59,3 +59,8 @@ pub const TINY: [&str; 11] = [
 pub fn args<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(more).copied().collect()
 }
+
+/// Owned arguments as the `&str`s the helpers above take.
+pub fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}

@@ -98,7 +98,7 @@ impl Checkpointing {
             .and_then(|text| text.trim().parse::<u32>().ok());
         if let Some(pid) = holder
             && pid != me
-            && Path::new(&format!("/proc/{pid}")).exists()
+            && ember::output::running(pid)
         {
             return Err(Error::InvalidValue {
                 name: "checkpoint directory",

@@ -103,17 +103,14 @@ pub fn to_model<B: Block>(net: &B, example: &[usize]) -> Result<ModelProto> {
     let mut shape = vec![1];
     shape.extend_from_slice(example);
     let count = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-    let zeros = vec![
-        0.0;
-        count
-            .filter(|&n| n <= 1 << 28)
-            .ok_or_else(|| Error::Shape {
-                what: "the example to export for".to_string(),
-                expected: "fewer than 2^28 numbers".to_string(),
-                got: shape.clone(),
-            })?
-    ];
-    let x = NdTensor::from_host(&zeros, &shape, &device)?;
+    if count.is_none_or(|n| n > 1 << 28) {
+        return Err(Error::Shape {
+            what: "the example to export for".to_string(),
+            expected: "fewer than 2^28 numbers".to_string(),
+            got: shape,
+        });
+    }
+    let x = NdTensor::zeros(&shape, &device)?;
     let (_, y) = inference.infer(x)?;
     let output_dims = y.dims();
 

@@ -32,9 +32,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
     let out = output::check(&args.out)
         .with_context(|| format!("invalid --out {}", args.out.display()))?;
-    if let (Ok(out), Ok(load)) = (out.canonicalize(), args.load.canonicalize())
-        && out == load
-    {
+    if output::place(&out) == output::place(&args.load) {
         bail!(
             "invalid --out {}: it is the --load file, which the ONNX model would replace; \
              write it to another path",
@@ -48,7 +46,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let net = model.build(outputs, model.init(), &device);
     let mut shape = vec![1];
     shape.extend(&example);
-    let x = NdTensor::from_host(&vec![0.0; shape.iter().product()], &shape, &device)?;
+    let x = NdTensor::zeros(&shape, &device)?;
     let net = net
         .infer_shape(x)
         .with_context(|| format!("--model {model} cannot take --data {}", workload.data))?
