@@ -38,8 +38,14 @@ pub enum Activation {
 }
 
 impl Activation {
-    /// Applies the function to a tensor of any rank.
+    /// Applies the function to a tensor of any rank (on the CPU through oneDNN where
+    /// [`crate::cpu`] runs it).
     pub fn apply<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
+        crate::cpu::activation(self, x)
+    }
+
+    /// burn's own kernels for it.
+    pub(crate) fn apply_burn<const D: usize>(self, x: Tensor<D>) -> Tensor<D> {
         match self {
             Activation::Relu => activation::relu(x),
             Activation::Sigmoid => activation::sigmoid(x),

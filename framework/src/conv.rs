@@ -30,7 +30,7 @@ use std::fmt;
 
 use burn::nn::conv::{Conv1d, Conv1dConfig, Conv2d, Conv2dConfig};
 use burn::nn::{PaddingConfig1d, PaddingConfig2d};
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 
 use crate::activation::Activation;
 use crate::block::Block;
@@ -150,6 +150,25 @@ struct ConvOptions<S> {
     use_bias: bool,
     activation: Option<Activation>,
     in_channels: Option<usize>,
+}
+
+impl<S: Axes> ConvOptions<S> {
+    /// The convolution with its bias and activation on ember's CPU kernels, or `None` for
+    /// burn's path.
+    fn cpu<const D: usize>(
+        &self,
+        x: &Tensor<D>,
+        weight: &Tensor<D>,
+        bias: Option<&Tensor<1>>,
+    ) -> Option<Tensor<D>> {
+        let window = crate::cpu::Window {
+            kernel: self.kernel_size.axes(),
+            strides: self.strides.axes(),
+            padding: self.padding.axes(),
+            dilation: self.dilation.axes(),
+        };
+        crate::cpu::conv(x, weight, bias, self.groups, window, self.activation)
+    }
 }
 
 impl<S: Copy> ConvOptions<S> {
@@ -276,7 +295,12 @@ impl Block for Conv2D {
     ///   `out = ⌊(in + 2·padding − dilation·(kernel − 1) − 1) / strides⌋ + 1`
     fn forward(&self, x: NdTensor) -> NdTensor {
         let conv = self.conv.module(self);
-        self.activate(conv.forward(x.rank::<4>()).into())
+        let x = x.rank::<4>();
+        let bias = conv.bias.as_ref().map(|b| b.val());
+        match self.options.cpu(&x, &conv.weight.val(), bias.as_ref()) {
+            Some(y) => y.into(),
+            None => self.activate(conv.forward(x).into()),
+        }
     }
 
     fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
@@ -362,7 +386,12 @@ impl Block for Conv1D {
     ///   `out = ⌊(in + 2·padding − dilation·(kernel − 1) − 1) / strides⌋ + 1`
     fn forward(&self, x: NdTensor) -> NdTensor {
         let conv = self.conv.module(self);
-        self.activate(conv.forward(x.rank::<3>()).into())
+        let x = x.rank::<3>();
+        let bias = conv.bias.as_ref().map(|b| b.val());
+        match self.options.cpu(&x, &conv.weight.val(), bias.as_ref()) {
+            Some(y) => y.into(),
+            None => self.activate(conv.forward(x).into()),
+        }
     }
 
     fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {

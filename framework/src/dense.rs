@@ -126,6 +126,19 @@ impl Block for Dense {
     /// - with `flatten(false)`: input `[…, in_units]`, output `[…, units]`.
     fn forward(&self, x: NdTensor) -> NdTensor {
         let linear = self.linear.module(self);
+        if self.flatten || x.ndim() == 2 {
+            let x2 = if x.ndim() == 2 {
+                x.clone().rank::<2>()
+            } else {
+                x.clone().flatten()
+            };
+            let bias = linear.bias.as_ref().map(|b| b.val());
+            if let Some(y) =
+                crate::cpu::dense(&x2, &linear.weight.val(), bias.as_ref(), self.activation)
+            {
+                return y.into();
+            }
+        }
         let y = if self.flatten && x.ndim() != 2 {
             NdTensor::from(linear.forward(x.flatten()))
         } else {

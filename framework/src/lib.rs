@@ -38,6 +38,7 @@
 pub mod activation;
 pub mod block;
 pub mod conv;
+pub mod cpu;
 pub mod cuda;
 pub mod data_parallel;
 mod deferred;

@@ -43,6 +43,16 @@ impl PoolWindow {
         }
     }
 
+    /// The window as ember's CPU kernels take it.
+    fn cpu(&self) -> crate::cpu::Window {
+        crate::cpu::Window {
+            kernel: self.pool_size.0.to_vec(),
+            strides: self.strides.0.to_vec(),
+            padding: self.padding.0.to_vec(),
+            dilation: vec![1, 1],
+        }
+    }
+
     fn padding_config(&self) -> PaddingConfig2d {
         let [ph, pw] = self.padding.0;
         PaddingConfig2d::Explicit(ph, pw, ph, pw)
@@ -77,7 +87,7 @@ fn rank_4(layer: &dyn fmt::Display, dims: &[usize]) -> Error {
 }
 
 macro_rules! pool_layer {
-    ($name:ident, $gluon:literal, $inner:ty, $build:expr) => {
+    ($name:ident, $gluon:literal, $inner:ty, $build:expr, max: $max:expr) => {
         impl $name {
             /// `strides=`: the step of the window (default: the pool size).
             pub fn strides(mut self, strides: impl Into<Pair>) -> Self {
@@ -106,7 +116,11 @@ macro_rules! pool_layer {
             /// - output: `[batch, channels, out_height, out_width]`, with
             ///   `out = ⌊(in + 2·padding − pool_size) / strides⌋ + 1`
             fn forward(&self, x: NdTensor) -> NdTensor {
-                self.pool.forward(x.rank::<4>()).into()
+                let x = x.rank::<4>();
+                match crate::cpu::pool(&x, $max, self.window.cpu()) {
+                    Some(y) => y.into(),
+                    None => self.pool.forward(x).into(),
+                }
             }
 
             fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
@@ -156,7 +170,7 @@ fn build_max(w: &PoolWindow) -> MaxPool2d {
         .init()
 }
 
-pool_layer!(MaxPool2D, "MaxPool2D", MaxPool2d, build_max);
+pool_layer!(MaxPool2D, "MaxPool2D", MaxPool2d, build_max, max: true);
 
 /// `nn.AvgPool2D(pool_size=2, strides=None, padding=0)`: the mean of each window, padding
 /// zeros counted (Gluon's and PyTorch's default `count_include_pad=True`).
@@ -185,7 +199,7 @@ fn build_avg(w: &PoolWindow) -> AvgPool2d {
         .init()
 }
 
-pool_layer!(AvgPool2D, "AvgPool2D", AvgPool2d, build_avg);
+pool_layer!(AvgPool2D, "AvgPool2D", AvgPool2d, build_avg, max: false);
 
 /// `nn.GlobalAvgPool2D()`: the mean over each channel's whole plane.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! `ember devices`: each device, whether it opens here (cuda too: whether this build has it,
-//! whether the NVIDIA driver is there, and each card), and what `auto` picks.
+//! whether the NVIDIA driver is there, and each card), what `auto` picks, and which kernels
+//! run ember's layers on the CPU (oneDNN or burn-flex, and why).
 
 use ember::DeviceName;
 
@@ -23,6 +24,8 @@ pub fn run() -> anyhow::Result<()> {
     }
     let auto = DeviceName::Auto.resolve()?;
     say!("auto     -> {}    {}", auto.name, auto.reason);
+    let cpu = ember::cpu::status();
+    say!("cpu      {:<8}  {}", cpu.kernels.to_string(), cpu.detail);
     Ok(())
 }
 

@@ -67,11 +67,16 @@ mod workload;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// The kernels of ember's layers on the CPU (flex devices): `onednn` (the default, where
+    /// the library is installed) or `flex` (burn-flex's own). Overrides EMBER_CPU_KERNELS.
+    #[arg(long, global = true, value_name = "onednn|flex")]
+    cpu_kernels: Option<ember::cpu::Kernels>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// List the devices usable on this machine (wgpu, flex, ndarray) and what `auto` picks.
+    /// List the devices usable on this machine (wgpu, flex, ndarray, cuda), what `auto` picks,
+    /// and which kernels run ember's layers on the CPU.
     Devices,
     /// Train the chapter's MLP (or a model of --model on other data) under a sync policy, and
     /// print the book's lines.
@@ -91,6 +96,15 @@ enum Command {
 /// Parses the arguments, runs the command, prints the error chain on failure.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    match cli.cpu_kernels {
+        Some(kernels) => ember::cpu::set_kernels(kernels),
+        None => {
+            if let Err(err) = ember::cpu::chosen() {
+                eprintln!("error: {err}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let result = match cli.command {
         Command::Devices => devices::run(),
         Command::Train(args) => train::run(args),

@@ -1,0 +1,399 @@
+//! Convolutions of any spatial rank (Conv1D, Conv2D) on oneDNN: the forward pass with the bias
+//! and the activation fused, the data gradient and the weight and bias gradients.
+
+use std::sync::Arc;
+
+use burn::backend::Flex;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::backend::flex::FlexTensor;
+use burn::tensor::Tensor;
+
+use super::bridge::{self, Inputs};
+use super::eltwise::{self, FromOutput};
+use super::library::*;
+use super::primitive::{Attr, Md, Pass, Primitive, Result};
+use super::window::Window;
+use crate::activation::Activation;
+
+/// One convolution's configuration: what its primitives are made for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Config {
+    input: Vec<usize>,
+    weight: Vec<usize>,
+    output: Vec<usize>,
+    groups: usize,
+    bias: bool,
+    window: Window,
+}
+
+/// The arrays' plain layouts (burn-flex's), or layouts left to oneDNN (`any`).
+struct Descs {
+    src: Md,
+    weights: Md,
+    bias: Option<Md>,
+    dst: Md,
+}
+
+impl Config {
+    /// oneDNN's weights: `[groups, out / groups, in / groups, kernel…]` with groups.
+    fn weight_dims(&self) -> Vec<usize> {
+        if self.groups > 1 {
+            let mut dims = vec![self.groups, self.weight[0] / self.groups];
+            dims.extend_from_slice(&self.weight[1..]);
+            dims
+        } else {
+            self.weight.clone()
+        }
+    }
+
+    fn descs(&self, make: fn(&[usize]) -> Result<Md>) -> Result<Descs> {
+        Ok(Descs {
+            src: make(&self.input)?,
+            weights: make(&self.weight_dims())?,
+            bias: if self.bias {
+                Some(Md::plain(&self.weight[..1])?)
+            } else {
+                None
+            },
+            dst: make(&self.output)?,
+        })
+    }
+
+    fn padding_right(&self) -> super::window::Dims {
+        self.window
+            .padding_right(&self.input[2..], &self.output[2..])
+    }
+
+    fn forward(&self, training: bool, attr: &Attr) -> Result<Primitive> {
+        let rt = runtime()?;
+        let d = self.descs(Md::any)?;
+        let w = &self.window;
+        let prop = if training {
+            dnnl_forward_training
+        } else {
+            dnnl_forward_inference
+        };
+        let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
+        // SAFETY: valid out-pointer, descriptors and dimension arrays.
+        check(
+            unsafe {
+                rt.api.dnnl_dilated_convolution_forward_desc_init(
+                    desc.as_mut_ptr(),
+                    prop,
+                    dnnl_convolution_direct,
+                    &d.src.0,
+                    &d.weights.0,
+                    d.bias.as_ref().map_or(std::ptr::null(), |b| &b.0),
+                    &d.dst.0,
+                    w.strides().as_ptr().cast_mut(),
+                    w.dilation().as_ptr().cast_mut(),
+                    w.padding_left().as_ptr().cast_mut(),
+                    self.padding_right().as_ptr().cast_mut(),
+                )
+            },
+            "describing a convolution",
+        )?;
+        Primitive::new(&unsafe { desc.assume_init() }, attr, None, "convolution")
+    }
+
+    /// The forward pass on plain arrays: `x`, `w`, `b` (when there is a bias) into `y`.
+    fn forward_pass(&self, primitive: Primitive) -> Result<Pass> {
+        let p = self.descs(Md::plain)?;
+        let mut args = vec![
+            (DNNL_ARG_SRC, p.src, Some(dnnl_query_src_md)),
+            (DNNL_ARG_WEIGHTS, p.weights, Some(dnnl_query_weights_md)),
+            (DNNL_ARG_DST, p.dst, Some(dnnl_query_dst_md)),
+        ];
+        if let Some(bias) = p.bias {
+            args.push((DNNL_ARG_BIAS, bias, None));
+        }
+        Pass::new(primitive, args)
+    }
+}
+
+/// The passes of a convolution that is differentiated.
+struct Training {
+    forward: Pass,
+    data: Pass,
+    weights: Pass,
+    /// The activation's backward pass, where it is fused into the forward pass.
+    activation: Option<Arc<FromOutput>>,
+}
+
+fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Training>> {
+    bridge::cached(format!("conv train {config:?} {activation:?}"), || {
+        let rt = runtime()?;
+        let (attr, fused) = eltwise::post_op(activation, true)?;
+        let forward = config.forward_pass(config.forward(true, &attr)?)?;
+        // Backward passes are made against a forward pass without post-ops.
+        let hint = config.forward(true, &Attr::none()?)?;
+        let any = config.descs(Md::any)?;
+        let plain = config.descs(Md::plain)?;
+        let w = &config.window;
+        let (strides, dilation, left, right) = (
+            w.strides(),
+            w.dilation(),
+            w.padding_left(),
+            config.padding_right(),
+        );
+        let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
+        // SAFETY: valid out-pointer, descriptors and dimension arrays.
+        check(
+            unsafe {
+                rt.api.dnnl_dilated_convolution_backward_data_desc_init(
+                    desc.as_mut_ptr(),
+                    dnnl_convolution_direct,
+                    &any.src.0,
+                    &any.weights.0,
+                    &any.dst.0,
+                    strides.as_ptr().cast_mut(),
+                    dilation.as_ptr().cast_mut(),
+                    left.as_ptr().cast_mut(),
+                    right.as_ptr().cast_mut(),
+                )
+            },
+            "describing a convolution's data gradient",
+        )?;
+        let data = Primitive::new(
+            &unsafe { desc.assume_init() },
+            &Attr::none()?,
+            Some(&hint),
+            "convolution data gradient",
+        )?;
+        let data = Pass::new(
+            data,
+            vec![
+                (
+                    DNNL_ARG_DIFF_DST,
+                    plain.dst.clone(),
+                    Some(dnnl_query_diff_dst_md),
+                ),
+                (
+                    DNNL_ARG_WEIGHTS,
+                    plain.weights.clone(),
+                    Some(dnnl_query_weights_md),
+                ),
+                (
+                    DNNL_ARG_DIFF_SRC,
+                    plain.src.clone(),
+                    Some(dnnl_query_diff_src_md),
+                ),
+            ],
+        )?;
+        let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
+        // SAFETY: as above.
+        check(
+            unsafe {
+                rt.api.dnnl_dilated_convolution_backward_weights_desc_init(
+                    desc.as_mut_ptr(),
+                    dnnl_convolution_direct,
+                    &any.src.0,
+                    &any.weights.0,
+                    any.bias.as_ref().map_or(std::ptr::null(), |b| &b.0),
+                    &any.dst.0,
+                    strides.as_ptr().cast_mut(),
+                    dilation.as_ptr().cast_mut(),
+                    left.as_ptr().cast_mut(),
+                    right.as_ptr().cast_mut(),
+                )
+            },
+            "describing a convolution's weight gradient",
+        )?;
+        let weights = Primitive::new(
+            &unsafe { desc.assume_init() },
+            &Attr::none()?,
+            Some(&hint),
+            "convolution weight gradient",
+        )?;
+        let mut args = vec![
+            (DNNL_ARG_SRC, plain.src, Some(dnnl_query_src_md)),
+            (DNNL_ARG_DIFF_DST, plain.dst, Some(dnnl_query_diff_dst_md)),
+            (
+                DNNL_ARG_DIFF_WEIGHTS,
+                plain.weights,
+                Some(dnnl_query_diff_weights_md),
+            ),
+        ];
+        if let Some(bias) = plain.bias {
+            args.push((DNNL_ARG_DIFF_BIAS, bias, None));
+        }
+        let weights = Pass::new(weights, args)?;
+        let activation = match activation {
+            Some(a) if fused => Some(FromOutput::new(a, &config.output)?),
+            _ => None,
+        };
+        Ok(Training {
+            forward,
+            data,
+            weights,
+            activation,
+        })
+    })
+}
+
+/// The inference pass, with any activation fused.
+struct Inference {
+    forward: Pass,
+    fused: bool,
+}
+
+fn inference(config: &Config, activation: Option<Activation>) -> Result<Arc<Inference>> {
+    bridge::cached(format!("conv infer {config:?} {activation:?}"), || {
+        let (attr, fused) = eltwise::post_op(activation, false)?;
+        let forward = config.forward_pass(config.forward(false, &attr)?)?;
+        Ok(Inference { forward, fused })
+    })
+}
+
+/// `Training` in the graph's state.
+#[derive(Clone)]
+struct State {
+    prims: Arc<Training>,
+    x: FlexTensor,
+    w: FlexTensor,
+    has_bias: bool,
+    /// The output, where the activation's backward pass reads it.
+    y: Option<FlexTensor>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("oneDNN convolution")
+    }
+}
+
+#[derive(Debug)]
+struct ConvBackward;
+
+impl Backward<Flex, 3> for ConvBackward {
+    type State = State;
+
+    fn backward(self, ops: Ops<State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [px, pw, pb] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let s = ops.state;
+        let p = &s.prims;
+        let grad = eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad);
+        if let Some(px) = px {
+            let mut dx = bridge::output(&bridge::dims(&s.x));
+            p.data
+                .run(
+                    &[
+                        (DNNL_ARG_DIFF_DST, bridge::read(&grad)),
+                        (DNNL_ARG_WEIGHTS, bridge::read(&s.w)),
+                    ],
+                    &[(DNNL_ARG_DIFF_SRC, bridge::write(&mut dx))],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            grads.register::<Flex>(px.id, dx);
+        }
+        if pw.is_some() || pb.is_some() {
+            let mut dw = bridge::output(&bridge::dims(&s.w));
+            let mut db = bridge::output(&bridge::dims(&s.w)[..1]);
+            let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, bridge::write(&mut dw))];
+            if s.has_bias {
+                outputs.push((DNNL_ARG_DIFF_BIAS, bridge::write(&mut db)));
+            }
+            p.weights
+                .run(
+                    &[
+                        (DNNL_ARG_SRC, bridge::read(&s.x)),
+                        (DNNL_ARG_DIFF_DST, bridge::read(&grad)),
+                    ],
+                    &outputs,
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            if let Some(pw) = pw {
+                grads.register::<Flex>(pw.id, dw);
+            }
+            if let Some(pb) = pb {
+                grads.register::<Flex>(pb.id, db);
+            }
+        }
+    }
+}
+
+/// The convolution of `x` (`[batch, channels, spatial…]`) with `weight` (`[out, in / groups,
+/// kernel…]`) and `bias`, then `activation`, through oneDNN; `None` where the tensors are not
+/// burn-flex f32 tensors or oneDNN cannot run this configuration (the caller then takes burn's
+/// path).
+pub fn conv<const D: usize>(
+    x: &Tensor<D>,
+    weight: &Tensor<D>,
+    bias: Option<&Tensor<1>>,
+    groups: usize,
+    window: Window,
+    activation: Option<Activation>,
+) -> Option<Tensor<D>> {
+    let input = x.dims().to_vec();
+    let spatial = window.output(&input[2..])?;
+    let weight_dims = weight.dims().to_vec();
+    let mut output = vec![input[0], weight_dims[0]];
+    output.extend(spatial);
+    let config = Config {
+        input,
+        weight: weight_dims,
+        output,
+        groups,
+        bias: bias.is_some(),
+        window,
+    };
+    let x_in = bridge::input(x)?;
+    let b = bridge::bias_or_stand_in(bias, &x_in)?;
+    let inputs: Inputs<3> = bridge::same_kind([x_in, bridge::input(weight)?, b])?;
+    let tracked = matches!(&inputs, Inputs::Graph(t) if t.iter().any(|t| t.is_tracked()));
+    let result = if tracked {
+        let prims = training(&config, activation)
+            .map_err(|e| super::fell_back(&e))
+            .ok()?;
+        bridge::run(ConvBackward, inputs, |[x, w, b], _| {
+            let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
+            let mut y = bridge::output(&config.output);
+            execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
+            let keep = prims.activation.as_ref().map(|_| y.clone());
+            Ok((
+                y,
+                Some(State {
+                    prims: prims.clone(),
+                    x,
+                    w,
+                    has_bias: config.bias,
+                    y: keep,
+                }),
+            ))
+        })
+        .map(|y| eltwise::after(y, activation, prims.activation.is_some()))
+    } else {
+        let prims = inference(&config, activation)
+            .map_err(|e| super::fell_back(&e))
+            .ok()?;
+        bridge::run(ConvBackward, inputs, |[x, w, b], _| {
+            let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
+            let mut y = bridge::output(&config.output);
+            execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
+            Ok((y, None))
+        })
+        .map(|y| eltwise::after(y, activation, prims.fused))
+    };
+    result.map_err(|e| super::fell_back(&e)).ok()
+}
+
+fn execute_forward(
+    forward: &Pass,
+    x: &FlexTensor,
+    w: &FlexTensor,
+    b: &FlexTensor,
+    bias: bool,
+    y: &mut FlexTensor,
+) -> Result<()> {
+    let mut inputs = vec![
+        (DNNL_ARG_SRC, bridge::read(x)),
+        (DNNL_ARG_WEIGHTS, bridge::read(w)),
+    ];
+    if bias {
+        inputs.push((DNNL_ARG_BIAS, bridge::read(b)));
+    }
+    forward.run(&inputs, &[(DNNL_ARG_DST, bridge::write(y))])
+}

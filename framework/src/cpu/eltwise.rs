@@ -1,0 +1,241 @@
+//! The five activations, forward and backward, on oneDNN's element-wise primitives.
+
+use std::sync::Arc;
+
+use burn::backend::Flex;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::backend::flex::FlexTensor;
+use burn::tensor::Tensor;
+
+use super::bridge::{self, Inputs};
+use super::library::*;
+use super::primitive::{Attr, Md, Primitive, Result};
+use crate::activation::Activation;
+
+/// oneDNN's algorithm for an activation, and whether its backward pass reads the output (so a
+/// fused post-op, which keeps only the output, can be differentiated).
+pub fn algorithm(activation: Activation) -> (dnnl_alg_kind_t, Option<dnnl_alg_kind_t>) {
+    match activation {
+        Activation::Relu => (dnnl_eltwise_relu, Some(dnnl_eltwise_relu_use_dst_for_bwd)),
+        Activation::Sigmoid => (
+            dnnl_eltwise_logistic,
+            Some(dnnl_eltwise_logistic_use_dst_for_bwd),
+        ),
+        Activation::Tanh => (dnnl_eltwise_tanh, Some(dnnl_eltwise_tanh_use_dst_for_bwd)),
+        Activation::SoftRelu => (dnnl_eltwise_soft_relu, None),
+        Activation::Gelu => (dnnl_eltwise_gelu_erf, None),
+    }
+}
+
+/// The post-op that applies `activation` to a primitive's result, where the backward pass can
+/// do without the result before it (`training`), or always for inference.
+pub fn post_op(activation: Option<Activation>, training: bool) -> Result<(Attr, bool)> {
+    match activation.map(algorithm) {
+        Some((alg, from_dst)) if !training || from_dst.is_some() => {
+            Ok((Attr::eltwise(alg, 0.0)?, true))
+        }
+        _ => Ok((Attr::none()?, false)),
+    }
+}
+
+/// The backward pass of `activation` over an array of these dimensions, reading its output.
+pub struct FromOutput {
+    primitive: Primitive,
+    md: Md,
+}
+
+impl FromOutput {
+    /// For the activations `post_op` fuses.
+    pub fn new(activation: Activation, dims: &[usize]) -> Result<Arc<FromOutput>> {
+        bridge::cached(format!("eltwise-bwd-dst {activation} {dims:?}"), || {
+            let (alg, Some(bwd)) = algorithm(activation) else {
+                return Err(format!("{activation} needs its input to be differentiated"));
+            };
+            let md = Md::plain(dims)?;
+            let fwd = forward_primitive(alg, &md, true)?;
+            let primitive = backward_primitive(bwd, &md, &fwd)?;
+            Ok(FromOutput { primitive, md })
+        })
+    }
+
+    /// The gradient before the activation, from the gradient after it and its output `y`.
+    pub fn apply(&self, y: &FlexTensor, grad: &FlexTensor) -> Result<FlexTensor> {
+        let grad = bridge::dense(grad);
+        let mut dx = bridge::output(&bridge::dims(y));
+        self.primitive.execute(&[
+            (DNNL_ARG_DST, &self.md, bridge::read(y)),
+            (DNNL_ARG_DIFF_DST, &self.md, bridge::read(&grad)),
+            (DNNL_ARG_DIFF_SRC, &self.md, bridge::write(&mut dx)),
+        ])?;
+        Ok(dx)
+    }
+}
+
+/// The gradient before an activation fused into a primitive's output `y` (with `act`), or
+/// the gradient itself (without), as a dense array.
+pub fn before_activation(
+    act: Option<&FromOutput>,
+    y: Option<&FlexTensor>,
+    grad: &FlexTensor,
+) -> FlexTensor {
+    match (act, y) {
+        (Some(act), Some(y)) => act.apply(y, grad).unwrap_or_else(|e| panic!("{e}")),
+        _ => bridge::dense(grad),
+    }
+}
+
+/// `y` with the activation a post-op did not apply (`fused` false), applied now.
+pub fn after<const D: usize>(
+    y: Tensor<D>,
+    activation: Option<Activation>,
+    fused: bool,
+) -> Tensor<D> {
+    match activation {
+        Some(a) if !fused => super::activation(a, y),
+        _ => y,
+    }
+}
+
+fn forward_primitive(alg: dnnl_alg_kind_t, md: &Md, training: bool) -> Result<Primitive> {
+    let rt = runtime()?;
+    let prop = if training {
+        dnnl_forward_training
+    } else {
+        dnnl_forward_inference
+    };
+    let mut desc = std::mem::MaybeUninit::<dnnl_eltwise_desc_t>::zeroed();
+    // SAFETY: valid out-pointer and descriptor.
+    check(
+        unsafe {
+            rt.api
+                .dnnl_eltwise_forward_desc_init(desc.as_mut_ptr(), prop, alg, &md.0, 0.0, 0.0)
+        },
+        "describing an activation",
+    )?;
+    Primitive::new(
+        &unsafe { desc.assume_init() },
+        &Attr::none()?,
+        None,
+        "activation",
+    )
+}
+
+fn backward_primitive(alg: dnnl_alg_kind_t, md: &Md, fwd: &Primitive) -> Result<Primitive> {
+    let rt = runtime()?;
+    let mut desc = std::mem::MaybeUninit::<dnnl_eltwise_desc_t>::zeroed();
+    // SAFETY: valid out-pointer and descriptors.
+    check(
+        unsafe {
+            rt.api
+                .dnnl_eltwise_backward_desc_init(desc.as_mut_ptr(), alg, &md.0, &md.0, 0.0, 0.0)
+        },
+        "describing an activation's backward pass",
+    )?;
+    Primitive::new(
+        &unsafe { desc.assume_init() },
+        &Attr::none()?,
+        Some(fwd),
+        "activation backward",
+    )
+}
+
+/// The forward and backward primitives of one activation over one shape.
+struct Prims {
+    md: Md,
+    inference: Primitive,
+    training: Primitive,
+    backward: Primitive,
+    /// The backward pass reads the output (else the input).
+    from_dst: bool,
+}
+
+fn prims(activation: Activation, dims: &[usize]) -> Result<Arc<Prims>> {
+    bridge::cached(format!("eltwise {activation} {dims:?}"), || {
+        let (alg, dst) = algorithm(activation);
+        let md = Md::plain(dims)?;
+        let training = forward_primitive(alg, &md, true)?;
+        let backward = backward_primitive(dst.unwrap_or(alg), &md, &training)?;
+        Ok(Prims {
+            inference: forward_primitive(alg, &md, false)?,
+            training,
+            backward,
+            from_dst: dst.is_some(),
+            md,
+        })
+    })
+}
+
+#[derive(Debug)]
+struct EltwiseBackward;
+
+impl Backward<Flex, 1> for EltwiseBackward {
+    /// The primitives, and the array the backward pass reads (the output or the input).
+    type State = (Arc<PrimsHandle>, FlexTensor);
+
+    fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [parent] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        if let Some(parent) = parent {
+            let (prims, data) = ops.state;
+            let dx = prims
+                .0
+                .differentiate(&data, &grad)
+                .unwrap_or_else(|e| panic!("{e}"));
+            grads.register::<Flex>(parent.id, dx);
+        }
+    }
+}
+
+/// `Prims` in the graph's state (which must be `Debug`).
+pub struct PrimsHandle(Arc<Prims>);
+
+impl std::fmt::Debug for PrimsHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("oneDNN activation")
+    }
+}
+
+impl Prims {
+    fn differentiate(&self, data: &FlexTensor, grad: &FlexTensor) -> Result<FlexTensor> {
+        let grad = bridge::dense(grad);
+        let mut dx = bridge::output(&bridge::dims(data));
+        let data_arg = if self.from_dst {
+            DNNL_ARG_DST
+        } else {
+            DNNL_ARG_SRC
+        };
+        self.backward.execute(&[
+            (data_arg, &self.md, bridge::read(data)),
+            (DNNL_ARG_DIFF_DST, &self.md, bridge::read(&grad)),
+            (DNNL_ARG_DIFF_SRC, &self.md, bridge::write(&mut dx)),
+        ])?;
+        Ok(dx)
+    }
+}
+
+/// `activation(x)` through oneDNN, or `None` where `x` is not a burn-flex f32 tensor or oneDNN
+/// cannot run it (the caller then takes burn's path).
+pub fn apply<const D: usize>(activation: Activation, x: &Tensor<D>) -> Option<Tensor<D>> {
+    let inputs: Inputs<1> = bridge::same_kind([bridge::input(x)?])?;
+    let dims = x.dims().to_vec();
+    let prims = prims(activation, &dims).ok()?;
+    bridge::run(EltwiseBackward, inputs, |[x], training| {
+        let x = bridge::dense(x);
+        let mut y = bridge::output(&dims);
+        let primitive = if training {
+            &prims.training
+        } else {
+            &prims.inference
+        };
+        primitive.execute(&[
+            (DNNL_ARG_SRC, &prims.md, bridge::read(&x)),
+            (DNNL_ARG_DST, &prims.md, bridge::write(&mut y)),
+        ])?;
+        let data = if prims.from_dst { y.clone() } else { x };
+        Ok((y, Some((Arc::new(PrimsHandle(prims.clone())), data))))
+    })
+    .map_err(|e| super::fell_back(&e))
+    .ok()
+}

@@ -1,0 +1,219 @@
+//! Max and average pooling on oneDNN, forward and backward.
+
+use std::sync::Arc;
+
+use burn::backend::Flex;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::tensor::Tensor;
+
+use super::bridge::{self, Inputs};
+use super::library::*;
+use super::primitive::{Attr, Md, Primitive, Result};
+use super::window::Window;
+
+/// Which pooling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pooling {
+    Max,
+    /// The padding's zeros counted in the mean (Gluon's and PyTorch's default).
+    AvgIncludePad,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Config {
+    input: Vec<usize>,
+    output: Vec<usize>,
+    kind: Pooling,
+    window: Window,
+}
+
+impl Config {
+    fn alg(&self) -> dnnl_alg_kind_t {
+        match self.kind {
+            Pooling::Max => dnnl_pooling_max,
+            Pooling::AvgIncludePad => dnnl_pooling_avg_include_padding,
+        }
+    }
+
+    fn forward(&self, src: &Md, dst: &Md, training: bool) -> Result<Primitive> {
+        let rt = runtime()?;
+        let w = &self.window;
+        let prop = if training {
+            dnnl_forward_training
+        } else {
+            dnnl_forward_inference
+        };
+        let mut desc = std::mem::MaybeUninit::<dnnl_pooling_v2_desc_t>::zeroed();
+        // SAFETY: valid out-pointer, descriptors and dimension arrays.
+        check(
+            unsafe {
+                rt.api.dnnl_pooling_v2_forward_desc_init(
+                    desc.as_mut_ptr(),
+                    prop,
+                    self.alg(),
+                    &src.0,
+                    &dst.0,
+                    w.strides().as_ptr().cast_mut(),
+                    w.kernel().as_ptr().cast_mut(),
+                    w.dilation().as_ptr().cast_mut(),
+                    w.padding_left().as_ptr().cast_mut(),
+                    w.padding_right(&self.input[2..], &self.output[2..])
+                        .as_ptr()
+                        .cast_mut(),
+                )
+            },
+            "describing a pooling",
+        )?;
+        Primitive::new(
+            &unsafe { desc.assume_init() },
+            &Attr::none()?,
+            None,
+            "pooling",
+        )
+    }
+}
+
+struct Prims {
+    src: Md,
+    dst: Md,
+    inference: Primitive,
+    training: Primitive,
+    backward: Primitive,
+    /// Where max pooling keeps the position of each maximum for its backward pass.
+    workspace: Option<Md>,
+}
+
+// The descriptors hold no pointer.
+unsafe impl Send for Prims {}
+unsafe impl Sync for Prims {}
+
+fn prims(config: &Config) -> Result<Arc<Prims>> {
+    bridge::cached(format!("pool {config:?}"), || {
+        let rt = runtime()?;
+        let src = Md::plain(&config.input)?;
+        let dst = Md::plain(&config.output)?;
+        let training = config.forward(&src, &dst, true)?;
+        let w = &config.window;
+        let mut desc = std::mem::MaybeUninit::<dnnl_pooling_v2_desc_t>::zeroed();
+        // SAFETY: valid out-pointer, descriptors and dimension arrays.
+        check(
+            unsafe {
+                rt.api.dnnl_pooling_v2_backward_desc_init(
+                    desc.as_mut_ptr(),
+                    config.alg(),
+                    &src.0,
+                    &dst.0,
+                    w.strides().as_ptr().cast_mut(),
+                    w.kernel().as_ptr().cast_mut(),
+                    w.dilation().as_ptr().cast_mut(),
+                    w.padding_left().as_ptr().cast_mut(),
+                    w.padding_right(&config.input[2..], &config.output[2..])
+                        .as_ptr()
+                        .cast_mut(),
+                )
+            },
+            "describing a pooling's backward pass",
+        )?;
+        let backward = Primitive::new(
+            &unsafe { desc.assume_init() },
+            &Attr::none()?,
+            Some(&training),
+            "pooling backward",
+        )?;
+        let workspace = (config.kind == Pooling::Max).then(|| training.md(dnnl_query_workspace_md));
+        Ok(Prims {
+            inference: config.forward(&src, &dst, false)?,
+            training,
+            backward,
+            workspace,
+            src,
+            dst,
+        })
+    })
+}
+
+#[derive(Clone)]
+struct State {
+    prims: Arc<Prims>,
+    workspace: Arc<Vec<f32>>,
+    input: Vec<usize>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("oneDNN pooling")
+    }
+}
+
+#[derive(Debug)]
+struct PoolBackward;
+
+impl Backward<Flex, 1> for PoolBackward {
+    type State = State;
+
+    fn backward(self, ops: Ops<State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [parent] = ops.parents;
+        let grad = bridge::dense(&grads.consume::<Flex>(&ops.node));
+        let Some(parent) = parent else { return };
+        let s = ops.state;
+        let p = &s.prims;
+        let mut dx = bridge::output(&s.input);
+        let mut args = vec![
+            (DNNL_ARG_DIFF_DST, &p.dst, bridge::read(&grad)),
+            (DNNL_ARG_DIFF_SRC, &p.src, bridge::write(&mut dx)),
+        ];
+        if let Some(ws) = &p.workspace {
+            args.push((DNNL_ARG_WORKSPACE, ws, s.workspace.as_ptr() as *mut f32));
+        }
+        p.backward.execute(&args).unwrap_or_else(|e| panic!("{e}"));
+        grads.register::<Flex>(parent.id, dx);
+    }
+}
+
+/// Pooling of `x` (`[batch, channels, spatial…]`) through oneDNN; `None` where `x` is not a
+/// burn-flex f32 tensor or oneDNN cannot run it.
+pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Option<Tensor<D>> {
+    let input = x.dims().to_vec();
+    let mut output = input[..2].to_vec();
+    output.extend(window.output(&input[2..])?);
+    let config = Config {
+        input: input.clone(),
+        output: output.clone(),
+        kind,
+        window,
+    };
+    let inputs: Inputs<1> = bridge::same_kind([bridge::input(x)?])?;
+    let p = prims(&config).map_err(|e| super::fell_back(&e)).ok()?;
+    bridge::run(PoolBackward, inputs, |[x], training| {
+        let x = bridge::dense(x);
+        let mut y = bridge::output(&output);
+        if !training {
+            p.inference.execute(&[
+                (DNNL_ARG_SRC, &p.src, bridge::read(&x)),
+                (DNNL_ARG_DST, &p.dst, bridge::write(&mut y)),
+            ])?;
+            return Ok((y, None));
+        }
+        let mut workspace = vec![0f32; p.workspace.as_ref().map_or(0, |w| w.size().div_ceil(4))];
+        let mut args = vec![
+            (DNNL_ARG_SRC, &p.src, bridge::read(&x)),
+            (DNNL_ARG_DST, &p.dst, bridge::write(&mut y)),
+        ];
+        if let Some(ws) = &p.workspace {
+            args.push((DNNL_ARG_WORKSPACE, ws, workspace.as_mut_ptr()));
+        }
+        p.training.execute(&args)?;
+        Ok((
+            y,
+            Some(State {
+                prims: p.clone(),
+                workspace: Arc::new(workspace),
+                input: input.clone(),
+            }),
+        ))
+    })
+    .map_err(|e| super::fell_back(&e))
+    .ok()
+}

@@ -1,0 +1,444 @@
+//! oneDNN's objects as Rust values: memory descriptors of plain (strided) f32 arrays, and
+//! primitives, each kept with its descriptor and destroyed when dropped.
+
+use std::ffi::c_void;
+
+use super::library::*;
+
+pub type Result<T> = std::result::Result<T, String>;
+
+/// The layout of a plain f32 array: its dimensions and the stride of each, in elements.
+#[derive(Clone)]
+pub struct Md(pub dnnl_memory_desc_t);
+
+impl Md {
+    /// A row-major array of these dimensions.
+    pub fn plain(dims: &[usize]) -> Result<Md> {
+        let mut strides = vec![1usize; dims.len()];
+        for i in (0..dims.len().saturating_sub(1)).rev() {
+            strides[i] = strides[i + 1] * dims[i + 1].max(1);
+        }
+        Md::strided(dims, &strides)
+    }
+
+    /// An array whose element `[i, j, …]` is at `i·strides[0] + j·strides[1] + …`.
+    pub fn strided(dims: &[usize], strides: &[usize]) -> Result<Md> {
+        let rt = runtime()?;
+        let mut md = std::mem::MaybeUninit::<dnnl_memory_desc_t>::zeroed();
+        let dims = to_dims(dims);
+        let strides = to_dims(strides);
+        // SAFETY: `md` is a valid out-pointer, the arrays hold DNNL_MAX_NDIMS entries.
+        check(
+            unsafe {
+                rt.api.dnnl_memory_desc_init_by_strides(
+                    md.as_mut_ptr(),
+                    dims.1,
+                    dims.0.as_ptr().cast_mut(),
+                    dnnl_f32,
+                    strides.0.as_ptr().cast_mut(),
+                )
+            },
+            "describing an array",
+        )?;
+        // SAFETY: initialized by the call above.
+        Ok(Md(unsafe { md.assume_init() }))
+    }
+
+    /// Bytes of memory the array spans.
+    pub fn size(&self) -> usize {
+        let rt = runtime().expect("a descriptor exists only once the library is open");
+        // SAFETY: `self.0` is an initialized descriptor.
+        unsafe { rt.api.dnnl_memory_desc_get_size(&self.0) }
+    }
+}
+
+/// dnnl's dimension array and its length.
+pub fn to_dims(values: &[usize]) -> ([i64; DNNL_MAX_NDIMS as usize], i32) {
+    let mut dims = [0i64; DNNL_MAX_NDIMS as usize];
+    for (d, v) in dims.iter_mut().zip(values) {
+        *d = *v as i64;
+    }
+    (dims, values.len() as i32)
+}
+
+/// The attributes of a primitive: ember passes each its scratch memory (oneDNN's own
+/// scratchpad is per thread and sized when a primitive is made, so a primitive made on one
+/// thread and run on another, as the engine's backend thread does, would overrun it), and
+/// optionally a post-op.
+pub struct Attr(dnnl_primitive_attr_t);
+
+impl Attr {
+    /// No post-op.
+    pub fn none() -> Result<Attr> {
+        let rt = runtime()?;
+        let mut attr = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the attribute is destroyed by `Drop`.
+        unsafe {
+            check(
+                rt.api.dnnl_primitive_attr_create(&mut attr),
+                "creating attributes",
+            )?;
+            let attr = Attr(attr);
+            check(
+                rt.api
+                    .dnnl_primitive_attr_set_scratchpad_mode(attr.0, dnnl_scratchpad_mode_user),
+                "asking for a user scratchpad",
+            )?;
+            Ok(attr)
+        }
+    }
+
+    /// An element-wise function applied to the result, in the same pass over memory.
+    pub fn eltwise(alg: dnnl_alg_kind_t, alpha: f32) -> Result<Attr> {
+        let rt = runtime()?;
+        let mut ops = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; `ops` is copied into `attr` and destroyed here.
+        unsafe {
+            let attr = Attr::none()?;
+            check(rt.api.dnnl_post_ops_create(&mut ops), "creating post-ops")?;
+            let appended = check(
+                rt.api
+                    .dnnl_post_ops_append_eltwise(ops, 1.0, alg, alpha, 0.0),
+                "appending an element-wise post-op",
+            );
+            let set = appended.and_then(|()| {
+                check(
+                    rt.api.dnnl_primitive_attr_set_post_ops(attr.0, ops),
+                    "setting post-ops",
+                )
+            });
+            rt.api.dnnl_post_ops_destroy(ops);
+            set.map(|()| attr)
+        }
+    }
+}
+
+impl Drop for Attr {
+    fn drop(&mut self) {
+        if let Ok(rt) = runtime() {
+            // SAFETY: created by dnnl_primitive_attr_create, destroyed once.
+            unsafe { rt.api.dnnl_primitive_attr_destroy(self.0) };
+        }
+    }
+}
+
+/// A primitive with the descriptor it was made from (kept as the hint for its backward passes).
+pub struct Primitive {
+    raw: dnnl_primitive_t,
+    pd: dnnl_primitive_desc_t,
+    /// The scratch memory it needs on each run.
+    scratchpad: Md,
+}
+
+// oneDNN's primitives may be executed from several threads at once; each thread has its stream.
+unsafe impl Send for Primitive {}
+unsafe impl Sync for Primitive {}
+
+impl Primitive {
+    /// Creates the primitive an operation descriptor (`dnnl_*_desc_t`, initialized) asks for.
+    pub fn new<T>(op: &T, attr: &Attr, hint: Option<&Primitive>, what: &str) -> Result<Primitive> {
+        let rt = runtime()?;
+        let mut pd = std::ptr::null_mut();
+        // SAFETY: `op` is an initialized operation descriptor; `pd` is a valid out-pointer.
+        check(
+            unsafe {
+                rt.api.dnnl_primitive_desc_create(
+                    &mut pd,
+                    op as *const T as *const c_void,
+                    attr.0,
+                    rt.engine,
+                    hint.map_or(std::ptr::null(), |h| h.pd),
+                )
+            },
+            what,
+        )?;
+        Primitive::from_pd(pd, what)
+    }
+
+    /// The primitive of a descriptor just created (destroyed with it).
+    fn from_pd(pd: dnnl_primitive_desc_t, what: &str) -> Result<Primitive> {
+        let rt = runtime()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `pd` was just created; `raw` is a valid out-pointer.
+        if let Err(e) = check(unsafe { rt.api.dnnl_primitive_create(&mut raw, pd) }, what) {
+            unsafe { rt.api.dnnl_primitive_desc_destroy(pd) };
+            return Err(e);
+        }
+        // SAFETY: `pd` is alive; the returned descriptor is copied.
+        let scratchpad = Md(unsafe {
+            *rt.api
+                .dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0)
+        });
+        Ok(Primitive {
+            raw,
+            pd,
+            scratchpad,
+        })
+    }
+
+    /// The layout the primitive chose for one of its arguments (`dnnl_query_*_md`).
+    pub fn md(&self, what: dnnl_query_t) -> Md {
+        let rt = runtime().expect("a primitive exists only once the library is open");
+        // SAFETY: `pd` is alive; the returned pointer is valid while it is.
+        let md = unsafe { rt.api.dnnl_primitive_desc_query_md(self.pd, what, 0) };
+        Md(unsafe { (*md).clone() })
+    }
+
+    /// Runs it on this thread's stream and waits for it; each argument is oneDNN's argument
+    /// index, the layout of its memory, and a pointer to that memory.
+    pub fn execute(&self, args: &[(u32, &Md, *mut f32)]) -> Result<()> {
+        thread_local! {
+            static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let size = self.scratchpad.size();
+        if size == 0 {
+            return self.run(args);
+        }
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let floats = size.div_ceil(4);
+            if scratch.len() < floats {
+                scratch.resize(floats, 0.0);
+            }
+            let mut all = args.to_vec();
+            all.push((DNNL_ARG_SCRATCHPAD, &self.scratchpad, scratch.as_mut_ptr()));
+            self.run(&all)
+        })
+    }
+
+    fn run(&self, args: &[(u32, &Md, *mut f32)]) -> Result<()> {
+        let rt = runtime()?;
+        let stream = stream(rt)?;
+        let mut memories = Vec::with_capacity(args.len());
+        let mut exec = Vec::with_capacity(args.len());
+        let mut result = Ok(());
+        for &(arg, md, ptr) in args {
+            let mut memory = std::ptr::null_mut();
+            // SAFETY: `md` is initialized and `ptr` points to `md.size()` bytes the caller owns.
+            let created = check(
+                unsafe {
+                    rt.api
+                        .dnnl_memory_create(&mut memory, &md.0, rt.engine, ptr as *mut c_void)
+                },
+                "wrapping an array",
+            );
+            if let Err(e) = created {
+                result = Err(e);
+                break;
+            }
+            memories.push(memory);
+            exec.push(dnnl_exec_arg_t {
+                arg: arg as i32,
+                memory,
+            });
+        }
+        if result.is_ok() {
+            // SAFETY: every memory in `exec` is alive until destroyed below.
+            result = check(
+                unsafe {
+                    rt.api.dnnl_primitive_execute(
+                        self.raw,
+                        stream,
+                        exec.len() as i32,
+                        exec.as_ptr(),
+                    )
+                },
+                "executing",
+            )
+            .and_then(|()| check(unsafe { rt.api.dnnl_stream_wait(stream) }, "waiting"));
+        }
+        for memory in memories {
+            // SAFETY: created above, destroyed once.
+            unsafe { rt.api.dnnl_memory_destroy(memory) };
+        }
+        result
+    }
+}
+
+impl Drop for Primitive {
+    fn drop(&mut self) {
+        if let Ok(rt) = runtime() {
+            // SAFETY: created in `new`, destroyed once.
+            unsafe {
+                rt.api.dnnl_primitive_destroy(self.raw);
+                rt.api.dnnl_primitive_desc_destroy(self.pd);
+            }
+        }
+    }
+}
+
+impl Md {
+    /// Dimensions whose layout the primitive chooses (`format_tag_any`): blocked channels where
+    /// oneDNN's direct convolutions are fastest.
+    pub fn any(dims: &[usize]) -> Result<Md> {
+        let rt = runtime()?;
+        let mut md = std::mem::MaybeUninit::<dnnl_memory_desc_t>::zeroed();
+        let dims = to_dims(dims);
+        // SAFETY: `md` is a valid out-pointer.
+        check(
+            unsafe {
+                rt.api.dnnl_memory_desc_init_by_tag(
+                    md.as_mut_ptr(),
+                    dims.1,
+                    dims.0.as_ptr().cast_mut(),
+                    dnnl_f32,
+                    dnnl_format_tag_any,
+                )
+            },
+            "describing an array",
+        )?;
+        Ok(Md(unsafe { md.assume_init() }))
+    }
+
+    /// Whether two descriptors describe the same layout.
+    pub fn same(&self, other: &Md) -> bool {
+        let rt = runtime().expect("a descriptor exists only once the library is open");
+        // SAFETY: both are initialized descriptors.
+        unsafe { rt.api.dnnl_memory_desc_equal(&self.0, &other.0) != 0 }
+    }
+}
+
+/// One argument of a primitive: the plain layout burn-flex keeps, the layout the primitive
+/// chose, and the reorders between them where they differ.
+pub struct Slot {
+    pub plain: Md,
+    pub chosen: Md,
+    to_chosen: Option<Primitive>,
+    to_plain: Option<Primitive>,
+}
+
+impl Slot {
+    pub fn new(plain: Md, chosen: Md) -> Result<Slot> {
+        let (to_chosen, to_plain) = if plain.same(&chosen) {
+            (None, None)
+        } else {
+            (
+                Some(Primitive::reorder(&plain, &chosen)?),
+                Some(Primitive::reorder(&chosen, &plain)?),
+            )
+        };
+        Ok(Slot {
+            plain,
+            chosen,
+            to_chosen,
+            to_plain,
+        })
+    }
+
+    /// The array in the chosen layout: `data` itself, or a reordered copy.
+    pub fn input(&self, data: *mut f32) -> Result<Buffer> {
+        match &self.to_chosen {
+            None => Ok(Buffer::Borrowed(data)),
+            Some(reorder) => {
+                let mut copy = vec![0f32; self.chosen.size().div_ceil(4)];
+                reorder.execute(&[
+                    (DNNL_ARG_FROM, &self.plain, data),
+                    (DNNL_ARG_TO, &self.chosen, copy.as_mut_ptr()),
+                ])?;
+                Ok(Buffer::Owned(copy))
+            }
+        }
+    }
+
+    /// Where the primitive writes: `data` itself, or a buffer `finish` reorders into `data`.
+    pub fn output(&self, data: *mut f32) -> Buffer {
+        match &self.to_plain {
+            None => Buffer::Borrowed(data),
+            Some(_) => Buffer::Owned(vec![0f32; self.chosen.size().div_ceil(4)]),
+        }
+    }
+
+    /// Copies an output written in the chosen layout into `data`.
+    pub fn finish(&self, mut buffer: Buffer, data: *mut f32) -> Result<()> {
+        match (&self.to_plain, &mut buffer) {
+            (Some(reorder), Buffer::Owned(v)) => reorder.execute(&[
+                (DNNL_ARG_FROM, &self.chosen, v.as_mut_ptr()),
+                (DNNL_ARG_TO, &self.plain, data),
+            ]),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// An array in a primitive's layout.
+pub enum Buffer {
+    Borrowed(*mut f32),
+    Owned(Vec<f32>),
+}
+
+impl Buffer {
+    pub fn ptr(&mut self) -> *mut f32 {
+        match self {
+            Buffer::Borrowed(p) => *p,
+            Buffer::Owned(v) => v.as_mut_ptr(),
+        }
+    }
+}
+
+impl Primitive {
+    /// A reorder from one layout to another.
+    pub fn reorder(from: &Md, to: &Md) -> Result<Primitive> {
+        let rt = runtime()?;
+        let attr = Attr::none()?;
+        let mut pd = std::ptr::null_mut();
+        // SAFETY: both descriptors are initialized; `pd` is a valid out-pointer.
+        check(
+            unsafe {
+                rt.api.dnnl_reorder_primitive_desc_create(
+                    &mut pd, &from.0, rt.engine, &to.0, rt.engine, attr.0,
+                )
+            },
+            "creating a reorder",
+        )?;
+        Primitive::from_pd(pd, "reorder")
+    }
+}
+
+/// A primitive with a slot per argument: it reads and writes burn-flex's plain arrays, whatever
+/// layouts it chose.
+pub struct Pass {
+    primitive: Primitive,
+    slots: Vec<(u32, Slot)>,
+}
+
+impl Pass {
+    /// `args`: each argument's index, its plain layout, and the query for the layout the
+    /// primitive chose (`None`: the plain one, as biases take).
+    pub fn new(primitive: Primitive, args: Vec<(u32, Md, Option<dnnl_query_t>)>) -> Result<Pass> {
+        let slots = args
+            .into_iter()
+            .map(|(arg, plain, query)| {
+                let chosen = query.map_or_else(|| plain.clone(), |q| primitive.md(q));
+                Ok((arg, Slot::new(plain, chosen)?))
+            })
+            .collect::<Result<_>>()?;
+        Ok(Pass { primitive, slots })
+    }
+
+    /// Runs it on plain arrays: `inputs` are read, `outputs` written.
+    pub fn run(&self, inputs: &[(u32, *mut f32)], outputs: &[(u32, *mut f32)]) -> Result<()> {
+        let slot = |arg: u32| {
+            self.slots
+                .iter()
+                .find(|(a, _)| *a == arg)
+                .map(|(_, s)| s)
+                .ok_or_else(|| format!("oneDNN: argument {arg} has no slot"))
+        };
+        let mut buffers = Vec::with_capacity(inputs.len() + outputs.len());
+        for &(arg, data) in inputs {
+            buffers.push((arg, slot(arg)?.input(data)?));
+        }
+        for &(arg, data) in outputs {
+            buffers.push((arg, slot(arg)?.output(data)));
+        }
+        let mut args = Vec::with_capacity(buffers.len());
+        for (arg, buffer) in &mut buffers {
+            args.push((*arg, &slot(*arg)?.chosen, buffer.ptr()));
+        }
+        self.primitive.execute(&args)?;
+        for ((arg, buffer), &(_, data)) in buffers.into_iter().skip(inputs.len()).zip(outputs) {
+            slot(arg)?.finish(buffer, data)?;
+        }
+        Ok(())
+    }
+}
