@@ -9,6 +9,9 @@ from round to round. The workloads are written once, in bench/peers/workloads.py
                                  --before) run it
   mlp                            d2l's Fashion-MNIST MLP (784-256-10, batch 256, SGD 0.1)
   lenet                          d2l's LeNet on Fashion-MNIST (batch 256, SGD 0.9)
+  resnet                         the README's small ResNet (examples/resnet.rs, batch 256, SGD
+                                 0.05) beside PyTorch (no JAX peer); ember runs the example
+                                 binary (`cargo build --release --example resnet`) on flex
 ember runs as a user runs it: `ember train` with no `--device` (the CPU default `auto`
 picks). Raw burn is `ember bench one --config raw`: the chapter's MLP written straight
 against burn, its data made by the same `Synthetic` batches as ember's.
@@ -32,13 +35,19 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "peers"))
+import workloads as w  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
+# The examples' d2l line: `epoch  1: loss 0.5, train acc 0.8, test acc 0.8, 9.87 sec`.
+EXAMPLE_EPOCH = re.compile(r"^epoch +(\d+): loss .*test acc ([0-9.]+), ([0-9.]+) sec$")
 TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
-WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet"]
+WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "resnet"]
 
 
 def commands(workload, a):
@@ -60,6 +69,13 @@ def commands(workload, a):
         if sync == "barrier":
             runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + a.ember_args
         return runs
+    if workload == "resnet":
+        example = str(Path(a.ember).parent / "examples/resnet")
+        runs = {"ember": [example, w.FASHION_MNIST, "flex", str(a.epochs)]}
+        if a.before:
+            before = str(Path(a.before.split()[0]).parent / "examples/resnet")
+            runs["ember before"] = [before, w.FASHION_MNIST, "flex", str(a.epochs)]
+        return runs | {"pytorch": peer("torch_peer.py") + [workload, "--epochs", str(a.epochs)]}
     model, lr = {"mlp": ("mlp:256", "0.1"), "lenet": ("lenet", "0.9")}[workload]
     epochs = ["--epochs", str(a.epochs)]
     flags = ["--data", "fashion-mnist", "--model", model, "--loss", "softmax-ce", "--lr", lr,
@@ -74,7 +90,10 @@ def run(cmd):
     """Runs `cmd`; returns its epochs' training times (after the first, where there are
     several), test accuracies and wall time."""
     start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT / "bench/peers")
+    # The resnet example writes resnet.onnx where it runs: a scratch directory, not the repository.
+    with tempfile.TemporaryDirectory() as scratch:
+        env = dict(os.environ, PYTHONPATH=str(ROOT / "bench/peers"))
+        out = subprocess.run(cmd, capture_output=True, text=True, cwd=scratch, env=env)
     wall = time.perf_counter() - start
     if out.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
@@ -82,6 +101,9 @@ def run(cmd):
     for line in out.stdout.splitlines():
         if m := EPOCH.match(line):
             times.append(float(m.group(2)))
+        if m := EXAMPLE_EPOCH.match(line):
+            times.append(float(m.group(3)))
+            accs.append(float(m.group(2)))
         if line.startswith("epoch") and (acc := TEST_ACC.search(line)):
             accs.append(float(acc.group(1)))
         if line.startswith("{"):  # `ember bench one`: one JSON sample

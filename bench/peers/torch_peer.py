@@ -1,6 +1,6 @@
 """PyTorch (CPU, eager) on the workloads of bench/peers/workloads.py, as d2l writes them.
 
-Run: python3 bench/peers/torch_peer.py chapter|mlp|lenet [--sync barrier|none] [--epochs N]
+Run: python3 bench/peers/torch_peer.py chapter|mlp|lenet|resnet [--sync barrier|none] [--epochs N]
 """
 import copy
 import time
@@ -33,6 +33,30 @@ def lenet():
         nn.Linear(16 * 5 * 5, 120), nn.Sigmoid(),
         nn.Linear(120, 84), nn.Sigmoid(),
         nn.Linear(84, 10))
+
+
+class Residual(nn.Module):
+    """d2l 8.6's block, as examples/common/residual.rs writes it."""
+
+    def __init__(self, in_channels, channels, use_1x1conv, strides):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, channels, 3, padding=1, stride=strides)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv3 = nn.Conv2d(in_channels, channels, 1, stride=strides) if use_1x1conv else None
+        self.bn1, self.bn2 = nn.BatchNorm2d(channels), nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return torch.relu(y + (self.conv3(x) if self.conv3 is not None else x))
+
+
+def small_resnet():
+    """examples/common/residual.rs's `small_resnet`."""
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+        Residual(8, 8, False, 1), Residual(8, 16, True, 2),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
 
 
 def warm_up(net, loss_fn, x, y):
@@ -70,8 +94,8 @@ def classify(args, images):
     train_x, train_y = map(torch.from_numpy, w.fashion_mnist(args.dir, "train", images))
     test_x, test_y = map(torch.from_numpy, w.fashion_mnist(args.dir, "t10k", images))
     if images:
-        net = lenet()
-        for m in net:
+        net = small_resnet() if args.workload == "resnet" else lenet()
+        for m in net.modules():
             if isinstance(m, (nn.Linear, nn.Conv2d)):
                 nn.init.xavier_uniform_(m.weight)
                 nn.init.zeros_(m.bias)

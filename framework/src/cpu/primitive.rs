@@ -330,7 +330,8 @@ impl Slot {
         match &self.to_chosen {
             None => Ok(Buffer::Borrowed(data)),
             Some(reorder) => {
-                let mut copy = vec![0f32; self.chosen.size().div_ceil(4)];
+                // Written by the reorder before the primitive reads it; Rust never reads it.
+                let mut copy = Vec::with_capacity(self.chosen.size().div_ceil(4));
                 reorder.execute(&[
                     (DNNL_ARG_FROM, &self.plain, data),
                     (DNNL_ARG_TO, &self.chosen, copy.as_mut_ptr()),
@@ -344,7 +345,8 @@ impl Slot {
     pub fn output(&self, data: *mut f32) -> Buffer {
         match &self.to_plain {
             None => Buffer::Borrowed(data),
-            Some(_) => Buffer::Owned(vec![0f32; self.chosen.size().div_ceil(4)]),
+            // Written by the primitive, read by the reorder in `finish`; never by Rust.
+            Some(_) => Buffer::Owned(Vec::with_capacity(self.chosen.size().div_ceil(4))),
         }
     }
 
