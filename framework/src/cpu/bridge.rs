@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::ops::{Backward, OpsKind};
-use burn::backend::flex::FlexTensor;
+use burn::backend::flex::{FlexTensor, Layout};
 use burn::backend::{Autodiff, BackendTypes, Flex};
-use burn::tensor::{DType, Shape, Tensor};
+use burn::tensor::{Bytes, DType, Shape, Tensor};
 
 use super::primitive::Result;
 
@@ -125,9 +125,33 @@ pub fn read(t: &FlexTensor) -> *mut f32 {
     t.storage::<f32>().as_ptr() as *mut f32
 }
 
-/// The pointer a primitive writes a new array through.
-pub fn write(t: &mut FlexTensor) -> *mut f32 {
-    t.storage_mut::<f32>().as_mut_ptr()
+/// A new f32 array for a primitive to write, not zeroed first: every output of ember's
+/// primitives is written whole.
+pub struct Out {
+    data: Vec<f32>,
+    dims: Vec<usize>,
+}
+
+impl Out {
+    pub fn new(dims: &[usize]) -> Out {
+        Out { data: Vec::with_capacity(dims.iter().product()), dims: dims.to_vec() }
+    }
+
+    /// The pointer the primitive writes through.
+    pub fn ptr(&mut self) -> *mut f32 {
+        self.data.as_mut_ptr()
+    }
+
+    /// The array, once written.
+    ///
+    /// # Safety
+    /// A primitive has written every element through [`Out::ptr`].
+    pub unsafe fn written(mut self) -> FlexTensor {
+        let n = self.data.capacity().min(self.dims.iter().product());
+        // SAFETY: the caller's contract: the first `n` elements are initialized.
+        unsafe { self.data.set_len(n) };
+        FlexTensor::new(Bytes::from_elems(self.data), Layout::contiguous(Shape::from(self.dims)), DType::F32)
+    }
 }
 
 /// The dimensions of an array.

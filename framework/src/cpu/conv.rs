@@ -277,24 +277,25 @@ impl Backward<Flex, 3> for ConvBackward {
         let p = &s.prims;
         let grad = eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad);
         if let Some(px) = px {
-            let mut dx = bridge::output(&bridge::dims(&s.x));
+            let mut dx = bridge::Out::new(&bridge::dims(&s.x));
             p.data
                 .run(
                     &[
                         (DNNL_ARG_DIFF_DST, bridge::read(&grad)),
                         (DNNL_ARG_WEIGHTS, bridge::read(&s.w)),
                     ],
-                    &[(DNNL_ARG_DIFF_SRC, bridge::write(&mut dx))],
+                    &[(DNNL_ARG_DIFF_SRC, dx.ptr())],
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
-            grads.register::<Flex>(px.id, dx);
+            // SAFETY: the data-gradient pass wrote it.
+            grads.register::<Flex>(px.id, unsafe { dx.written() });
         }
         if pw.is_some() || pb.is_some() {
-            let mut dw = bridge::output(&bridge::dims(&s.w));
-            let mut db = bridge::output(&bridge::dims(&s.w)[..1]);
-            let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, bridge::write(&mut dw))];
+            let mut dw = bridge::Out::new(&bridge::dims(&s.w));
+            let mut db = bridge::Out::new(&bridge::dims(&s.w)[..1]);
+            let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, dw.ptr())];
             if s.has_bias {
-                outputs.push((DNNL_ARG_DIFF_BIAS, bridge::write(&mut db)));
+                outputs.push((DNNL_ARG_DIFF_BIAS, db.ptr()));
             }
             p.weights
                 .run(
@@ -305,11 +306,13 @@ impl Backward<Flex, 3> for ConvBackward {
                     &outputs,
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
+            // SAFETY: the weight-gradient pass wrote both (the bias's where there is one, and
+            // only then has the bias a parent).
             if let Some(pw) = pw {
-                grads.register::<Flex>(pw.id, dw);
+                grads.register::<Flex>(pw.id, unsafe { dw.written() });
             }
             if let Some(pb) = pb {
-                grads.register::<Flex>(pb.id, db);
+                grads.register::<Flex>(pb.id, unsafe { db.written() });
             }
         }
     }
@@ -350,8 +353,10 @@ pub fn conv<const D: usize>(
             .ok()?;
         bridge::run(ConvBackward, inputs, |[x, w, b], _| {
             let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::output(&config.output);
+            let mut y = bridge::Out::new(&config.output);
             execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
+            // SAFETY: the forward pass wrote it.
+            let y = unsafe { y.written() };
             let keep = prims.activation.as_ref().map(|_| y.clone());
             Ok((
                 y,
@@ -371,9 +376,10 @@ pub fn conv<const D: usize>(
             .ok()?;
         bridge::run(ConvBackward, inputs, |[x, w, b], _| {
             let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::output(&config.output);
+            let mut y = bridge::Out::new(&config.output);
             execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
-            Ok((y, None))
+            // SAFETY: the forward pass wrote it.
+            Ok((unsafe { y.written() }, None))
         })
         .map(|y| eltwise::after(y, activation, prims.fused))
     };
@@ -386,7 +392,7 @@ fn execute_forward(
     w: &FlexTensor,
     b: &FlexTensor,
     bias: bool,
-    y: &mut FlexTensor,
+    y: &mut bridge::Out,
 ) -> Result<()> {
     let mut inputs = vec![
         (DNNL_ARG_SRC, bridge::read(x)),
@@ -395,5 +401,5 @@ fn execute_forward(
     if bias {
         inputs.push((DNNL_ARG_BIAS, bridge::read(b)));
     }
-    forward.run(&inputs, &[(DNNL_ARG_DST, bridge::write(y))])
+    forward.run(&inputs, &[(DNNL_ARG_DST, y.ptr())])
 }

@@ -63,13 +63,14 @@ impl FromOutput {
     /// The gradient before the activation, from the gradient after it and its output `y`.
     pub fn apply(&self, y: &FlexTensor, grad: &FlexTensor) -> Result<FlexTensor> {
         let grad = bridge::dense(grad);
-        let mut dx = bridge::output(&bridge::dims(y));
+        let mut dx = bridge::Out::new(&bridge::dims(y));
         self.primitive.execute(&[
             (DNNL_ARG_DST, &self.md, bridge::read(y)),
             (DNNL_ARG_DIFF_DST, &self.md, bridge::read(&grad)),
-            (DNNL_ARG_DIFF_SRC, &self.md, bridge::write(&mut dx)),
+            (DNNL_ARG_DIFF_SRC, &self.md, dx.ptr()),
         ])?;
-        Ok(dx)
+        // SAFETY: the backward pass wrote it.
+        Ok(unsafe { dx.written() })
     }
 }
 
@@ -200,7 +201,7 @@ impl std::fmt::Debug for PrimsHandle {
 impl Prims {
     fn differentiate(&self, data: &FlexTensor, grad: &FlexTensor) -> Result<FlexTensor> {
         let grad = bridge::dense(grad);
-        let mut dx = bridge::output(&bridge::dims(data));
+        let mut dx = bridge::Out::new(&bridge::dims(data));
         let data_arg = if self.from_dst {
             DNNL_ARG_DST
         } else {
@@ -209,9 +210,10 @@ impl Prims {
         self.backward.execute(&[
             (data_arg, &self.md, bridge::read(data)),
             (DNNL_ARG_DIFF_DST, &self.md, bridge::read(&grad)),
-            (DNNL_ARG_DIFF_SRC, &self.md, bridge::write(&mut dx)),
+            (DNNL_ARG_DIFF_SRC, &self.md, dx.ptr()),
         ])?;
-        Ok(dx)
+        // SAFETY: the backward pass wrote it.
+        Ok(unsafe { dx.written() })
     }
 }
 
@@ -223,7 +225,7 @@ pub fn apply<const D: usize>(activation: Activation, x: &Tensor<D>) -> Option<Te
     let prims = prims(activation, &dims).ok()?;
     bridge::run(EltwiseBackward, inputs, |[x], training| {
         let x = bridge::dense(x);
-        let mut y = bridge::output(&dims);
+        let mut y = bridge::Out::new(&dims);
         let primitive = if training {
             &prims.training
         } else {
@@ -231,8 +233,10 @@ pub fn apply<const D: usize>(activation: Activation, x: &Tensor<D>) -> Option<Te
         };
         primitive.execute(&[
             (DNNL_ARG_SRC, &prims.md, bridge::read(&x)),
-            (DNNL_ARG_DST, &prims.md, bridge::write(&mut y)),
+            (DNNL_ARG_DST, &prims.md, y.ptr()),
         ])?;
+        // SAFETY: the forward pass wrote it.
+        let y = unsafe { y.written() };
         let data = if prims.from_dst { y.clone() } else { x };
         Ok((y, Some((Arc::new(PrimsHandle(prims.clone())), data))))
     })

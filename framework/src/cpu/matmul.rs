@@ -164,24 +164,26 @@ impl Backward<Flex, 3> for DenseBackward {
         let [n, o] = [bridge::dims(&grad)[0], bridge::dims(&grad)[1]];
         let i = bridge::dims(&s.x)[1];
         if let Some(px) = px {
-            let mut dx = bridge::output(&[n, i]);
+            let mut dx = bridge::Out::new(&[n, i]);
             p.dx.execute(&[
                 (DNNL_ARG_SRC, &p.d.y, bridge::read(&grad)),
                 (DNNL_ARG_WEIGHTS, &p.wt, bridge::read(&s.w)),
-                (DNNL_ARG_DST, &p.d.x, bridge::write(&mut dx)),
+                (DNNL_ARG_DST, &p.d.x, dx.ptr()),
             ])
             .unwrap_or_else(|e| panic!("{e}"));
-            grads.register::<Flex>(px.id, dx);
+            // SAFETY: the product above wrote it.
+            grads.register::<Flex>(px.id, unsafe { dx.written() });
         }
         if let Some(pw) = pw {
-            let mut dw = bridge::output(&[i, o]);
+            let mut dw = bridge::Out::new(&[i, o]);
             p.dw.execute(&[
                 (DNNL_ARG_SRC, &p.xt, bridge::read(&s.x)),
                 (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
-                (DNNL_ARG_DST, &p.d.w, bridge::write(&mut dw)),
+                (DNNL_ARG_DST, &p.d.w, dw.ptr()),
             ])
             .unwrap_or_else(|e| panic!("{e}"));
-            grads.register::<Flex>(pw.id, dw);
+            // SAFETY: the product above wrote it.
+            grads.register::<Flex>(pw.id, unsafe { dw.written() });
         }
         if let Some(pb) = pb {
             let ones = FlexTensor::filled_typed(
@@ -189,14 +191,15 @@ impl Backward<Flex, 3> for DenseBackward {
                 burn::tensor::DType::F32,
                 1.0f32,
             );
-            let mut db = bridge::output(&[o]);
+            let mut db = bridge::Out::new(&[o]);
             p.db.execute(&[
                 (DNNL_ARG_SRC, &p.ones, bridge::read(&ones)),
                 (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
-                (DNNL_ARG_DST, &p.db_md, bridge::write(&mut db)),
+                (DNNL_ARG_DST, &p.db_md, db.ptr()),
             ])
             .unwrap_or_else(|e| panic!("{e}"));
-            grads.register::<Flex>(pb.id, db);
+            // SAFETY: the product above wrote it.
+            grads.register::<Flex>(pb.id, unsafe { db.written() });
         }
     }
 }
@@ -222,8 +225,10 @@ pub fn dense(
             .ok()?;
         bridge::run(DenseBackward, inputs, |[x, w, b], _| {
             let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::output(&[n, o]);
+            let mut y = bridge::Out::new(&[n, o]);
             execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
+            // SAFETY: the product wrote it.
+            let y = unsafe { y.written() };
             let keep = p.activation.as_ref().map(|_| y.clone());
             Ok((
                 y,
@@ -242,9 +247,10 @@ pub fn dense(
             .ok()?;
         bridge::run(DenseBackward, inputs, |[x, w, b], _| {
             let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::output(&[n, o]);
+            let mut y = bridge::Out::new(&[n, o]);
             execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
-            Ok((y, None))
+            // SAFETY: the product wrote it.
+            Ok((unsafe { y.written() }, None))
         })
         .map(|y| (y, p.fused))
     };
@@ -258,12 +264,12 @@ fn execute_forward(
     x: &FlexTensor,
     w: &FlexTensor,
     b: &FlexTensor,
-    y: &mut FlexTensor,
+    y: &mut bridge::Out,
 ) -> Result<()> {
     let mut args = vec![
         (DNNL_ARG_SRC, &d.x, bridge::read(x)),
         (DNNL_ARG_WEIGHTS, &d.w, bridge::read(w)),
-        (DNNL_ARG_DST, &d.y, bridge::write(y)),
+        (DNNL_ARG_DST, &d.y, y.ptr()),
     ];
     if let Some(bias) = &d.b {
         args.push((DNNL_ARG_BIAS, bias, bridge::read(b)));

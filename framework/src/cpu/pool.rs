@@ -159,16 +159,17 @@ impl Backward<Flex, 1> for PoolBackward {
         let Some(parent) = parent else { return };
         let s = ops.state;
         let p = &s.prims;
-        let mut dx = bridge::output(&s.input);
+        let mut dx = bridge::Out::new(&s.input);
         let mut args = vec![
             (DNNL_ARG_DIFF_DST, &p.dst, bridge::read(&grad)),
-            (DNNL_ARG_DIFF_SRC, &p.src, bridge::write(&mut dx)),
+            (DNNL_ARG_DIFF_SRC, &p.src, dx.ptr()),
         ];
         if let Some(ws) = &p.workspace {
             args.push((DNNL_ARG_WORKSPACE, ws, s.workspace.as_ptr() as *mut f32));
         }
         p.backward.execute(&args).unwrap_or_else(|e| panic!("{e}"));
-        grads.register::<Flex>(parent.id, dx);
+        // SAFETY: the backward pass wrote it.
+        grads.register::<Flex>(parent.id, unsafe { dx.written() });
     }
 }
 
@@ -188,25 +189,27 @@ pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Opt
     let p = prims(&config).map_err(|e| super::fell_back(&e)).ok()?;
     bridge::run(PoolBackward, inputs, |[x], training| {
         let x = bridge::dense(x);
-        let mut y = bridge::output(&output);
+        let mut y = bridge::Out::new(&output);
         if !training {
             p.inference.execute(&[
                 (DNNL_ARG_SRC, &p.src, bridge::read(&x)),
-                (DNNL_ARG_DST, &p.dst, bridge::write(&mut y)),
+                (DNNL_ARG_DST, &p.dst, y.ptr()),
             ])?;
-            return Ok((y, None));
+            // SAFETY: the forward pass wrote it.
+            return Ok((unsafe { y.written() }, None));
         }
         let mut workspace = vec![0f32; p.workspace.as_ref().map_or(0, |w| w.size().div_ceil(4))];
         let mut args = vec![
             (DNNL_ARG_SRC, &p.src, bridge::read(&x)),
-            (DNNL_ARG_DST, &p.dst, bridge::write(&mut y)),
+            (DNNL_ARG_DST, &p.dst, y.ptr()),
         ];
         if let Some(ws) = &p.workspace {
             args.push((DNNL_ARG_WORKSPACE, ws, workspace.as_mut_ptr()));
         }
         p.training.execute(&args)?;
         Ok((
-            y,
+            // SAFETY: the forward pass wrote it.
+            unsafe { y.written() },
             Some(State {
                 prims: p.clone(),
                 workspace: Arc::new(workspace),
