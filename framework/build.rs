@@ -75,6 +75,8 @@ mod onednn {
             .dynamic_link_require_all(true)
             .prepend_enum_name(false)
             .layout_tests(false)
+            // oneDNN's comments hold C and pseudo-code, which rustdoc would compile as tests.
+            .generate_comments(false)
             .allowlist_type("dnnl_.*")
             .allowlist_var("DNNL_.*");
         for function in FUNCTIONS {
