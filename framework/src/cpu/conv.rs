@@ -13,7 +13,8 @@ use burn::tensor::Tensor;
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
 use super::library::*;
-use super::primitive::{Attr, Md, Pass, Primitive, Result};
+use super::layout::Pass;
+use super::primitive::{Attr, Md, Primitive, Result};
 use super::window::Window;
 use crate::activation::Activation;
 

@@ -19,7 +19,7 @@
 //! let fast = net.forward(x.clone().into());
 //! let reference = cpu::with_kernels(Kernels::Flex, || net.forward(x.into()));
 //! let (fast, reference): (Tensor<2>, Tensor<2>) = (fast.rank(), reference.rank());
-//! assert!(fast.sub(reference).abs().max().into_scalar() < 1e-5);
+//! assert!(fast.sub(reference).abs().max().into_scalar::<f32>() < 1e-5);
 //! ```
 
 use std::cell::Cell;
@@ -39,6 +39,8 @@ mod bridge;
 mod conv;
 #[cfg(feature = "onednn")]
 mod eltwise;
+#[cfg(feature = "onednn")]
+mod layout;
 #[cfg(feature = "onednn")]
 mod library;
 #[cfg(feature = "onednn")]
