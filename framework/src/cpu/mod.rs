@@ -215,15 +215,12 @@ pub(crate) fn fell_back(why: &str) {
 }
 
 /// Whether this thread's layers go to oneDNN.
+#[cfg(feature = "onednn")]
 fn fast() -> bool {
-    #[cfg(feature = "onednn")]
-    {
-        matches!(chosen(), Ok(Kernels::OneDnn)) && library::runtime().is_ok()
-    }
-    #[cfg(not(feature = "onednn"))]
-    false
+    matches!(chosen(), Ok(Kernels::OneDnn)) && library::runtime().is_ok()
 }
 
+#[cfg(feature = "onednn")]
 fn counted<T>(result: Option<T>) -> Option<T> {
     if result.is_some() {
         RAN.fetch_add(1, Ordering::Relaxed);
