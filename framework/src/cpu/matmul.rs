@@ -44,10 +44,6 @@ struct Descs {
     y: Md,
 }
 
-// The descriptors hold no pointer.
-unsafe impl Send for Descs {}
-unsafe impl Sync for Descs {}
-
 fn descs(n: usize, i: usize, o: usize, bias: bool) -> Result<Descs> {
     Ok(Descs {
         x: Md::plain(&[n, i])?,

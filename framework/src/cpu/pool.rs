@@ -85,10 +85,6 @@ struct Prims {
     workspace: Option<Md>,
 }
 
-// The descriptors hold no pointer.
-unsafe impl Send for Prims {}
-unsafe impl Sync for Prims {}
-
 fn prims(config: &Config) -> Result<Arc<Prims>> {
     bridge::cached(format!("pool {config:?}"), || {
         let rt = runtime()?;
