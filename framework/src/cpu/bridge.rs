@@ -134,7 +134,10 @@ pub struct Out {
 
 impl Out {
     pub fn new(dims: &[usize]) -> Out {
-        Out { data: Vec::with_capacity(dims.iter().product()), dims: dims.to_vec() }
+        Out {
+            data: Vec::with_capacity(dims.iter().product()),
+            dims: dims.to_vec(),
+        }
     }
 
     /// The pointer the primitive writes through.
@@ -150,7 +153,11 @@ impl Out {
         let n = self.data.capacity().min(self.dims.iter().product());
         // SAFETY: the caller's contract: the first `n` elements are initialized.
         unsafe { self.data.set_len(n) };
-        FlexTensor::new(Bytes::from_elems(self.data), Layout::contiguous(Shape::from(self.dims)), DType::F32)
+        FlexTensor::new(
+            Bytes::from_elems(self.data),
+            Layout::contiguous(Shape::from(self.dims)),
+            DType::F32,
+        )
     }
 }
 

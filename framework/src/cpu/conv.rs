@@ -12,8 +12,8 @@ use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
-use super::library::*;
 use super::layout::Pass;
+use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result};
 use super::window::Window;
 use crate::activation::Activation;
@@ -347,44 +347,39 @@ pub fn conv<const D: usize>(
     let x_in = bridge::input(x)?;
     let b = bridge::bias_or_stand_in(bias, &x_in)?;
     let inputs: Inputs<3> = bridge::same_kind([x_in, bridge::input(weight)?, b])?;
-    let tracked = matches!(&inputs, Inputs::Graph(t) if t.iter().any(|t| t.is_tracked()));
-    let result = if tracked {
-        let prims = training(&config, activation)
-            .map_err(|e| super::fell_back(&e))
-            .ok()?;
-        bridge::run(ConvBackward, inputs, |[x, w, b], _| {
-            let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::Out::new(&config.output);
+    // Whether a post-op applied the activation: training fuses only what it can differentiate.
+    let mut fused = false;
+    let y = bridge::run(ConvBackward, inputs, |[x, w, b], tracked| {
+        let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
+        let mut y = bridge::Out::new(&config.output);
+        if !tracked {
+            let prims = inference(&config, activation)?;
             execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
+            fused = prims.fused;
             // SAFETY: the forward pass wrote it.
-            let y = unsafe { y.written() };
-            let keep = prims.activation.as_ref().map(|_| y.clone());
-            Ok((
-                y,
-                Some(State {
-                    prims: prims.clone(),
-                    x,
-                    w,
-                    has_bias: config.bias,
-                    y: keep,
-                }),
-            ))
-        })
-        .map(|y| eltwise::after(y, activation, prims.activation.is_some()))
-    } else {
-        let prims = inference(&config, activation)
-            .map_err(|e| super::fell_back(&e))
-            .ok()?;
-        bridge::run(ConvBackward, inputs, |[x, w, b], _| {
-            let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::Out::new(&config.output);
-            execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
-            // SAFETY: the forward pass wrote it.
-            Ok((unsafe { y.written() }, None))
-        })
-        .map(|y| eltwise::after(y, activation, prims.fused))
-    };
-    result.map_err(|e| super::fell_back(&e)).ok()
+            return Ok((unsafe { y.written() }, None));
+        }
+        let prims = training(&config, activation)?;
+        execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
+        fused = prims.activation.is_some();
+        // SAFETY: the forward pass wrote it.
+        let y = unsafe { y.written() };
+        let keep = prims.activation.as_ref().map(|_| y.clone());
+        let has_bias = config.bias;
+        Ok((
+            y,
+            Some(State {
+                prims,
+                x,
+                w,
+                has_bias,
+                y: keep,
+            }),
+        ))
+    })
+    .map_err(|e| super::fell_back(&e))
+    .ok()?;
+    Some(eltwise::after(y, activation, fused))
 }
 
 fn execute_forward(

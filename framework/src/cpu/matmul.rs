@@ -213,44 +213,37 @@ pub fn dense(
     let x_in = bridge::input(x)?;
     let b = bridge::bias_or_stand_in(bias, &x_in)?;
     let inputs: Inputs<3> = bridge::same_kind([x_in, bridge::input(weight)?, b])?;
-    let tracked = matches!(&inputs, Inputs::Graph(t) if t.iter().any(|t| t.is_tracked()));
     let has_bias = bias.is_some();
-    let result = if tracked {
-        let p = training(n, i, o, has_bias, activation)
-            .map_err(|e| super::fell_back(&e))
-            .ok()?;
-        bridge::run(DenseBackward, inputs, |[x, w, b], _| {
-            let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::Out::new(&[n, o]);
+    // Whether a post-op applied the activation: training fuses only what it can differentiate.
+    let mut fused = false;
+    let y = bridge::run(DenseBackward, inputs, |[x, w, b], tracked| {
+        let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
+        let mut y = bridge::Out::new(&[n, o]);
+        if !tracked {
+            let p = inference(n, i, o, has_bias, activation)?;
             execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
+            fused = p.fused;
             // SAFETY: the product wrote it.
-            let y = unsafe { y.written() };
-            let keep = p.activation.as_ref().map(|_| y.clone());
-            Ok((
-                y,
-                Some(State {
-                    prims: p.clone(),
-                    x,
-                    w,
-                    y: keep,
-                }),
-            ))
-        })
-        .map(|y| (y, p.activation.is_some()))
-    } else {
-        let p = inference(n, i, o, has_bias, activation)
-            .map_err(|e| super::fell_back(&e))
-            .ok()?;
-        bridge::run(DenseBackward, inputs, |[x, w, b], _| {
-            let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
-            let mut y = bridge::Out::new(&[n, o]);
-            execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
-            // SAFETY: the product wrote it.
-            Ok((unsafe { y.written() }, None))
-        })
-        .map(|y| (y, p.fused))
-    };
-    let (y, fused) = result.map_err(|e| super::fell_back(&e)).ok()?;
+            return Ok((unsafe { y.written() }, None));
+        }
+        let p = training(n, i, o, has_bias, activation)?;
+        execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
+        fused = p.activation.is_some();
+        // SAFETY: the product wrote it.
+        let y = unsafe { y.written() };
+        let keep = p.activation.as_ref().map(|_| y.clone());
+        Ok((
+            y,
+            Some(State {
+                prims: p,
+                x,
+                w,
+                y: keep,
+            }),
+        ))
+    })
+    .map_err(|e| super::fell_back(&e))
+    .ok()?;
     Some(eltwise::after(y, activation, fused))
 }
 
