@@ -55,6 +55,8 @@ mod onednn {
         "dnnl_pooling_v2_forward_desc_init",
         "dnnl_pooling_v2_backward_desc_init",
         "dnnl_matmul_desc_init",
+        "dnnl_batch_normalization_forward_desc_init",
+        "dnnl_batch_normalization_backward_desc_init",
     ];
 
     pub fn bindings() {

@@ -26,12 +26,14 @@
 
 use std::fmt;
 
+use burn::module::RunningState;
 use burn::nn::{
     BatchNorm as BurnBatchNorm, BatchNormConfig, LayerNorm as BurnLayerNorm, LayerNormConfig,
 };
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 
 use crate::block::Block;
+use crate::cpu;
 use crate::deferred::{Deferred, layer_module};
 use crate::error::{Error, Result};
 use crate::init::Init;
@@ -168,7 +170,7 @@ impl Block for BatchNorm {
     /// - output: the input's shape
     fn forward(&self, x: NdTensor) -> NdTensor {
         let norm = self.norm.module(self);
-        nd_map!(x, t => norm.forward(t))
+        nd_map!(x, t => batch_norm(norm, t))
     }
 
     /// Creates the parameters and checks the input; the output has the input's shape, so no
@@ -192,6 +194,34 @@ impl Block for BatchNorm {
             });
         self.norm.initialize(init, device, declared);
         self
+    }
+}
+
+/// burn's `BatchNorm::forward`, with the normalization itself on ember's CPU kernels where they
+/// run: the same modes, and the same update of the running statistics.
+fn batch_norm<const D: usize>(norm: &BurnBatchNorm, x: Tensor<D>) -> Tensor<D> {
+    let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
+    if x.device().is_autodiff() && norm.training.is_enabled() {
+        let Some((y, mean, variance)) = cpu::batch_norm_train(&x, &gamma, &beta, norm.epsilon)
+        else {
+            return norm.forward(x);
+        };
+        let device = x.device();
+        let m = norm.momentum;
+        let update = |running: &RunningState<Tensor<1>>, batch: Tensor<1>| {
+            let old = running.value_sync().to_device(&device);
+            let new = old.mul_scalar(1.0 - m).add(batch.detach().mul_scalar(m));
+            running.update(new.detach());
+        };
+        update(&norm.running_mean, mean);
+        update(&norm.running_var, variance);
+        y
+    } else {
+        let device = x.device();
+        let mean = norm.running_mean.value().to_device(&device);
+        let variance = norm.running_var.value().to_device(&device);
+        cpu::batch_norm(&x, &gamma, &beta, &mean, &variance, norm.epsilon)
+            .unwrap_or_else(|| norm.forward(x))
     }
 }
 

@@ -14,7 +14,7 @@ use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
 use super::layout::Pass;
 use super::library::*;
-use super::primitive::{Attr, Md, Primitive, Result};
+use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 use super::window::Window;
 use crate::activation::Activation;
 
@@ -71,11 +71,7 @@ impl Config {
         let rt = runtime()?;
         let d = self.descs(Md::any)?;
         let w = &self.window;
-        let prop = if training {
-            dnnl_forward_training
-        } else {
-            dnnl_forward_inference
-        };
+        let prop = forward_prop(training);
         let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
         // SAFETY: valid out-pointer, descriptors and dimension arrays.
         check(

@@ -11,7 +11,7 @@ use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
 use super::library::*;
-use super::primitive::{Attr, Md, Primitive, Result};
+use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 use crate::activation::Activation;
 
 /// oneDNN's algorithm for an activation, and whether its backward pass reads the output (so a
@@ -101,11 +101,7 @@ pub fn after<const D: usize>(
 
 fn forward_primitive(alg: dnnl_alg_kind_t, md: &Md, training: bool) -> Result<Primitive> {
     let rt = runtime()?;
-    let prop = if training {
-        dnnl_forward_training
-    } else {
-        dnnl_forward_inference
-    };
+    let prop = forward_prop(training);
     let mut desc = std::mem::MaybeUninit::<dnnl_eltwise_desc_t>::zeroed();
     // SAFETY: valid out-pointer and descriptor.
     check(

@@ -1,4 +1,4 @@
-//! ember's CPU kernels: convolutions, pooling, activations and Dense layers on burn-flex tensors
+//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm and Dense layers on burn-flex tensors
 //! run through oneDNN, the library PyTorch, MXNet and TensorFlow use on the CPU, where it is
 //! installed; burn-flex's own kernels run everything else, and everything where it is not.
 //!
@@ -33,6 +33,8 @@ use burn::tensor::Tensor;
 use crate::activation::Activation;
 use crate::error::{Error, Result};
 
+#[cfg(feature = "onednn")]
+mod batch_norm;
 #[cfg(feature = "onednn")]
 mod bridge;
 #[cfg(feature = "onednn")]
@@ -174,7 +176,7 @@ pub fn status() -> Status {
         Ok(rt) => Status {
             kernels: Kernels::OneDnn,
             detail: format!(
-                "oneDNN {} ({}, {}) for Dense, Conv1D/Conv2D, pooling and activations; burn-flex for the rest",
+                "oneDNN {} ({}, {}) for Dense, Conv1D/Conv2D, pooling, activations and BatchNorm; burn-flex for the rest",
                 rt.version,
                 library::library_name(),
                 rt.isa
@@ -283,5 +285,44 @@ pub(crate) fn pool<const D: usize>(x: &Tensor<D>, max: bool, window: Window) -> 
         return counted(pool::pool(x, kind, window));
     }
     let _ = (x, max, window);
+    None
+}
+
+/// The output and the batch's (mean, biased variance) of a training step's batch
+/// normalization.
+pub(crate) type Normalized<const D: usize> = (Tensor<D>, Tensor<1>, Tensor<1>);
+
+/// Batch normalization with the batch's statistics, or `None` for burn's path.
+pub(crate) fn batch_norm_train<const D: usize>(
+    x: &Tensor<D>,
+    gamma: &Tensor<1>,
+    beta: &Tensor<1>,
+    epsilon: f64,
+) -> Option<Normalized<D>> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        let (y, stats) = counted(batch_norm::batch_norm(x, gamma, beta, None, epsilon))?;
+        let (mean, variance) = stats?;
+        return Some((y, mean, variance));
+    }
+    let _ = (x, gamma, beta, epsilon);
+    None
+}
+
+/// Batch normalization with given statistics (inference), or `None` for burn's path.
+pub(crate) fn batch_norm<const D: usize>(
+    x: &Tensor<D>,
+    gamma: &Tensor<1>,
+    beta: &Tensor<1>,
+    mean: &Tensor<1>,
+    variance: &Tensor<1>,
+    epsilon: f64,
+) -> Option<Tensor<D>> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        let stats = Some((mean, variance));
+        return counted(batch_norm::batch_norm(x, gamma, beta, stats, epsilon)).map(|(y, _)| y);
+    }
+    let _ = (x, gamma, beta, mean, variance, epsilon);
     None
 }

@@ -10,7 +10,7 @@ use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
 use super::library::*;
-use super::primitive::{Attr, Md, Primitive, Result};
+use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 use super::window::Window;
 
 /// Which pooling.
@@ -40,11 +40,7 @@ impl Config {
     fn forward(&self, src: &Md, dst: &Md, training: bool) -> Result<Primitive> {
         let rt = runtime()?;
         let w = &self.window;
-        let prop = if training {
-            dnnl_forward_training
-        } else {
-            dnnl_forward_inference
-        };
+        let prop = forward_prop(training);
         let mut desc = std::mem::MaybeUninit::<dnnl_pooling_v2_desc_t>::zeroed();
         // SAFETY: valid out-pointer, descriptors and dimension arrays.
         check(

@@ -52,6 +52,15 @@ impl Md {
     }
 }
 
+/// The propagation kind of a forward pass: training keeps what the backward pass reads.
+pub fn forward_prop(training: bool) -> dnnl_prop_kind_t {
+    if training {
+        dnnl_forward_training
+    } else {
+        dnnl_forward_inference
+    }
+}
+
 /// dnnl's dimension array and its length.
 pub fn to_dims(values: &[usize]) -> ([i64; DNNL_MAX_NDIMS as usize], i32) {
     let mut dims = [0i64; DNNL_MAX_NDIMS as usize];
@@ -181,7 +190,7 @@ impl Primitive {
         let rt = runtime().expect("a primitive exists only once the library is open");
         // SAFETY: `pd` is alive; the returned pointer is valid while it is.
         let md = unsafe { rt.api.dnnl_primitive_desc_query_md(self.pd, what, 0) };
-        Md(unsafe { (*md).clone() })
+        Md(unsafe { *md })
     }
 
     /// Runs it on this thread's stream and waits for it; each argument is oneDNN's argument
