@@ -16,6 +16,8 @@ use ember::{
 mod batch_norm;
 #[path = "cpu_kernels/both_paths.rs"]
 mod both_paths;
+#[path = "cpu_kernels/chain.rs"]
+mod chain;
 
 use both_paths::{grad, same, values};
 

@@ -133,8 +133,7 @@ impl NdTensor {
                 got: dims,
             });
         }
-        let shape: [usize; D] = std::array::from_fn(|i| dims[i]);
-        Ok(nd_with!(self, t => t.reshape(shape)))
+        Ok(nd_with!(self, t => same_rank(t)))
     }
 
     /// The typed tensor of rank `D`, for a block's `forward`.
@@ -180,3 +179,19 @@ macro_rules! from_rank {
     )*};
 }
 from_rank!(1 => R1, 2 => R2, 3 => R3, 4 => R4, 5 => R5);
+
+/// `t`, whose rank is `D`, typed as such. On burn-flex the tensor moves over as it is; a reshape
+/// to its own shape would copy a strided view (a channels-last activation of ember's CPU
+/// kernels) into row-major order, forward and backward.
+fn same_rank<const K: usize, const D: usize>(t: Tensor<K>) -> Tensor<D> {
+    use burn::backend::{Autodiff, Flex};
+    debug_assert_eq!(K, D);
+    if let Ok(p) = t.clone().try_into_primitive::<Autodiff<Flex>>() {
+        return Tensor::from_primitive::<Autodiff<Flex>>(p);
+    }
+    if let Ok(p) = t.clone().try_into_primitive::<Flex>() {
+        return Tensor::from_primitive::<Flex>(p);
+    }
+    let dims = t.dims();
+    t.reshape::<D, _>(std::array::from_fn::<usize, D, _>(|i| dims[i]))
+}

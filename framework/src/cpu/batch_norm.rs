@@ -15,6 +15,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::Tensor;
 
 use super::bridge::{self, AdTensor, Input, Inputs};
+use super::format::{Format, arrange};
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 
@@ -24,6 +25,8 @@ struct Config {
     epsilon: f32,
     /// The statistics are given (inference) rather than the batch's own (training).
     given: bool,
+    /// The input's order in memory, which the output and the gradients keep.
+    format: Format,
 }
 
 struct Prims {
@@ -71,7 +74,7 @@ impl Config {
     fn prims(&self) -> Result<Arc<Prims>> {
         bridge::cached(format!("batch norm {self:?}"), || {
             let rt = runtime()?;
-            let data = Md::plain(&self.dims)?;
+            let data = self.format.md(&self.dims)?;
             let training = self.forward(&data, true)?;
             let mut desc = std::mem::MaybeUninit::<dnnl_batch_normalization_desc_t>::zeroed();
             // SAFETY: valid out-pointer and descriptors.
@@ -113,6 +116,7 @@ struct State {
     beta: FlexTensor,
     mean: FlexTensor,
     variance: FlexTensor,
+    format: Format,
 }
 
 impl std::fmt::Debug for State {
@@ -129,9 +133,10 @@ impl Backward<Flex, 3> for BatchNormBackward {
 
     fn backward(self, ops: Ops<State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [px, pgamma, pbeta] = ops.parents;
-        let grad = bridge::dense(&grads.consume::<Flex>(&ops.node));
         let s = ops.state;
         let p = &s.prims;
+        let grad =
+            arrange(&grads.consume::<Flex>(&ops.node), s.format).unwrap_or_else(|e| panic!("{e}"));
         let channels = bridge::dims(&s.gamma);
         let mut dx = bridge::Out::new(&bridge::dims(&s.x));
         let mut dgamma = bridge::Out::new(&channels);
@@ -151,7 +156,7 @@ impl Backward<Flex, 3> for BatchNormBackward {
             ])
             .unwrap_or_else(|e| panic!("{e}"));
         // SAFETY: the backward pass wrote all three.
-        let written = unsafe { [dx.written(), dgamma.written(), dbeta.written()] };
+        let written = unsafe { [dx.written_in(s.format), dgamma.written(), dbeta.written()] };
         for (parent, g) in [px, pgamma, pbeta].into_iter().zip(written) {
             if let Some(parent) = parent {
                 grads.register::<Flex>(parent.id, g);
@@ -182,6 +187,7 @@ pub fn batch_norm<const D: usize>(
         dims: dims.clone(),
         epsilon: epsilon as f32,
         given: stats.is_some(),
+        format: Format::Plain,
     };
     let inputs: Inputs<3> = bridge::same_kind([
         bridge::input(x)?,
@@ -194,10 +200,12 @@ pub fn batch_norm<const D: usize>(
         None => None,
     };
     let graph = matches!(inputs, Inputs::Graph(_));
-    let p = config.prims().map_err(|e| super::fell_back(&e)).ok()?;
     let mut batch_stats = None;
     let y = bridge::run(BatchNormBackward, inputs, |[x, gamma, beta], training| {
-        let x = bridge::dense(x);
+        // The output keeps the input's order.
+        let format = Format::of(x).unwrap_or(Format::Plain);
+        let p = Config { format, ..config }.prims()?;
+        let x = arrange(x, format)?;
         let (gamma, beta) = (bridge::dense(gamma), bridge::dense(beta));
         let mut y = bridge::Out::new(&dims);
         let (mean, variance) = match &given {
@@ -234,7 +242,7 @@ pub fn batch_norm<const D: usize>(
             }
         };
         // SAFETY: the forward pass wrote it.
-        let y = unsafe { y.written() };
+        let y = unsafe { y.written_in(format) };
         let state = training.then(|| State {
             prims: p.clone(),
             x,
@@ -242,6 +250,7 @@ pub fn batch_norm<const D: usize>(
             beta,
             mean,
             variance,
+            format,
         });
         Ok((y, state))
     })

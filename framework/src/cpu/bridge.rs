@@ -7,10 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use burn::backend::autodiff::checkpoint::strategy::NoCheckpointing;
 use burn::backend::autodiff::ops::{Backward, OpsKind};
-use burn::backend::flex::{FlexTensor, Layout};
+use burn::backend::flex::FlexTensor;
 use burn::backend::{Autodiff, BackendTypes, Flex};
-use burn::tensor::{Bytes, DType, Shape, Tensor};
+use burn::tensor::{DType, Shape, Tensor};
 
+use super::format::Format;
 use super::primitive::Result;
 
 /// burn's autodiff over burn-flex, as `Device::flex().autodiff()` makes it.
@@ -149,15 +150,20 @@ impl Out {
     ///
     /// # Safety
     /// A primitive has written every element through [`Out::ptr`].
-    pub unsafe fn written(mut self) -> FlexTensor {
+    pub unsafe fn written(self) -> FlexTensor {
+        // SAFETY: the caller's contract.
+        unsafe { self.written_in(Format::Plain) }
+    }
+
+    /// The array, once written in `format`'s order.
+    ///
+    /// # Safety
+    /// A primitive has written every element through [`Out::ptr`].
+    pub unsafe fn written_in(mut self, format: Format) -> FlexTensor {
         let n = self.data.capacity().min(self.dims.iter().product());
         // SAFETY: the caller's contract: the first `n` elements are initialized.
         unsafe { self.data.set_len(n) };
-        FlexTensor::new(
-            Bytes::from_elems(self.data),
-            Layout::contiguous(Shape::from(self.dims)),
-            DType::F32,
-        )
+        super::format::array(self.data, self.dims, format)
     }
 }
 

@@ -12,6 +12,7 @@ use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
+use super::format::{Format, arrange};
 use super::layout::Pass;
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
@@ -27,6 +28,8 @@ struct Config {
     groups: usize,
     bias: bool,
     window: Window,
+    /// The input's order in memory.
+    src: Format,
 }
 
 /// The arrays' plain layouts (burn-flex's), or layouts left to oneDNN (`any`).
@@ -49,6 +52,17 @@ impl Config {
         }
     }
 
+    /// What the primitives compute in: the activations channels last (oneDNN's convolutions
+    /// are as fast there as in their blocked layouts for few channels, faster for the data
+    /// gradient, and the layers around them read and write it as it is), the weights in a
+    /// layout oneDNN chooses.
+    fn computed(&self) -> Result<Descs> {
+        let mut d = self.descs(Md::any)?;
+        d.src = Format::ChannelsLast.md(&self.input)?;
+        d.dst = Format::ChannelsLast.md(&self.output)?;
+        Ok(d)
+    }
+
     fn descs(&self, make: fn(&[usize]) -> Result<Md>) -> Result<Descs> {
         Ok(Descs {
             src: make(&self.input)?,
@@ -69,7 +83,7 @@ impl Config {
 
     fn forward(&self, training: bool, attr: &Attr) -> Result<Primitive> {
         let rt = runtime()?;
-        let d = self.descs(Md::any)?;
+        let d = self.computed()?;
         let w = &self.window;
         let prop = forward_prop(training);
         let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
@@ -95,9 +109,27 @@ impl Config {
         Primitive::new(&unsafe { desc.assume_init() }, attr, None, "convolution")
     }
 
-    /// The forward pass on plain arrays: `x`, `w`, `b` (when there is a bias) into `y`.
-    fn forward_pass(&self, primitive: Primitive) -> Result<Pass> {
-        let p = self.descs(Md::plain)?;
+    /// burn-flex's side of each array: the input in its order, the output in the order the
+    /// primitive chose where that is channels last (else row-major), the rest row-major.
+    fn sides(&self, output: Format) -> Result<Descs> {
+        let mut d = self.descs(Md::plain)?;
+        d.src = self.src.md(&self.input)?;
+        d.dst = output.md(&self.output)?;
+        Ok(d)
+    }
+
+    /// The forward pass on burn-flex's arrays: `x`, `w`, `b` (when there is a bias) into `y`,
+    /// and the order `y` is written in.
+    fn forward_pass(&self, primitive: Primitive) -> Result<(Pass, Format)> {
+        let output = if primitive
+            .md(dnnl_query_dst_md)
+            .same(&Format::ChannelsLast.md(&self.output)?)
+        {
+            Format::ChannelsLast
+        } else {
+            Format::Plain
+        };
+        let p = self.sides(output)?;
         let mut args = vec![
             (DNNL_ARG_SRC, p.src, Some(dnnl_query_src_md)),
             (DNNL_ARG_WEIGHTS, p.weights, Some(dnnl_query_weights_md)),
@@ -106,13 +138,15 @@ impl Config {
         if let Some(bias) = p.bias {
             args.push((DNNL_ARG_BIAS, bias, None));
         }
-        Pass::new(primitive, args)
+        Ok((Pass::new(primitive, args)?, output))
     }
 }
 
 /// The passes of a convolution that is differentiated.
 struct Training {
     forward: Pass,
+    /// The output's order (and so its gradient's).
+    output: Format,
     data: Pass,
     weights: Pass,
     /// The activation's backward pass, where it is fused into the forward pass.
@@ -123,11 +157,11 @@ fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Train
     bridge::cached(format!("conv train {config:?} {activation:?}"), || {
         let rt = runtime()?;
         let (attr, fused) = eltwise::post_op(activation, true)?;
-        let forward = config.forward_pass(config.forward(true, &attr)?)?;
+        let (forward, output) = config.forward_pass(config.forward(true, &attr)?)?;
         // Backward passes are made against a forward pass without post-ops.
         let hint = config.forward(true, &Attr::none()?)?;
-        let any = config.descs(Md::any)?;
-        let plain = config.descs(Md::plain)?;
+        let any = config.computed()?;
+        let plain = config.sides(output)?;
         let w = &config.window;
         let (strides, dilation, left, right) = (
             w.strides(),
@@ -223,6 +257,7 @@ fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Train
         };
         Ok(Training {
             forward,
+            output,
             data,
             weights,
             activation,
@@ -233,14 +268,19 @@ fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Train
 /// The inference pass, with any activation fused.
 struct Inference {
     forward: Pass,
+    output: Format,
     fused: bool,
 }
 
 fn inference(config: &Config, activation: Option<Activation>) -> Result<Arc<Inference>> {
     bridge::cached(format!("conv infer {config:?} {activation:?}"), || {
         let (attr, fused) = eltwise::post_op(activation, false)?;
-        let forward = config.forward_pass(config.forward(false, &attr)?)?;
-        Ok(Inference { forward, fused })
+        let (forward, output) = config.forward_pass(config.forward(false, &attr)?)?;
+        Ok(Inference {
+            forward,
+            output,
+            fused,
+        })
     })
 }
 
@@ -250,6 +290,8 @@ struct State {
     prims: Arc<Training>,
     x: FlexTensor,
     w: FlexTensor,
+    /// The input's order (its gradient's too).
+    src: Format,
     has_bias: bool,
     /// The output, where the activation's backward pass reads it.
     y: Option<FlexTensor>,
@@ -272,7 +314,8 @@ impl Backward<Flex, 3> for ConvBackward {
         let grad = grads.consume::<Flex>(&ops.node);
         let s = ops.state;
         let p = &s.prims;
-        let grad = eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad);
+        let grad =
+            eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad, p.output);
         if let Some(px) = px {
             let mut dx = bridge::Out::new(&bridge::dims(&s.x));
             p.data
@@ -285,7 +328,7 @@ impl Backward<Flex, 3> for ConvBackward {
                 )
                 .unwrap_or_else(|e| panic!("{e}"));
             // SAFETY: the data-gradient pass wrote it.
-            grads.register::<Flex>(px.id, unsafe { dx.written() });
+            grads.register::<Flex>(px.id, unsafe { dx.written_in(s.src) });
         }
         if pw.is_some() || pb.is_some() {
             let mut dw = bridge::Out::new(&bridge::dims(&s.w));
@@ -339,6 +382,7 @@ pub fn conv<const D: usize>(
         groups,
         bias: bias.is_some(),
         window,
+        src: Format::Plain,
     };
     let x_in = bridge::input(x)?;
     let b = bridge::bias_or_stand_in(bias, &x_in)?;
@@ -346,20 +390,27 @@ pub fn conv<const D: usize>(
     // Whether a post-op applied the activation: training fuses only what it can differentiate.
     let mut fused = false;
     let y = bridge::run(ConvBackward, inputs, |[x, w, b], tracked| {
-        let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
+        // The input is read in the order it is in (a layer before wrote it channels last, or
+        // burn wrote it row-major).
+        let config = Config {
+            src: Format::of(x).unwrap_or(Format::Plain),
+            ..config
+        };
+        let x = arrange(x, config.src)?;
+        let (w, b) = (bridge::dense(w), bridge::dense(b));
         let mut y = bridge::Out::new(&config.output);
         if !tracked {
             let prims = inference(&config, activation)?;
             execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
             fused = prims.fused;
             // SAFETY: the forward pass wrote it.
-            return Ok((unsafe { y.written() }, None));
+            return Ok((unsafe { y.written_in(prims.output) }, None));
         }
         let prims = training(&config, activation)?;
         execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
         fused = prims.activation.is_some();
         // SAFETY: the forward pass wrote it.
-        let y = unsafe { y.written() };
+        let y = unsafe { y.written_in(prims.output) };
         let keep = prims.activation.as_ref().map(|_| y.clone());
         let has_bias = config.bias;
         Ok((
@@ -368,6 +419,7 @@ pub fn conv<const D: usize>(
                 prims,
                 x,
                 w,
+                src: config.src,
                 has_bias,
                 y: keep,
             }),

@@ -10,6 +10,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
+use super::format::{Format, arrange};
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 use crate::activation::Activation;
@@ -49,41 +50,46 @@ pub struct FromOutput {
 impl FromOutput {
     /// For the activations `post_op` fuses.
     pub fn new(activation: Activation, dims: &[usize]) -> Result<Arc<FromOutput>> {
-        bridge::cached(format!("eltwise-bwd-dst {activation} {dims:?}"), || {
+        let n = dims.iter().product::<usize>();
+        bridge::cached(format!("eltwise-bwd-dst {activation} {n}"), || {
             let (alg, Some(bwd)) = algorithm(activation) else {
                 return Err(format!("{activation} needs its input to be differentiated"));
             };
-            let md = Md::plain(dims)?;
+            let md = Md::plain(&[n])?;
             let fwd = forward_primitive(alg, &md, true)?;
             let primitive = backward_primitive(bwd, &md, &fwd)?;
             Ok(FromOutput { primitive, md })
         })
     }
 
-    /// The gradient before the activation, from the gradient after it and its output `y`.
-    pub fn apply(&self, y: &FlexTensor, grad: &FlexTensor) -> Result<FlexTensor> {
-        let grad = bridge::dense(grad);
+    /// The gradient before the activation, from the gradient after it and its output `y`, both
+    /// in `format`.
+    fn apply(&self, y: &FlexTensor, grad: &FlexTensor, format: Format) -> Result<FlexTensor> {
         let mut dx = bridge::Out::new(&bridge::dims(y));
         self.primitive.execute(&[
             (DNNL_ARG_DST, &self.md, bridge::read(y)),
-            (DNNL_ARG_DIFF_DST, &self.md, bridge::read(&grad)),
+            (DNNL_ARG_DIFF_DST, &self.md, bridge::read(grad)),
             (DNNL_ARG_DIFF_SRC, &self.md, dx.ptr()),
         ])?;
         // SAFETY: the backward pass wrote it.
-        Ok(unsafe { dx.written() })
+        Ok(unsafe { dx.written_in(format) })
     }
 }
 
 /// The gradient before an activation fused into a primitive's output `y` (with `act`), or
-/// the gradient itself (without), as a dense array.
+/// the gradient itself (without), in the output's `format`.
 pub fn before_activation(
     act: Option<&FromOutput>,
     y: Option<&FlexTensor>,
     grad: &FlexTensor,
+    format: Format,
 ) -> FlexTensor {
+    let grad = arrange(grad, format).unwrap_or_else(|e| panic!("{e}"));
     match (act, y) {
-        (Some(act), Some(y)) => act.apply(y, grad).unwrap_or_else(|e| panic!("{e}")),
-        _ => bridge::dense(grad),
+        (Some(act), Some(y)) => act
+            .apply(y, &grad, format)
+            .unwrap_or_else(|e| panic!("{e}")),
+        _ => grad,
     }
 }
 
@@ -148,10 +154,11 @@ struct Prims {
     from_dst: bool,
 }
 
-fn prims(activation: Activation, dims: &[usize]) -> Result<Arc<Prims>> {
-    bridge::cached(format!("eltwise {activation} {dims:?}"), || {
+/// Element-wise, so over the array's memory in whichever order it is: one dimension of `n`.
+fn prims(activation: Activation, n: usize) -> Result<Arc<Prims>> {
+    bridge::cached(format!("eltwise {activation} {n}"), || {
         let (alg, dst) = algorithm(activation);
-        let md = Md::plain(dims)?;
+        let md = Md::plain(&[n])?;
         let training = forward_primitive(alg, &md, true)?;
         let backward = backward_primitive(dst.unwrap_or(alg), &md, &training)?;
         Ok(Prims {
@@ -168,17 +175,18 @@ fn prims(activation: Activation, dims: &[usize]) -> Result<Arc<Prims>> {
 struct EltwiseBackward;
 
 impl Backward<Flex, 1> for EltwiseBackward {
-    /// The primitives, and the array the backward pass reads (the output or the input).
-    type State = (Arc<PrimsHandle>, FlexTensor);
+    /// The primitives, the array the backward pass reads (the output or the input), and its
+    /// order.
+    type State = (Arc<PrimsHandle>, FlexTensor, Format);
 
     fn backward(self, ops: Ops<Self::State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [parent] = ops.parents;
         let grad = grads.consume::<Flex>(&ops.node);
         if let Some(parent) = parent {
-            let (prims, data) = ops.state;
+            let (prims, data, format) = ops.state;
             let dx = prims
                 .0
-                .differentiate(&data, &grad)
+                .differentiate(&data, &grad, format)
                 .unwrap_or_else(|e| panic!("{e}"));
             grads.register::<Flex>(parent.id, dx);
         }
@@ -195,8 +203,13 @@ impl std::fmt::Debug for PrimsHandle {
 }
 
 impl Prims {
-    fn differentiate(&self, data: &FlexTensor, grad: &FlexTensor) -> Result<FlexTensor> {
-        let grad = bridge::dense(grad);
+    fn differentiate(
+        &self,
+        data: &FlexTensor,
+        grad: &FlexTensor,
+        format: Format,
+    ) -> Result<FlexTensor> {
+        let grad = arrange(grad, format)?;
         let mut dx = bridge::Out::new(&bridge::dims(data));
         let data_arg = if self.from_dst {
             DNNL_ARG_DST
@@ -209,7 +222,7 @@ impl Prims {
             (DNNL_ARG_DIFF_SRC, &self.md, dx.ptr()),
         ])?;
         // SAFETY: the backward pass wrote it.
-        Ok(unsafe { dx.written() })
+        Ok(unsafe { dx.written_in(format) })
     }
 }
 
@@ -218,9 +231,11 @@ impl Prims {
 pub fn apply<const D: usize>(activation: Activation, x: &Tensor<D>) -> Option<Tensor<D>> {
     let inputs: Inputs<1> = bridge::same_kind([bridge::input(x)?])?;
     let dims = x.dims().to_vec();
-    let prims = prims(activation, &dims).ok()?;
+    let prims = prims(activation, dims.iter().product()).ok()?;
     bridge::run(EltwiseBackward, inputs, |[x], training| {
-        let x = bridge::dense(x);
+        // The output keeps the input's order.
+        let format = Format::of(x).unwrap_or(Format::Plain);
+        let x = arrange(x, format)?;
         let mut y = bridge::Out::new(&dims);
         let primitive = if training {
             &prims.training
@@ -232,9 +247,12 @@ pub fn apply<const D: usize>(activation: Activation, x: &Tensor<D>) -> Option<Te
             (DNNL_ARG_DST, &prims.md, y.ptr()),
         ])?;
         // SAFETY: the forward pass wrote it.
-        let y = unsafe { y.written() };
+        let y = unsafe { y.written_in(format) };
         let data = if prims.from_dst { y.clone() } else { x };
-        Ok((y, Some((Arc::new(PrimsHandle(prims.clone())), data))))
+        Ok((
+            y,
+            Some((Arc::new(PrimsHandle(prims.clone())), data, format)),
+        ))
     })
     .map_err(|e| super::fell_back(&e))
     .ok()

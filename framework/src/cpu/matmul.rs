@@ -12,6 +12,7 @@ use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
+use super::format::Format;
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result};
 use crate::activation::Activation;
@@ -156,7 +157,8 @@ impl Backward<Flex, 3> for DenseBackward {
         let grad = grads.consume::<Flex>(&ops.node);
         let s = ops.state;
         let p = &s.prims;
-        let grad = eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad);
+        let grad =
+            eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad, Format::Plain);
         let [n, o] = [bridge::dims(&grad)[0], bridge::dims(&grad)[1]];
         let i = bridge::dims(&s.x)[1];
         if let Some(px) = px {

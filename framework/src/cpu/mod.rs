@@ -42,6 +42,8 @@ mod conv;
 #[cfg(feature = "onednn")]
 mod eltwise;
 #[cfg(feature = "onednn")]
+mod format;
+#[cfg(feature = "onednn")]
 mod layout;
 #[cfg(feature = "onednn")]
 mod library;

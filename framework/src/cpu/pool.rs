@@ -9,6 +9,7 @@ use burn::backend::autodiff::ops::{Backward, Ops};
 use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
+use super::format::{Format, arrange};
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 use super::window::Window;
@@ -27,6 +28,8 @@ struct Config {
     output: Vec<usize>,
     kind: Pooling,
     window: Window,
+    /// The input's order in memory, which the output and the gradients keep.
+    format: Format,
 }
 
 impl Config {
@@ -84,8 +87,8 @@ struct Prims {
 fn prims(config: &Config) -> Result<Arc<Prims>> {
     bridge::cached(format!("pool {config:?}"), || {
         let rt = runtime()?;
-        let src = Md::plain(&config.input)?;
-        let dst = Md::plain(&config.output)?;
+        let src = config.format.md(&config.input)?;
+        let dst = config.format.md(&config.output)?;
         let training = config.forward(&src, &dst, true)?;
         let w = &config.window;
         let mut desc = std::mem::MaybeUninit::<dnnl_pooling_v2_desc_t>::zeroed();
@@ -131,6 +134,7 @@ struct State {
     prims: Arc<Prims>,
     workspace: Arc<Vec<f32>>,
     input: Vec<usize>,
+    format: Format,
 }
 
 impl std::fmt::Debug for State {
@@ -147,9 +151,10 @@ impl Backward<Flex, 1> for PoolBackward {
 
     fn backward(self, ops: Ops<State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [parent] = ops.parents;
-        let grad = bridge::dense(&grads.consume::<Flex>(&ops.node));
-        let Some(parent) = parent else { return };
         let s = ops.state;
+        let grad =
+            arrange(&grads.consume::<Flex>(&ops.node), s.format).unwrap_or_else(|e| panic!("{e}"));
+        let Some(parent) = parent else { return };
         let p = &s.prims;
         let mut dx = bridge::Out::new(&s.input);
         let mut args = vec![
@@ -161,7 +166,7 @@ impl Backward<Flex, 1> for PoolBackward {
         }
         p.backward.execute(&args).unwrap_or_else(|e| panic!("{e}"));
         // SAFETY: the backward pass wrote it.
-        grads.register::<Flex>(parent.id, unsafe { dx.written() });
+        grads.register::<Flex>(parent.id, unsafe { dx.written_in(s.format) });
     }
 }
 
@@ -176,11 +181,14 @@ pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Opt
         output: output.clone(),
         kind,
         window,
+        format: Format::Plain,
     };
     let inputs: Inputs<1> = bridge::same_kind([bridge::input(x)?])?;
-    let p = prims(&config).map_err(|e| super::fell_back(&e)).ok()?;
     bridge::run(PoolBackward, inputs, |[x], training| {
-        let x = bridge::dense(x);
+        // The output keeps the input's order.
+        let format = Format::of(x).unwrap_or(Format::Plain);
+        let p = prims(&Config { format, ..config })?;
+        let x = arrange(x, format)?;
         let mut y = bridge::Out::new(&output);
         if !training {
             p.inference.execute(&[
@@ -188,7 +196,7 @@ pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Opt
                 (DNNL_ARG_DST, &p.dst, y.ptr()),
             ])?;
             // SAFETY: the forward pass wrote it.
-            return Ok((unsafe { y.written() }, None));
+            return Ok((unsafe { y.written_in(format) }, None));
         }
         let mut workspace = vec![0f32; p.workspace.as_ref().map_or(0, |w| w.size().div_ceil(4))];
         let mut args = vec![
@@ -201,11 +209,12 @@ pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Opt
         p.training.execute(&args)?;
         Ok((
             // SAFETY: the forward pass wrote it.
-            unsafe { y.written() },
+            unsafe { y.written_in(format) },
             Some(State {
                 prims: p.clone(),
                 workspace: Arc::new(workspace),
                 input: input.clone(),
+                format,
             }),
         ))
     })

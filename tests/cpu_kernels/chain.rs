@@ -1,0 +1,55 @@
+//! Layers in a row: oneDNN's convolutions write channels-last views that the next BatchNorm,
+//! activation, pooling and convolution read as they are, and gradients arrive in either order.
+//! The chain's output and every gradient (input and each parameter) match burn-flex's.
+
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::prelude::*;
+use burn::tensor::Gradients;
+use ember::{Activation, AvgPool2D, BatchNorm, Conv2D, Dense, MaxPool2D, Sequential};
+
+use super::both_paths::same;
+
+/// Every trainable parameter's gradient, in the module's order.
+struct AllGrads<'a> {
+    grads: &'a Gradients,
+    out: Vec<Vec<f32>>,
+}
+
+impl ModuleVisitor for AllGrads<'_> {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        // BatchNorm's running statistics are visited too, and have none.
+        if let Some(g) = param.val().grad(self.grads) {
+            self.out.push(g.into_data().try_to_vec::<f32>().unwrap());
+        }
+    }
+}
+
+fn all_grads(net: &Sequential, grads: &Gradients) -> Vec<Vec<f32>> {
+    let mut visitor = AllGrads { grads, out: vec![] };
+    net.visit(&mut visitor);
+    // Weights of the three convolutions and the Dense layer, the biases of the last three,
+    // and γ and β of both BatchNorms.
+    assert_eq!(visitor.out.len(), 11, "gradients found");
+    visitor.out
+}
+
+#[test]
+fn a_chain_of_layers_matches_flex() {
+    for shape in [&[3, 2, 13, 11][..], &[1, 3, 9, 9]] {
+        // Conv → BN → ReLU → max pool → conv with a fused sigmoid → BN → tanh → average pool
+        // → conv → Dense: each layer after the first reads its input as the one before wrote it.
+        let net: Sequential = Sequential::new()
+            // No bias before BatchNorm: its gradient is zero but for rounding.
+            .add(Conv2D::new(8, 3).padding(1).use_bias(false))
+            .add(BatchNorm::new())
+            .add(Activation::Relu)
+            .add(MaxPool2D::new(2).strides(2).padding(1))
+            .add(Conv2D::new(5, 3).padding(1).activation(Activation::Sigmoid))
+            .add(BatchNorm::new())
+            .add(Activation::Tanh)
+            .add(AvgPool2D::new(2).strides(1))
+            .add(Conv2D::new(4, 1).strides(2))
+            .add(Dense::new(3));
+        same(&format!("chain on {shape:?}"), net, shape, &all_grads);
+    }
+}
