@@ -1,7 +1,9 @@
 //! ember's oneDNN CPU kernels against burn-flex's, side by side in one process: each layer's
 //! output and the gradients of its input and parameters agree within 1e-5 of the largest value
 //! (`max|onednn − flex| ≤ 1e-5 · max|flex|`), over shapes with odd sizes, padding, strides,
-//! dilation, groups and batch 1; and LeNet trained 50 steps on either path ends at the same loss.
+//! dilation, groups and batch 1 (BatchNorm in `cpu_kernels/batch_norm.rs`, a chain of layers
+//! handing each other channels-last views in `cpu_kernels/chain.rs`); and LeNet trained 50 steps
+//! on either path ends at the same loss.
 //! Each case also checks that oneDNN ran it (and fell back on nothing), so the comparison is
 //! never burn-flex against itself.
 
