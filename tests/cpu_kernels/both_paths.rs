@@ -74,9 +74,20 @@ pub fn compare<B: Block>(
     shape: &[usize],
     params: &dyn Fn(&B, &Gradients) -> Vec<Vec<f32>>,
 ) {
+    compare_within(what, block, shape, params, 1e-5);
+}
+
+/// `compare`, within `tolerance` of the largest value.
+pub fn compare_within<B: Block>(
+    what: &str,
+    block: &B,
+    shape: &[usize],
+    params: &dyn Fn(&B, &Gradients) -> Vec<Vec<f32>>,
+    tolerance: f32,
+) {
     let fast = on_onednn(what, || run(block, shape, params));
     let reference = cpu::with_kernels(Kernels::Flex, || run(block, shape, params));
-    close(what, &fast, &reference);
+    close_within(what, &fast, &reference, tolerance);
 }
 
 /// `f` on the oneDNN path, checked to have run there: something ran, nothing fell back.
@@ -98,6 +109,16 @@ pub fn on_onednn<T>(what: &str, f: impl FnOnce() -> T) -> T {
 
 /// Each named array of `fast` within 1e-5 of the largest value of `reference`'s.
 pub fn close(what: &str, fast: &[(String, Vec<f32>)], reference: &[(String, Vec<f32>)]) {
+    close_within(what, fast, reference, 1e-5);
+}
+
+/// Each named array of `fast` within `tolerance` of the largest value of `reference`'s.
+pub fn close_within(
+    what: &str,
+    fast: &[(String, Vec<f32>)],
+    reference: &[(String, Vec<f32>)],
+    tolerance: f32,
+) {
     assert_eq!(fast.len(), reference.len());
     for ((name, a), (_, b)) in fast.iter().zip(reference) {
         assert_eq!(a.len(), b.len(), "{what}: {name}: lengths");
@@ -108,7 +129,7 @@ pub fn close(what: &str, fast: &[(String, Vec<f32>)], reference: &[(String, Vec<
             "{what}: {name} is all zeros: the case tests nothing"
         );
         assert!(
-            diff <= 1e-5 * scale,
+            diff <= tolerance * scale,
             "{what}: {name}: largest difference {diff:e}, {:e} of the largest value {scale:e}",
             diff / scale
         );
