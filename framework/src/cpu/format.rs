@@ -5,8 +5,6 @@
 //! convolutions, BatchNorm, activations and pooling runs without reordering between layers.
 //! burn's own operations read such a view as they read any transposed tensor.
 
-use std::sync::Arc;
-
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::Shape;
 
@@ -77,10 +75,12 @@ pub fn arrange(t: &FlexTensor, format: Format) -> Result<FlexTensor> {
     }
     let dims = bridge::dims(&plain);
     let reorder = bridge::cached(format!("arrange {dims:?} {format:?}"), || {
+        let (from, to) = (Format::Plain.md(&dims)?, format.md(&dims)?);
+        let primitive = Primitive::reorder(&from, &to)?;
         Ok(Reorder {
-            from: Format::Plain.md(&dims)?,
-            to: format.md(&dims)?,
-            primitive: Primitive::reorder(&Format::Plain.md(&dims)?, &format.md(&dims)?)?,
+            from,
+            to,
+            primitive,
         })
     })?;
     let mut out = bridge::Out::new(&dims);
@@ -89,6 +89,7 @@ pub fn arrange(t: &FlexTensor, format: Format) -> Result<FlexTensor> {
     Ok(unsafe { out.written_in(format) })
 }
 
+/// A reorder from row-major order into another, with its two layouts.
 struct Reorder {
     from: Md,
     to: Md,
@@ -96,7 +97,7 @@ struct Reorder {
 }
 
 impl Reorder {
-    fn run(self: &Arc<Self>, from: *mut f32, to: *mut f32) -> Result<()> {
+    fn run(&self, from: *mut f32, to: *mut f32) -> Result<()> {
         self.primitive.execute(&[
             (DNNL_ARG_FROM, &self.from, from),
             (DNNL_ARG_TO, &self.to, to),
