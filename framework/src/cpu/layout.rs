@@ -1,13 +1,14 @@
-//! burn-flex's plain arrays and the layouts oneDNN's primitives choose (blocked channels for its
-//! direct convolutions): a [`Slot`] per argument reorders between them where they differ, and a
-//! [`Pass`] runs a primitive on plain arrays through its slots.
+//! burn-flex's arrays and the layouts oneDNN's primitives choose (blocked channels for a
+//! convolution's weights; channels last for a row-major input): a [`Slot`] per argument
+//! reorders between them where they differ, and a [`Pass`] runs a primitive on burn-flex's
+//! arrays through its slots.
 
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result, to_dims};
 
 impl Md {
-    /// Dimensions whose layout the primitive chooses (`format_tag_any`): blocked channels where
-    /// oneDNN's direct convolutions are fastest.
+    /// Dimensions whose layout the primitive chooses (`format_tag_any`): blocked channels for a
+    /// convolution's weights.
     pub fn any(dims: &[usize]) -> Result<Md> {
         let rt = runtime()?;
         let mut md = std::mem::MaybeUninit::<dnnl_memory_desc_t>::zeroed();
