@@ -1,16 +1,17 @@
 //! Data parallelism: two devices with batch b make the update one device makes with batch 2b
 //! (Gluon's summed gradients and `step(total batch)`), on flex and on two wgpu devices on one
-//! lavapipe adapter; and a device that fails mid-run is an error naming it and the batch.
+//! lavapipe adapter; a seeded run's Dropout masks repeat on every replica, whatever other
+//! threads draw; and a device that fails mid-run is an error naming it and the batch.
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use ember::{
-    Activation, Block, Dense, DeviceList, Init, L2Loss, Loss, Optimizer, OptimizerKind, Replicas,
-    Result, Sequential,
+    Activation, Block, Dense, DeviceList, Dropout, Init, L2Loss, Loss, Optimizer, OptimizerKind,
+    Replicas, Result, Sequential,
 };
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::fit::{BatchSource, Fit, FitRun, SyntheticEpochs};
@@ -156,6 +157,57 @@ fn a_half_batch_on_one_device_is_not_the_same_update() {
     );
     let half = flat(&train(net, std::slice::from_ref(&device), 16, OptimizerKind::sgd()).net);
     assert!(max_difference(&whole, &half) > 1e-4);
+}
+
+#[test]
+fn seeded_dropout_masks_repeat_on_every_replica_whatever_other_threads_draw() {
+    let device = Device::flex().autodiff();
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(24).activation(Activation::Relu))
+        .add(Dropout::new(0.5))
+        .add(Dense::new(1))
+        .initialize(Init::default(), &device);
+    let net = net
+        .infer_shape(Tensor::<2>::ones([1, 10], &device))
+        .unwrap();
+    let run = |replicas: usize, seed: u64| -> Vec<f32> {
+        let trainer = Optimizer::new(&net, "sgd", 0.05).unwrap();
+        let mut data = Varied {
+            data: Synthetic::chapter(32, 10, 7),
+            steps: 8,
+        };
+        let fit = Fit::new(net.clone(), L2Loss, trainer, &device)
+            .replicas(Replicas::new(vec![device.clone(); replicas]).unwrap())
+            .seed(seed)
+            .run(&mut data)
+            .unwrap();
+        flat(&fit.net)
+    };
+    // Meanwhile another thread re-seeds burn's generator (flex has one per process) and draws
+    // from it, as a second training loop in this process would.
+    let done = AtomicBool::new(false);
+    /// Stops the drawing thread, also when an assertion fails (the scope waits for it).
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                device.seed(1);
+                let _ = Tensor::<2>::random([64, 64], burn::tensor::Distribution::Default, &device);
+            }
+        });
+        let _stop = Stop(&done);
+        for replicas in [1, 2] {
+            let first = run(replicas, 3);
+            assert_eq!(run(replicas, 3), first, "{replicas} replica(s), seed 3");
+            // The masks come from the seed: another seed, other masks, another result.
+            assert!(max_difference(&run(replicas, 4), &first) > 1e-4);
+        }
+    });
 }
 
 /// A loss whose device fails (panics, as burn does when a device is lost) on its `fail_at`-th

@@ -396,12 +396,14 @@ fn a_resume_with_other_flags_is_refused_naming_the_flag() {
 #[test]
 fn the_warm_up_leaves_the_first_batchs_loss_independent_of_the_learning_rate() {
     let device = Device::flex().autodiff();
+    // One initialization for all runs (burn's generator is shared with the tests beside this).
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(16))
+        .add(Dense::new(1))
+        .initialize(Init::default(), &device);
+    let net = net.infer_shape(Tensor::<2>::ones([1, 8], &device)).unwrap();
     let losses = |lr: f64| -> (f32, f32) {
-        device.seed(11);
-        let net: Sequential = Sequential::new()
-            .add(Dense::new(16))
-            .add(Dense::new(1))
-            .initialize(Init::default(), &device);
+        let net = net.clone();
         let trainer = Optimizer::new(&net, "sgd", lr).unwrap();
         let mut data = SyntheticEpochs::new(Synthetic::chapter(32, 8, 3), 3);
         let run = Fit::new(net, L2Loss, trainer, &device)
@@ -861,16 +863,19 @@ fn a_library_run_with_adam_dropout_and_batchnorm_resumes_from_any_checkpoint_to_
     use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
 
     let device = Device::flex().autodiff();
+    // Initialized once: burn's generator is one per process, and the tests beside this one
+    // draw from it too, so a second `device.seed(5)` and initialization need not repeat it.
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(32).activation(Activation::Relu))
+        .add(BatchNorm::new())
+        .add(Dropout::new(0.5))
+        .add(Dense::new(1))
+        .initialize(Init::default(), &device);
+    let net = net.infer_shape(Tensor::<2>::ones([1, 8], &device)).unwrap();
     let build = || -> (Sequential, Optimizer) {
-        device.seed(5);
-        let net: Sequential = Sequential::new()
-            .add(Dense::new(32).activation(Activation::Relu))
-            .add(BatchNorm::new())
-            .add(Dropout::new(0.5))
-            .add(Dense::new(1))
-            .initialize(Init::default(), &device);
         let trainer = Optimizer::new(&net, "adam", 0.01).unwrap();
-        (net, trainer)
+        // A copy with running statistics of its own (a clone's are shared).
+        (net.valid().train(), trainer)
     };
     let data = || SyntheticEpochs::new(Synthetic::chapter(16, 8, 1), 6);
     let saved = |net: &Sequential, name: &str, dir: &Path| {

@@ -1,7 +1,9 @@
 //! `Dropout(rate)`: Gluon's dropout over burn-nn's. In training (on an autodiff device, the
 //! counterpart of Gluon's `autograd.record()`), each unit is zeroed with probability `rate`
 //! and the kept ones are scaled by 1 / (1 − rate); in inference (a `Module::valid` copy, as
-//! `fit` evaluates) it is the identity.
+//! `fit` evaluates) it is the identity. Inside [`random::with_stream`](crate::random::with_stream)
+//! (as `Fit` with a seed runs each step) the masks come from that thread's stream, so that no
+//! other thread's draws change them; elsewhere from burn's generator.
 //!
 //! ```
 //! use burn::prelude::*;
@@ -25,11 +27,13 @@
 use std::fmt;
 
 use burn::nn::{Dropout as BurnDropout, DropoutConfig};
+use burn::tensor::Tensor;
 
 use crate::block::Block;
 use crate::deferred::layer_module;
 use crate::error::{Error, Result};
 use crate::ndtensor::{NdTensor, nd_map};
+use crate::random;
 
 /// `nn.Dropout(rate)`.
 #[derive(Debug, Clone)]
@@ -50,6 +54,23 @@ impl Dropout {
     pub fn rate(&self) -> f64 {
         self.dropout.prob
     }
+
+    /// burn-nn's forward, with the mask from this thread's stream where there is one: the
+    /// same conditions for the identity, the same values (kept units times 1 / (1 − rate)).
+    fn drop_units<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+        let dropout = &self.dropout;
+        if !dropout.training.is_enabled() || !x.device().is_autodiff() || dropout.prob == 0.0 {
+            return x;
+        }
+        let keep = 1.0 - dropout.prob;
+        match random::kept_mask(x.shape(), keep, (1.0 / keep) as f32) {
+            Some(mask) => {
+                let mask = Tensor::from_data(mask, &x.device());
+                x * mask
+            }
+            None => dropout.forward(x),
+        }
+    }
 }
 
 impl Block for Dropout {
@@ -57,7 +78,7 @@ impl Block for Dropout {
     /// # Shapes
     /// Any input; the output has its shape.
     fn forward(&self, x: NdTensor) -> NdTensor {
-        nd_map!(x, t => self.dropout.forward(t))
+        nd_map!(x, t => self.drop_units(t))
     }
 
     fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {

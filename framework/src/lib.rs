@@ -59,6 +59,7 @@ pub mod optimizer;
 pub mod output;
 pub mod params;
 pub mod pool;
+pub mod random;
 pub mod sequential;
 
 pub use activation::Activation;

@@ -5,7 +5,7 @@
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor};
 use ember::engine::Computed;
-use ember::{Block, Loss, Optimizer, Replicas, Result};
+use ember::{Block, Loss, Optimizer, Replicas, Result, random};
 use ember_datasets::Batch;
 
 use super::target::{Target, read_count, tally};
@@ -47,17 +47,16 @@ where
         seed: Option<u64>,
     ) -> Result<StepLosses> {
         let size = batch.len();
-        if let Some(seed) = seed {
-            // Each device its own stream (the main device's is the one-device run's), so that
-            // no two shards draw the same Dropout masks.
+        let streams = seed.map(Streams);
+        if let Some(streams) = streams {
+            // burn's own generator too, for what a user's block draws from it: one per device
+            // where the backend has one per device (flex has one per process, which the
+            // replicas share).
             for (index, device) in replicas.devices().iter().enumerate().rev() {
-                device.seed(match index {
-                    0 => seed,
-                    _ => step_seed(seed, index as u64),
-                });
+                device.seed(streams.of(index));
             }
         }
-        let (grads, losses, correct) = gradients(&self.net, &self.loss, &batch, replicas)?;
+        let (grads, losses, correct) = gradients(&self.net, &self.loss, &batch, replicas, streams)?;
         drop(batch);
         if let Some(correct) = correct {
             self.counted += size;
@@ -75,7 +74,7 @@ where
     /// they are.
     pub(super) fn warmup(&self, batch: &Batch, replicas: &Replicas) -> Result<StepLosses> {
         let copy = self.net.valid().train();
-        let (grads, losses, _) = gradients(&copy, &self.loss, batch, replicas)?;
+        let (grads, losses, _) = gradients(&copy, &self.loss, batch, replicas, None)?;
         let stepped = self
             .optimizer
             .clone()
@@ -136,7 +135,13 @@ type StepGradients = (GradientsParams, Vec<Tensor<1>>, Option<Tensor<1, Int>>);
 
 /// Forward and backward of `net` on `batch`: on the main device alone, or split across the
 /// replicas with burn's fork, gradient transfer and accumulation ([`Replicas::backward`]).
-fn gradients<B, L>(net: &B, loss: &L, batch: &Batch, replicas: &Replicas) -> Result<StepGradients>
+fn gradients<B, L>(
+    net: &B,
+    loss: &L,
+    batch: &Batch,
+    replicas: &Replicas,
+    streams: Option<Streams>,
+) -> Result<StepGradients>
 where
     B: Block,
     L: Loss + Sync,
@@ -144,13 +149,19 @@ where
 {
     let main = replicas.main();
     if replicas.len() == 1 {
-        let (l, correct) = loss_of(net, loss, batch, main)?;
+        let (l, correct) = loss_of(net, loss, batch, main, streams.map(|s| s.of(0)))?;
         let grads = GradientsParams::from_grads(l.backward(), net);
         return Ok((grads, vec![l], correct));
     }
     let shards = batch.split(replicas.len())?;
     let (grads, shares) = replicas.backward(net, |replica: &B, index, device| {
-        loss_of(replica, loss, &shards[index], device)
+        loss_of(
+            replica,
+            loss,
+            &shards[index],
+            device,
+            streams.map(|s| s.of(index)),
+        )
     })?;
     let mut correct = None;
     let mut losses = Vec::with_capacity(shares.len());
@@ -163,9 +174,44 @@ where
     Ok((grads, losses, correct))
 }
 
+/// A seeded step's random streams, one per replica: the step's seed for the main device (the
+/// one-device run's), and one derived from it for each other replica, so that no two shards
+/// draw the same Dropout masks.
+#[derive(Debug, Clone, Copy)]
+struct Streams(u64);
+
+impl Streams {
+    fn of(self, replica: usize) -> u64 {
+        match replica {
+            0 => self.0,
+            _ => step_seed(self.0, replica as u64),
+        }
+    }
+}
+
 /// The per-example loss of `net` on `batch` (upload, forward, check the targets, loss), and
-/// how many examples it got right where the targets say ([`Target::correct`]).
+/// how many examples it got right where the targets say ([`Target::correct`]). With a
+/// `stream`, the forward pass draws from a stream of this thread's seeded by it
+/// ([`random::with_stream`]), whatever other threads draw meanwhile.
 fn loss_of<B, L>(
+    net: &B,
+    loss: &L,
+    batch: &Batch,
+    device: &Device,
+    stream: Option<u64>,
+) -> Result<(Tensor<1>, Option<Tensor<1, Int>>)>
+where
+    B: Block,
+    L: Loss,
+    L::Target: Target,
+{
+    match stream {
+        Some(seed) => random::with_stream(seed, || loss_on(net, loss, batch, device)),
+        None => loss_on(net, loss, batch, device),
+    }
+}
+
+fn loss_on<B, L>(
     net: &B,
     loss: &L,
     batch: &Batch,

@@ -221,8 +221,10 @@ where
         self
     }
 
-    /// Re-seeds the device's random stream (Dropout's) before every step from `seed` and the
-    /// step's number, so that a resumed run draws what the uninterrupted one would have.
+    /// Re-seeds Dropout's random stream before every step from `seed` and the step's number,
+    /// so that a resumed run draws what the uninterrupted one would have. The stream belongs to
+    /// the thread running the step, one per replica ([`ember::random`]), so that no other
+    /// thread's draws change it; burn's own generator is re-seeded too.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
         self
