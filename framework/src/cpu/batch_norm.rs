@@ -47,56 +47,41 @@ impl Config {
     }
 
     fn forward(&self, data: &Md, training: bool) -> Result<Primitive> {
-        let rt = runtime()?;
         let prop = forward_prop(training);
-        let mut desc = std::mem::MaybeUninit::<dnnl_batch_normalization_desc_t>::zeroed();
-        // SAFETY: valid out-pointer and descriptor.
-        check(
+        let what = "a batch normalization";
+        Primitive::describe(what, &Attr::none()?, None, |api, desc| {
+            // SAFETY: valid out-pointer and descriptor.
             unsafe {
-                rt.api.dnnl_batch_normalization_forward_desc_init(
-                    desc.as_mut_ptr(),
+                api.dnnl_batch_normalization_forward_desc_init(
+                    desc,
                     prop,
                     &data.0,
                     self.epsilon,
                     self.flags(),
                 )
-            },
-            "describing a batch normalization",
-        )?;
-        Primitive::new(
-            &unsafe { desc.assume_init() },
-            &Attr::none()?,
-            None,
-            "batch normalization",
-        )
+            }
+        })
     }
 
     fn prims(&self) -> Result<Arc<Prims>> {
         bridge::cached(format!("batch norm {self:?}"), || {
-            let rt = runtime()?;
             let data = self.format.md(&self.dims)?;
             let training = self.forward(&data, true)?;
-            let mut desc = std::mem::MaybeUninit::<dnnl_batch_normalization_desc_t>::zeroed();
-            // SAFETY: valid out-pointer and descriptors.
-            check(
-                unsafe {
-                    rt.api.dnnl_batch_normalization_backward_desc_init(
-                        desc.as_mut_ptr(),
-                        dnnl_backward,
-                        &data.0,
-                        &data.0,
-                        self.epsilon,
-                        self.flags(),
-                    )
-                },
-                "describing a batch normalization's backward pass",
-            )?;
-            let backward = Primitive::new(
-                &unsafe { desc.assume_init() },
-                &Attr::none()?,
-                Some(&training),
-                "batch normalization backward",
-            )?;
+            let what = "a batch normalization's backward pass";
+            let backward =
+                Primitive::describe(what, &Attr::none()?, Some(&training), |api, desc| {
+                    // SAFETY: valid out-pointer and descriptors.
+                    unsafe {
+                        api.dnnl_batch_normalization_backward_desc_init(
+                            desc,
+                            dnnl_backward,
+                            &data.0,
+                            &data.0,
+                            self.epsilon,
+                            self.flags(),
+                        )
+                    }
+                })?;
             Ok(Prims {
                 channels: Md::plain(&[self.dims[1]])?,
                 inference: self.given.then(|| self.forward(&data, false)).transpose()?,

@@ -82,16 +82,14 @@ impl Config {
     }
 
     fn forward(&self, training: bool, attr: &Attr) -> Result<Primitive> {
-        let rt = runtime()?;
         let d = self.computed()?;
         let w = &self.window;
         let prop = forward_prop(training);
-        let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
-        // SAFETY: valid out-pointer, descriptors and dimension arrays.
-        check(
+        Primitive::describe("a convolution", attr, None, |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
             unsafe {
-                rt.api.dnnl_dilated_convolution_forward_desc_init(
-                    desc.as_mut_ptr(),
+                api.dnnl_dilated_convolution_forward_desc_init(
+                    desc,
                     prop,
                     dnnl_convolution_direct,
                     &d.src.0,
@@ -103,10 +101,8 @@ impl Config {
                     w.padding_left().as_ptr().cast_mut(),
                     self.padding_right().as_ptr().cast_mut(),
                 )
-            },
-            "describing a convolution",
-        )?;
-        Primitive::new(&unsafe { desc.assume_init() }, attr, None, "convolution")
+            }
+        })
     }
 
     /// burn-flex's side of each array: the input in its order, the output in the order the
@@ -155,7 +151,6 @@ struct Training {
 
 fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Training>> {
     bridge::cached(format!("conv train {config:?} {activation:?}"), || {
-        let rt = runtime()?;
         let (attr, fused) = eltwise::post_op(activation, true)?;
         let (forward, output) = config.forward_pass(config.forward(true, &attr)?)?;
         // Backward passes are made against a forward pass without post-ops.
@@ -169,12 +164,12 @@ fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Train
             w.padding_left(),
             config.padding_right(),
         );
-        let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
-        // SAFETY: valid out-pointer, descriptors and dimension arrays.
-        check(
+        let what = "a convolution's data gradient";
+        let data = Primitive::describe(what, &Attr::none()?, Some(&hint), |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
             unsafe {
-                rt.api.dnnl_dilated_convolution_backward_data_desc_init(
-                    desc.as_mut_ptr(),
+                api.dnnl_dilated_convolution_backward_data_desc_init(
+                    desc,
                     dnnl_convolution_direct,
                     &any.src.0,
                     &any.weights.0,
@@ -184,15 +179,8 @@ fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Train
                     left.as_ptr().cast_mut(),
                     right.as_ptr().cast_mut(),
                 )
-            },
-            "describing a convolution's data gradient",
-        )?;
-        let data = Primitive::new(
-            &unsafe { desc.assume_init() },
-            &Attr::none()?,
-            Some(&hint),
-            "convolution data gradient",
-        )?;
+            }
+        })?;
         let data = Pass::new(
             data,
             vec![
@@ -213,12 +201,12 @@ fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Train
                 ),
             ],
         )?;
-        let mut desc = std::mem::MaybeUninit::<dnnl_convolution_desc_t>::zeroed();
-        // SAFETY: as above.
-        check(
+        let what = "a convolution's weight gradient";
+        let weights = Primitive::describe(what, &Attr::none()?, Some(&hint), |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
             unsafe {
-                rt.api.dnnl_dilated_convolution_backward_weights_desc_init(
-                    desc.as_mut_ptr(),
+                api.dnnl_dilated_convolution_backward_weights_desc_init(
+                    desc,
                     dnnl_convolution_direct,
                     &any.src.0,
                     &any.weights.0,
@@ -229,15 +217,8 @@ fn training(config: &Config, activation: Option<Activation>) -> Result<Arc<Train
                     left.as_ptr().cast_mut(),
                     right.as_ptr().cast_mut(),
                 )
-            },
-            "describing a convolution's weight gradient",
-        )?;
-        let weights = Primitive::new(
-            &unsafe { desc.assume_init() },
-            &Attr::none()?,
-            Some(&hint),
-            "convolution weight gradient",
-        )?;
+            }
+        })?;
         let mut args = vec![
             (DNNL_ARG_SRC, plain.src, Some(dnnl_query_src_md)),
             (DNNL_ARG_DIFF_DST, plain.dst, Some(dnnl_query_diff_dst_md)),

@@ -106,42 +106,19 @@ pub fn after<const D: usize>(
 }
 
 fn forward_primitive(alg: dnnl_alg_kind_t, md: &Md, training: bool) -> Result<Primitive> {
-    let rt = runtime()?;
     let prop = forward_prop(training);
-    let mut desc = std::mem::MaybeUninit::<dnnl_eltwise_desc_t>::zeroed();
-    // SAFETY: valid out-pointer and descriptor.
-    check(
-        unsafe {
-            rt.api
-                .dnnl_eltwise_forward_desc_init(desc.as_mut_ptr(), prop, alg, &md.0, 0.0, 0.0)
-        },
-        "describing an activation",
-    )?;
-    Primitive::new(
-        &unsafe { desc.assume_init() },
-        &Attr::none()?,
-        None,
-        "activation",
-    )
+    Primitive::describe("an activation", &Attr::none()?, None, |api, desc| {
+        // SAFETY: valid out-pointer and descriptor.
+        unsafe { api.dnnl_eltwise_forward_desc_init(desc, prop, alg, &md.0, 0.0, 0.0) }
+    })
 }
 
 fn backward_primitive(alg: dnnl_alg_kind_t, md: &Md, fwd: &Primitive) -> Result<Primitive> {
-    let rt = runtime()?;
-    let mut desc = std::mem::MaybeUninit::<dnnl_eltwise_desc_t>::zeroed();
-    // SAFETY: valid out-pointer and descriptors.
-    check(
-        unsafe {
-            rt.api
-                .dnnl_eltwise_backward_desc_init(desc.as_mut_ptr(), alg, &md.0, &md.0, 0.0, 0.0)
-        },
-        "describing an activation's backward pass",
-    )?;
-    Primitive::new(
-        &unsafe { desc.assume_init() },
-        &Attr::none()?,
-        Some(fwd),
-        "activation backward",
-    )
+    let what = "an activation's backward pass";
+    Primitive::describe(what, &Attr::none()?, Some(fwd), |api, desc| {
+        // SAFETY: valid out-pointer and descriptors.
+        unsafe { api.dnnl_eltwise_backward_desc_init(desc, alg, &md.0, &md.0, 0.0, 0.0) }
+    })
 }
 
 /// The forward and backward primitives of one activation over one shape.

@@ -19,22 +19,18 @@ use crate::activation::Activation;
 
 /// `src · weights (+ bias) → dst`.
 fn product(src: &Md, weights: &Md, bias: Option<&Md>, dst: &Md, attr: &Attr) -> Result<Primitive> {
-    let rt = runtime()?;
-    let mut desc = std::mem::MaybeUninit::<dnnl_matmul_desc_t>::zeroed();
-    // SAFETY: valid out-pointer and descriptors.
-    check(
+    Primitive::describe("a matrix product", attr, None, |api, desc| {
+        // SAFETY: valid out-pointer and descriptors.
         unsafe {
-            rt.api.dnnl_matmul_desc_init(
-                desc.as_mut_ptr(),
+            api.dnnl_matmul_desc_init(
+                desc,
                 &src.0,
                 &weights.0,
                 bias.map_or(std::ptr::null(), |b| &b.0),
                 &dst.0,
             )
-        },
-        "describing a matrix product",
-    )?;
-    Primitive::new(&unsafe { desc.assume_init() }, attr, None, "matrix product")
+        }
+    })
 }
 
 /// The layouts of `x [n, in]`, `W [in, out]` (burn's Linear), `b [1, out]` and `y [n, out]`.

@@ -41,15 +41,14 @@ impl Config {
     }
 
     fn forward(&self, src: &Md, dst: &Md, training: bool) -> Result<Primitive> {
-        let rt = runtime()?;
         let w = &self.window;
         let prop = forward_prop(training);
-        let mut desc = std::mem::MaybeUninit::<dnnl_pooling_v2_desc_t>::zeroed();
-        // SAFETY: valid out-pointer, descriptors and dimension arrays.
-        check(
+        let right = w.padding_right(&self.input[2..], &self.output[2..]);
+        Primitive::describe("a pooling", &Attr::none()?, None, |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
             unsafe {
-                rt.api.dnnl_pooling_v2_forward_desc_init(
-                    desc.as_mut_ptr(),
+                api.dnnl_pooling_v2_forward_desc_init(
+                    desc,
                     prop,
                     self.alg(),
                     &src.0,
@@ -58,19 +57,10 @@ impl Config {
                     w.kernel().as_ptr().cast_mut(),
                     w.dilation().as_ptr().cast_mut(),
                     w.padding_left().as_ptr().cast_mut(),
-                    w.padding_right(&self.input[2..], &self.output[2..])
-                        .as_ptr()
-                        .cast_mut(),
+                    right.as_ptr().cast_mut(),
                 )
-            },
-            "describing a pooling",
-        )?;
-        Primitive::new(
-            &unsafe { desc.assume_init() },
-            &Attr::none()?,
-            None,
-            "pooling",
-        )
+            }
+        })
     }
 }
 
@@ -86,17 +76,17 @@ struct Prims {
 
 fn prims(config: &Config) -> Result<Arc<Prims>> {
     bridge::cached(format!("pool {config:?}"), || {
-        let rt = runtime()?;
         let src = config.format.md(&config.input)?;
         let dst = config.format.md(&config.output)?;
         let training = config.forward(&src, &dst, true)?;
         let w = &config.window;
-        let mut desc = std::mem::MaybeUninit::<dnnl_pooling_v2_desc_t>::zeroed();
-        // SAFETY: valid out-pointer, descriptors and dimension arrays.
-        check(
+        let right = w.padding_right(&config.input[2..], &config.output[2..]);
+        let what = "a pooling's backward pass";
+        let backward = Primitive::describe(what, &Attr::none()?, Some(&training), |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
             unsafe {
-                rt.api.dnnl_pooling_v2_backward_desc_init(
-                    desc.as_mut_ptr(),
+                api.dnnl_pooling_v2_backward_desc_init(
+                    desc,
                     config.alg(),
                     &src.0,
                     &dst.0,
@@ -104,19 +94,10 @@ fn prims(config: &Config) -> Result<Arc<Prims>> {
                     w.kernel().as_ptr().cast_mut(),
                     w.dilation().as_ptr().cast_mut(),
                     w.padding_left().as_ptr().cast_mut(),
-                    w.padding_right(&config.input[2..], &config.output[2..])
-                        .as_ptr()
-                        .cast_mut(),
+                    right.as_ptr().cast_mut(),
                 )
-            },
-            "describing a pooling's backward pass",
-        )?;
-        let backward = Primitive::new(
-            &unsafe { desc.assume_init() },
-            &Attr::none()?,
-            Some(&training),
-            "pooling backward",
-        )?;
+            }
+        })?;
         let workspace = (config.kind == Pooling::Max).then(|| training.md(dnnl_query_workspace_md));
         Ok(Prims {
             inference: config.forward(&src, &dst, false)?,

@@ -144,16 +144,31 @@ unsafe impl Send for Primitive {}
 unsafe impl Sync for Primitive {}
 
 impl Primitive {
-    /// Creates the primitive an operation descriptor (`dnnl_*_desc_t`, initialized) asks for.
-    pub fn new<T>(op: &T, attr: &Attr, hint: Option<&Primitive>, what: &str) -> Result<Primitive> {
+    /// The primitive for an operation that `init` describes: `init` calls one of oneDNN's
+    /// `dnnl_*_desc_init` functions (from the library's functions it is given) on the descriptor
+    /// it is pointed to. `hint` is the forward primitive of a backward pass; `what` names the
+    /// operation in errors ("a convolution").
+    pub fn describe<D>(
+        what: &str,
+        attr: &Attr,
+        hint: Option<&Primitive>,
+        init: impl FnOnce(&Dnnl, *mut D) -> dnnl_status_t,
+    ) -> Result<Primitive> {
         let rt = runtime()?;
+        let mut desc = std::mem::MaybeUninit::<D>::zeroed();
+        check(
+            init(&rt.api, desc.as_mut_ptr()),
+            &format!("describing {what}"),
+        )?;
+        // SAFETY: a plain C struct, zeroed and then filled in by `init`: valid either way.
+        let desc = unsafe { desc.assume_init() };
         let mut pd = std::ptr::null_mut();
-        // SAFETY: `op` is an initialized operation descriptor; `pd` is a valid out-pointer.
+        // SAFETY: `desc` is an initialized operation descriptor; `pd` is a valid out-pointer.
         check(
             unsafe {
                 rt.api.dnnl_primitive_desc_create(
                     &mut pd,
-                    op as *const T as *const c_void,
+                    &desc as *const D as *const c_void,
                     attr.0,
                     rt.engine,
                     hint.map_or(std::ptr::null(), |h| h.pd),
