@@ -6,7 +6,7 @@ use std::path::Path;
 use burn::prelude::*;
 use burn::tensor::Distribution;
 use ember::{
-    Activation, Block, Dense, DeviceName, Error, Init, L2Loss, Loss, NdTensor, Optimizer,
+    Activation, Block, Dense, DeviceName, Dropout, Error, Init, L2Loss, Loss, NdTensor, Optimizer,
     OptimizerKind, Sequential, load_parameters, save_parameters,
 };
 use ember_datasets::Synthetic;
@@ -389,6 +389,25 @@ fn a_wrong_shape_missing_or_extra_name_in_a_file_is_listed() {
     );
     assert!(text.contains("missing: 1.bias"), "{text}");
     assert!(text.contains("extra: 9.weight"), "{text}");
+}
+
+#[test]
+fn a_dropout_rate_outside_zero_to_one_is_an_error_naming_it_not_a_panic() {
+    let device = Device::flex().autodiff();
+    for rate in [1.0, 1.5, -0.25, f64::NAN] {
+        let net: Sequential = Sequential::new()
+            .add(Dense::new(4))
+            .add(Dropout::new(rate))
+            .initialize(Init::default(), &device);
+        let err = net
+            .infer_shape(Tensor::<2>::ones([2, 3], &device))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("dropout rate") && err.contains(&rate.to_string()),
+            "{rate}: {err}"
+        );
+    }
 }
 
 #[test]

@@ -26,7 +26,8 @@
 
 use std::fmt;
 
-use burn::nn::{Dropout as BurnDropout, DropoutConfig};
+use burn::module::Param;
+use burn::nn::Dropout as BurnDropout;
 use burn::tensor::Tensor;
 
 use crate::block::Block;
@@ -45,8 +46,13 @@ impl Dropout {
     /// Drops each unit with probability `rate`, in [0, 1); a rate outside it is reported by
     /// [`Block::infer`].
     pub fn new(rate: f64) -> Self {
+        // burn-nn's `DropoutConfig::init` would panic on a rate outside [0, 1); the layer is
+        // built as it builds it, and the rate checked where errors can be returned.
         Self {
-            dropout: DropoutConfig::new(rate).init(),
+            dropout: BurnDropout {
+                prob: rate,
+                training: Param::from_bool(true),
+            },
         }
     }
 

@@ -58,8 +58,8 @@ pub(crate) fn kept_mask(shape: Shape, keep: f64, scale: f32) -> Option<TensorDat
     STREAM.with(|stream| {
         let mut stream = stream.borrow_mut();
         let rng = stream.as_mut()?;
-        // `keep` lies in (0, 1], which Dropout's rate check guarantees.
-        let kept = Bernoulli::new(keep).expect("a probability in (0, 1]");
+        // A `keep` outside [0, 1] (a rate that `infer` was never asked to check) draws no mask.
+        let kept = Bernoulli::new(keep).ok()?;
         let values: Vec<f32> = (0..shape.num_elements())
             .map(|_| if kept.sample(rng) { scale } else { 0.0 })
             .collect();

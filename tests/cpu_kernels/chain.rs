@@ -8,7 +8,6 @@
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use burn::tensor::Gradients;
-use ember::Block;
 use ember::{Activation, AvgPool2D, BatchNorm, Conv2D, Dense, MaxPool2D, Sequential};
 
 use super::both_paths::{compare_within, ready};
