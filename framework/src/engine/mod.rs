@@ -67,9 +67,12 @@ use watcher::{Deliver, Watch, completion_watcher, pool_sampler};
 /// A unit of work for the worker: `run` runs it and starts its readbacks, `fail` completes its
 /// handle with an error instead (a unit after a failed one is never run).
 struct Job<S> {
-    run: Box<dyn FnOnce(&mut S) -> Result<Watch> + Send>,
+    run: Run<S>,
     fail: Box<dyn FnOnce(Error) + Send>,
 }
+
+/// A job's work on the backend state: what it does, then the readbacks to watch.
+type Run<S> = Box<dyn FnOnce(&mut S) -> Result<Watch> + Send>;
 
 /// The frontend's side of the engine. The backend state `S` lives on the worker thread until
 /// [`Engine::finish`] hands it back.

@@ -365,10 +365,13 @@ fn print_medians(names: &[String], samples: &[Vec<Sample>], specs: &[PolicyKind]
     );
 }
 
+/// The median over the rounds of configuration `i` of one figure of a sample.
+type Median<'a> = dyn Fn(usize, fn(&Sample) -> Option<f64>) -> Option<f64> + 'a;
+
 /// The ratios between the configurations at `barrier`, `w2` and `none`, where they ran.
 fn print_ratios(
     samples: &[Vec<Sample>],
-    med: &dyn Fn(usize, fn(&Sample) -> Option<f64>) -> Option<f64>,
+    med: &Median,
     barrier: Option<usize>,
     w2: Option<usize>,
     none: Option<usize>,

@@ -110,7 +110,7 @@ impl Task {
         }
         // Each flag in turn made as small as it goes: the first one that lets the run fit is
         // at fault.
-        let small = |change: &dyn Fn(&mut Workload, &mut ModelSpec, &mut usize)| {
+        let small = |change: &Shrink| {
             let (mut w, mut m, mut e) = (workload.clone(), model.clone(), epochs);
             change(&mut w, &mut m, &mut e);
             total(&need(&w, &m, e)) <= available
@@ -124,7 +124,7 @@ impl Task {
             }
             _ => format!("--model {model}"),
         };
-        let candidates: Vec<(String, &dyn Fn(&mut Workload, &mut ModelSpec, &mut usize))> = vec![
+        let candidates: Vec<(String, &Shrink)> = vec![
             (format!("--features {}", workload.features), &|w, _, _| {
                 w.features = 1
             }),
@@ -143,7 +143,7 @@ impl Task {
             .filter(|(flag, _)| {
                 synthetic || !flag.starts_with("--features") && !flag.starts_with("--batches")
             })
-            .find(|(_, change)| small(*change))
+            .find(|(_, change)| small(change))
             .map_or_else(
                 || "these sizes together are".to_string(),
                 |(flag, _)| format!("{flag} is"),
@@ -203,6 +203,9 @@ impl Task {
         }
     }
 }
+
+/// One flag of a run made as small as it goes, on copies of the run's settings.
+type Shrink = dyn Fn(&mut Workload, &mut ModelSpec, &mut usize);
 
 /// The memory a run needs, in bytes.
 struct Need {
