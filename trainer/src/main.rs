@@ -10,5 +10,7 @@ fn main() -> std::process::ExitCode {
         // SAFETY: no other thread exists yet this early in main.
         unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) };
     }
+    // glibc's settings reach only threads that have not allocated yet: set them before any.
+    ember::cpu::keep_freed_memory();
     cli::run()
 }

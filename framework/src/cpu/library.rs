@@ -47,7 +47,7 @@ pub fn runtime() -> Result<&'static Runtime, &'static str> {
 }
 
 fn open() -> Result<Runtime, String> {
-    keep_freed_memory();
+    super::allocator::keep_freed_memory();
     // SAFETY: opening a shared library runs its initializers; oneDNN's have no preconditions.
     let name = library_name();
     let api = unsafe { Dnnl::new(&name) }.map_err(|e| {
@@ -69,27 +69,6 @@ fn open() -> Result<Runtime, String> {
         version,
         isa,
     })
-}
-
-/// Every layer allocates its outputs and gradients anew each step, megabytes at a time. glibc
-/// serves such blocks from fresh `mmap`s and hands them back on free, so each step paid for
-/// page faults and the kernel's zeroing of every page (half of a LeNet epoch here). Keeping
-/// blocks of up to 32 MiB on the heap, and the heap's free top, lets the next step reuse them.
-///
-/// That holds for the main heap only: a thread other than the main one (the engine's backend
-/// thread, rayon's workers) gets an arena of its own, made of 64 MiB `mmap`ed heaps that glibc
-/// unmaps as soon as they empty, whatever the trim threshold. A small ResNet's epoch made and
-/// unmapped about 3,600 of them, 6.9 million page faults (18 s of system time). One arena for
-/// all threads keeps every block on the main heap; ember's threads allocate a few times per
-/// layer, so they hardly contend for its lock.
-fn keep_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: mallopt only changes glibc's thresholds; 32 MiB is its largest mmap threshold.
-    unsafe {
-        libc::mallopt(libc::M_MMAP_THRESHOLD, 32 << 20);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, 1 << 30);
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
 }
 
 fn isa_name(isa: dnnl_cpu_isa_t) -> &'static str {

@@ -33,6 +33,7 @@ use burn::tensor::Tensor;
 use crate::activation::Activation;
 use crate::error::{Error, Result};
 
+mod allocator;
 #[cfg(feature = "onednn")]
 mod batch_norm;
 #[cfg(feature = "onednn")]
@@ -55,6 +56,7 @@ mod pool;
 mod primitive;
 mod window;
 
+pub use allocator::keep_freed_memory;
 #[cfg(feature = "onednn")]
 pub(crate) use pool::Pooling;
 pub(crate) use window::Window;

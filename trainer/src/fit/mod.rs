@@ -265,6 +265,9 @@ where
     /// Any error of the data, the network's `infer`, a step (as [`ember::Error::Step`], naming
     /// the batch), an evaluation or a checkpoint.
     pub fn run(self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
+        // Before the first batch starts rayon's or a loader's threads: glibc's settings reach
+        // only threads that have not allocated yet.
+        ember::cpu::keep_freed_memory();
         let device = self.replicas.main().clone();
         if let Some(checkpointing) = &self.checkpointing {
             checkpointing.prepare()?;
