@@ -138,27 +138,25 @@ mod tests {
 
     #[test]
     fn cuda_says_whether_it_is_built_and_whether_a_driver_answers() {
-        match cards() {
-            Err(Error::NotBuilt { backend, .. }) => {
-                assert!(!BUILT);
+        match (cards(), BUILT) {
+            (Err(Error::NotBuilt { backend, .. }), false) => {
                 assert_eq!(backend, "CUDA");
                 let err = open(7, "cuda:7").unwrap_err();
                 assert!(err.to_string().starts_with("cuda:7: "), "{err}");
             }
-            Err(Error::NoCudaDriver { looked_for }) => {
-                assert!(BUILT);
+            (Err(Error::NoCudaDriver { looked_for }), true) => {
                 assert!(
                     looked_for.iter().any(|l| l.contains("libcuda")),
                     "{looked_for:?}"
                 );
             }
-            Ok(cards) => {
-                assert!(BUILT);
+            (Ok(cards), true) => {
                 let beyond = format!("cuda:{}", cards.len());
                 let err = open(cards.len(), &beyond).unwrap_err().to_string();
                 assert!(err.contains(&beyond), "{err}");
             }
-            Err(other) => panic!("unexpected: {other}"),
+            (Err(other), built) => panic!("unexpected with the feature built {built}: {other}"),
+            (Ok(cards), false) => panic!("{} card(s) without the feature", cards.len()),
         }
     }
 }

@@ -202,7 +202,8 @@ impl Block for BatchNorm {
 fn batch_norm<const D: usize>(norm: &BurnBatchNorm, x: Tensor<D>) -> Tensor<D> {
     let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
     if x.device().is_autodiff() && norm.training.is_enabled() {
-        let Some((y, mean, variance)) = cpu::batch_norm_train(&x, &gamma, &beta, norm.epsilon)
+        let Some((y, Some((mean, variance)))) =
+            cpu::batch_norm(&x, &gamma, &beta, None, norm.epsilon)
         else {
             return norm.forward(x);
         };
@@ -220,8 +221,8 @@ fn batch_norm<const D: usize>(norm: &BurnBatchNorm, x: Tensor<D>) -> Tensor<D> {
         let device = x.device();
         let mean = norm.running_mean.value().to_device(&device);
         let variance = norm.running_var.value().to_device(&device);
-        cpu::batch_norm(&x, &gamma, &beta, &mean, &variance, norm.epsilon)
-            .unwrap_or_else(|| norm.forward(x))
+        cpu::batch_norm(&x, &gamma, &beta, Some((&mean, &variance)), norm.epsilon)
+            .map_or_else(|| norm.forward(x), |(y, _)| y)
     }
 }
 

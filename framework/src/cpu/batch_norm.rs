@@ -153,14 +153,13 @@ impl Backward<Flex, 3> for BatchNormBackward {
 /// Batch normalization of `x` (`[batch, channels, …]`, rank 2 to 5) with `gamma` and `beta`;
 /// with `stats` (mean, variance) given, or else the batch's own, which it returns. `None` where
 /// the tensors are not burn-flex f32 tensors of one kind or oneDNN cannot run it.
-#[allow(clippy::type_complexity)]
 pub fn batch_norm<const D: usize>(
     x: &Tensor<D>,
     gamma: &Tensor<1>,
     beta: &Tensor<1>,
     stats: Option<(&Tensor<1>, &Tensor<1>)>,
     epsilon: f64,
-) -> Option<(Tensor<D>, Option<(Tensor<1>, Tensor<1>)>)> {
+) -> Option<super::Normalized<D>> {
     let dims = x.dims().to_vec();
     // Other shapes go to burn's path, which says what is wrong with them.
     let per_channel = |t: &Tensor<1>| t.dims()[0] == dims[1];
@@ -168,11 +167,12 @@ pub fn batch_norm<const D: usize>(
     if !(2..=5).contains(&dims.len()) || !per_channel(gamma) || !per_channel(beta) || !stats_fit {
         return None;
     }
-    let config = Config {
+    // The order is the input's, known once its array is.
+    let config = |format| Config {
         dims: dims.clone(),
         epsilon: epsilon as f32,
         given: stats.is_some(),
-        format: Format::Plain,
+        format,
     };
     let inputs: Inputs<3> = bridge::same_kind([
         bridge::input(x)?,
@@ -189,7 +189,7 @@ pub fn batch_norm<const D: usize>(
     let y = bridge::run(BatchNormBackward, inputs, |[x, gamma, beta], training| {
         // The output keeps the input's order.
         let format = Format::of(x).unwrap_or(Format::Plain);
-        let p = Config { format, ..config }.prims()?;
+        let p = config(format).prims()?;
         let x = arrange(x, format)?;
         let (gamma, beta) = (bridge::dense(gamma), bridge::dense(beta));
         let mut y = bridge::Out::new(&dims);

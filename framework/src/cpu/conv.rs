@@ -356,14 +356,15 @@ pub fn conv<const D: usize>(
     let weight_dims = weight.dims().to_vec();
     let mut output = vec![input[0], weight_dims[0]];
     output.extend(spatial);
-    let config = Config {
-        input,
-        weight: weight_dims,
-        output,
+    // The input's order is known once its array is.
+    let config = |src| Config {
+        input: input.clone(),
+        weight: weight_dims.clone(),
+        output: output.clone(),
         groups,
         bias: bias.is_some(),
         window,
-        src: Format::Plain,
+        src,
     };
     let x_in = bridge::input(x)?;
     let b = bridge::bias_or_stand_in(bias, &x_in)?;
@@ -373,10 +374,7 @@ pub fn conv<const D: usize>(
     let y = bridge::run(ConvBackward, inputs, |[x, w, b], tracked| {
         // The input is read in the order it is in (a layer before wrote it channels last, or
         // burn wrote it row-major).
-        let config = Config {
-            src: Format::of(x).unwrap_or(Format::Plain),
-            ..config
-        };
+        let config = config(Format::of(x).unwrap_or(Format::Plain));
         let x = arrange(x, config.src)?;
         let (w, b) = (bridge::dense(w), bridge::dense(b));
         let mut y = bridge::Out::new(&config.output);

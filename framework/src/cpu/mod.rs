@@ -292,41 +292,23 @@ pub(crate) fn pool<const D: usize>(x: &Tensor<D>, max: bool, window: Window) -> 
     None
 }
 
-/// The output and the batch's (mean, biased variance) of a training step's batch
-/// normalization.
-pub(crate) type Normalized<const D: usize> = (Tensor<D>, Tensor<1>, Tensor<1>);
+/// A batch normalization's output, and the batch's (mean, biased variance) where it normalized
+/// with them rather than with given ones.
+pub(crate) type Normalized<const D: usize> = (Tensor<D>, Option<(Tensor<1>, Tensor<1>)>);
 
-/// Batch normalization with the batch's statistics, or `None` for burn's path.
-pub(crate) fn batch_norm_train<const D: usize>(
-    x: &Tensor<D>,
-    gamma: &Tensor<1>,
-    beta: &Tensor<1>,
-    epsilon: f64,
-) -> Option<Normalized<D>> {
-    #[cfg(feature = "onednn")]
-    if fast() {
-        let (y, stats) = counted(batch_norm::batch_norm(x, gamma, beta, None, epsilon))?;
-        let (mean, variance) = stats?;
-        return Some((y, mean, variance));
-    }
-    let _ = (x, gamma, beta, epsilon);
-    None
-}
-
-/// Batch normalization with given statistics (inference), or `None` for burn's path.
+/// Batch normalization with the given statistics (`stats`: mean, variance; inference), or else
+/// with the batch's own, which it returns (a training step); `None` for burn's path.
 pub(crate) fn batch_norm<const D: usize>(
     x: &Tensor<D>,
     gamma: &Tensor<1>,
     beta: &Tensor<1>,
-    mean: &Tensor<1>,
-    variance: &Tensor<1>,
+    stats: Option<(&Tensor<1>, &Tensor<1>)>,
     epsilon: f64,
-) -> Option<Tensor<D>> {
+) -> Option<Normalized<D>> {
     #[cfg(feature = "onednn")]
     if fast() {
-        let stats = Some((mean, variance));
-        return counted(batch_norm::batch_norm(x, gamma, beta, stats, epsilon)).map(|(y, _)| y);
+        return counted(batch_norm::batch_norm(x, gamma, beta, stats, epsilon));
     }
-    let _ = (x, gamma, beta, mean, variance, epsilon);
+    let _ = (x, gamma, beta, stats, epsilon);
     None
 }

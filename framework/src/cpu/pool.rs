@@ -157,18 +157,19 @@ pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Opt
     let input = x.dims().to_vec();
     let mut output = input[..2].to_vec();
     output.extend(window.output(&input[2..])?);
-    let config = Config {
+    // The order is the input's, known once its array is.
+    let config = |format| Config {
         input: input.clone(),
         output: output.clone(),
         kind,
         window,
-        format: Format::Plain,
+        format,
     };
     let inputs: Inputs<1> = bridge::same_kind([bridge::input(x)?])?;
     bridge::run(PoolBackward, inputs, |[x], training| {
         // The output keeps the input's order.
         let format = Format::of(x).unwrap_or(Format::Plain);
-        let p = prims(&Config { format, ..config })?;
+        let p = prims(&config(format))?;
         let x = arrange(x, format)?;
         let mut y = bridge::Out::new(&output);
         if !training {
