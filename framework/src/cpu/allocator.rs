@@ -15,9 +15,9 @@ use std::sync::Once;
 /// allocate a few times per layer, so they hardly contend for its lock.
 ///
 /// A thread keeps the arena it first allocated from, so this must run before a run starts its
-/// threads: opening oneDNN calls it, and so does `Fit::run` before it makes the first batch
-/// (whose synthetic rows are drawn on rayon's threads). Later calls do nothing. Without the
-/// `onednn` feature, or off glibc, it does nothing.
+/// threads: the `ember` binary calls it first thing in `main`, `Fit::run` before it makes the
+/// first batch (whose synthetic rows are drawn on rayon's threads), and opening oneDNN. Later
+/// calls do nothing. Without the `onednn` feature, or off glibc, it does nothing.
 pub fn keep_freed_memory() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
