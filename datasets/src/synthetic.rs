@@ -93,7 +93,7 @@ impl Synthetic {
             .wrapping_mul(0x9e37_79b9_7f4a_7c15)
             .wrapping_add(index);
         let block = |(b, (x, y)): (usize, (&mut [f32], &mut [f32]))| {
-            let stream = batch_seed ^ (b as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let stream = ember::random::derive(batch_seed, b as u64);
             self.fill(&mut Xoshiro256PlusPlus::seed_from_u64(stream), x, y);
         };
         if f == 0 {

@@ -38,6 +38,15 @@ thread_local! {
     static STREAM: RefCell<Option<StdRng>> = const { RefCell::new(None) };
 }
 
+/// The seed of stream `index` of a run seeded with `seed` (a step's, a replica's, a block of a
+/// batch's): SplitMix64 of the two, so that neighbouring indices give unrelated streams.
+pub fn derive(seed: u64, index: u64) -> u64 {
+    let mut z = seed ^ index.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// Runs `f` with this thread's stream seeded by `seed`; the stream that was there before (or
 /// none) is back afterwards, also when `f` panics.
 pub fn with_stream<R>(seed: u64, f: impl FnOnce() -> R) -> R {

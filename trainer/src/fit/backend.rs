@@ -121,14 +121,6 @@ impl Computed for StepLosses {
     }
 }
 
-/// The seed of step `step`'s random stream: SplitMix64 of the run's seed and the step.
-pub(super) fn step_seed(seed: u64, step: u64) -> u64 {
-    let mut z = seed ^ step.wrapping_add(1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// The step's gradients of `net` on `batch`, summed over the replicas (on the main device),
 /// with each device's per-example loss and the examples they got right (on the main device).
 type StepGradients = (GradientsParams, Vec<Tensor<1>>, Option<Tensor<1, Int>>);
@@ -184,7 +176,7 @@ impl Streams {
     fn of(self, replica: usize) -> u64 {
         match replica {
             0 => self.0,
-            _ => step_seed(self.0, replica as u64),
+            _ => ember::random::derive(self.0, replica as u64),
         }
     }
 }

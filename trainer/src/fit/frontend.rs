@@ -9,7 +9,7 @@ use ember::engine::{Engine, Host};
 use ember::{Block, Error, Loss, Replicas, Result, StepAt};
 use ember_datasets::Batch;
 
-use super::backend::{Backend, StepLosses, step_seed};
+use super::backend::{Backend, StepLosses};
 use super::epoch::{Epoch, Evaluation, TRAIN_ACC};
 use super::progress::Progress;
 use super::resume;
@@ -150,7 +150,10 @@ where
             });
         }
         let data_wait = issue_start.elapsed().as_secs_f64();
-        let seed = self.at.seed.map(|seed| step_seed(seed, self.at.steps));
+        let seed = self
+            .at
+            .seed
+            .map(|seed| ember::random::derive(seed, self.at.steps));
         let replicas = self.replicas.clone();
         let handle = self
             .engine
