@@ -167,7 +167,7 @@ fn conv2d_matches_flex() {
 #[test]
 fn conv1d_matches_flex() {
     // (batch, in, out, width, kernel, strides, padding, dilation, groups, bias, activation)
-    let cases: &[(
+    type Case = (
         usize,
         usize,
         usize,
@@ -179,7 +179,8 @@ fn conv1d_matches_flex() {
         usize,
         bool,
         Option<Activation>,
-    )] = &[
+    );
+    let cases: &[Case] = &[
         (2, 3, 4, 17, 3, 2, 1, 2, 1, true, Some(Activation::Relu)),
         (1, 4, 4, 9, 3, 1, 0, 1, 2, false, None),
         (3, 2, 5, 12, 5, 3, 2, 1, 1, true, Some(Activation::Sigmoid)),
@@ -239,7 +240,8 @@ fn dense_matches_flex() {
 #[test]
 fn pooling_matches_flex() {
     // (shape, pool size, strides, padding)
-    let cases: &[(&[usize], [usize; 2], [usize; 2], [usize; 2])] = &[
+    type Case<'a> = (&'a [usize], [usize; 2], [usize; 2], [usize; 2]);
+    let cases: &[Case] = &[
         (&[2, 3, 8, 8], [2, 2], [2, 2], [0, 0]),
         (&[1, 2, 9, 7], [3, 3], [2, 2], [1, 1]),
         (&[3, 4, 6, 5], [3, 2], [1, 1], [1, 0]),

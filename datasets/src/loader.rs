@@ -105,32 +105,50 @@ impl DataLoader {
     }
 
     /// The batches of epoch `epoch`. With a prefetch depth, a background thread prepares them;
-    /// dropping the iterator stops that thread.
+    /// dropping the iterator stops that thread. Where the system cannot start one (out of
+    /// threads or memory), the same batches are prepared on demand instead.
     pub fn epoch(&self, epoch: usize) -> Box<dyn Iterator<Item = Batch> + Send> {
-        let order = self.order(epoch);
         let batches = self.num_batches();
-        let (data, size) = (self.data.clone(), self.batch_size);
-        let make = move |b: usize| {
-            let end = ((b + 1) * size).min(order.len());
-            data.batch(&order[b * size..end])
-        };
-        if self.prefetch == 0 {
-            return Box::new((0..batches).map(make));
-        }
-        let (tx, rx) = mpsc::sync_channel(self.prefetch);
-        std::thread::Builder::new()
-            .name("ember-prefetch".into())
-            .spawn(move || {
+        if self.prefetch > 0 {
+            let (tx, rx) = mpsc::sync_channel(self.prefetch);
+            let make = self.maker(epoch);
+            let spawned = spawn_prefetch(move || {
                 for b in 0..batches {
                     if tx.send(make(b)).is_err() {
                         break;
                     }
                 }
-            })
-            .expect("spawning the prefetch thread");
-        // `take` lets the iterator report its end (size_hint) before blocking on the channel.
-        Box::new(rx.into_iter().take(batches))
+            });
+            if spawned.is_ok() {
+                // `take` lets the iterator report its end (size_hint) before blocking on the
+                // channel.
+                return Box::new(rx.into_iter().take(batches));
+            }
+        }
+        Box::new((0..batches).map(self.maker(epoch)))
     }
+
+    /// Makes batch `b` of epoch `epoch`.
+    fn maker(&self, epoch: usize) -> impl Fn(usize) -> Batch + Send + 'static {
+        let order = self.order(epoch);
+        let (data, size) = (self.data.clone(), self.batch_size);
+        move |b: usize| {
+            let end = ((b + 1) * size).min(order.len());
+            data.batch(&order[b * size..end])
+        }
+    }
+}
+
+/// Starts the prefetch thread. Tests make it fail as the system would when out of threads.
+fn spawn_prefetch(work: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    #[cfg(test)]
+    if tests::NO_THREADS.get() {
+        return Err(std::io::Error::from(std::io::ErrorKind::OutOfMemory));
+    }
+    std::thread::Builder::new()
+        .name("ember-prefetch".into())
+        .spawn(work)
+        .map(drop)
 }
 
 fn check_batch_size(batch_size: usize) -> Result<()> {
@@ -201,6 +219,25 @@ mod tests {
                 .to_string()
                 .contains("batch size 0")
         );
+    }
+
+    thread_local! {
+        /// Set on a test's own thread: the prefetch thread cannot start.
+        pub(super) static NO_THREADS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    #[test]
+    fn without_a_prefetch_thread_the_same_batches_come_on_demand() {
+        let ahead = DataLoader::new(numbered(23), 4)
+            .unwrap()
+            .shuffle(5)
+            .prefetch(2);
+        let expected: Vec<Batch> = ahead.epoch(1).collect();
+        NO_THREADS.set(true);
+        let mut batches = ahead.epoch(1);
+        NO_THREADS.set(false);
+        assert_eq!(batches.size_hint().1, Some(6));
+        assert_eq!(batches.by_ref().collect::<Vec<_>>(), expected);
     }
 
     #[test]
