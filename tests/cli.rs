@@ -559,6 +559,27 @@ fn bad_device_lists_are_clear_errors_with_a_nonzero_exit() {
     );
 }
 
+#[test]
+fn device_names_one_card_or_adapter_by_its_index() {
+    let small = ["--batches", "1", "--batch-size", "64"];
+    let train = |device: &'static str| [&["train", "--device", device][..], &small].concat();
+    let out = succeeds(&train("flex:0"));
+    assert!(out.contains("device: flex"), "{out}");
+    fails_with(&train("flex:1"), "flex has a single device");
+    fails_with(&train("wgpu:7"), "invalid device wgpu:7: this machine has");
+    let cuda = if ember::cuda::BUILT {
+        "no NVIDIA driver"
+    } else {
+        "cuda:7: this build of ember has no CUDA backend"
+    };
+    fails_with(&train("cuda:7"), cuda);
+    fails_with(&train("flex:x"), "invalid device index flex:x");
+    fails_with(
+        &["bench", "one", "--device", "wgpu:7", "--config", "raw"],
+        "wgpu:7",
+    );
+}
+
 /// `ember serve` processes on 127.0.0.1, stopped when dropped.
 struct Servers(Vec<std::process::Child>);
 

@@ -11,6 +11,8 @@
 //! - `cuda:N` is the N-th CUDA card, with the `cuda` cargo feature ([`crate::cuda`]); a build
 //!   without it refuses `cuda` with the reason ([`Error::NotBuilt`]).
 //!
+//! One entry alone (`ember train --device wgpu:1`) opens with [`DeviceSpec::open`].
+//!
 //! ```
 //! use ember::device_list::DeviceList;
 //! let list: DeviceList = "flex,flex".parse().unwrap();
@@ -181,13 +183,35 @@ impl DeviceList {
                 (DeviceName::Wgpu, None) if plain_wgpu > 1 => logical
                     .next()
                     .ok_or_else(|| Error::Execution("fewer wgpu devices than asked".to_string())),
-                (DeviceName::Remote, _) => remote_device(spec),
-                (DeviceName::Cuda, index) => {
-                    crate::cuda::open(index.unwrap_or(0), &spec.to_string())
-                }
-                (name, _) => name.resolve(),
+                _ => spec.open(),
             })
             .collect()
+    }
+}
+
+impl DeviceSpec {
+    /// Opens this one device (without autodiff): `wgpu:N` the N-th adapter, `cuda:N` the N-th
+    /// card, a name alone as [`DeviceName::resolve`] opens it.
+    ///
+    /// # Errors
+    /// As [`DeviceList::open`].
+    pub fn open(&self) -> Result<PickedDevice> {
+        match (self.name, self.index) {
+            (DeviceName::Wgpu, Some(index)) => wgpu_adapter_device(index),
+            (DeviceName::Remote, _) => remote_device(self),
+            (DeviceName::Cuda, index) => crate::cuda::open(index.unwrap_or(0), &self.to_string()),
+            (name, _) => name.resolve(),
+        }
+    }
+}
+
+impl From<DeviceName> for DeviceSpec {
+    fn from(name: DeviceName) -> Self {
+        Self {
+            name,
+            index: None,
+            address: None,
+        }
     }
 }
 

@@ -68,7 +68,7 @@ pub use conv::{Conv1D, Conv2D, Pair};
 pub use data_parallel::Replicas;
 pub use dense::Dense;
 pub use device::{DeviceName, PickedDevice};
-pub use device_list::DeviceList;
+pub use device_list::{DeviceList, DeviceSpec};
 pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use engine::{Computed, Engine, Handle, Host};

@@ -249,7 +249,7 @@ const MALLOC_PINS: [(&str, &str); 2] = [
 
 fn one(args: OneArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
-    let picked = workload.one_device("ember bench")?.resolve()?;
+    let picked = workload.one_device("ember bench")?.open()?;
     let sample = if args.config == "raw" {
         let time = raw_burn_epoch(
             &picked.device,
@@ -297,7 +297,7 @@ fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
     let repeat = positive("repeat", args.repeat)?;
     let specs = args.policies.0;
-    let picked = workload.one_device("ember bench")?.resolve()?;
+    let picked = workload.one_device("ember bench")?.open()?;
     say!("device: {}", picked.reason);
     say!(
         "workload: {} batches x {} x {} features, hidden {:?}, {repeat} round(s), each run in a fresh process",

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use clap::Args;
+use ember::DeviceName;
 use ember::output::write_atomic_bytes;
 use ember_trainer::plot::{MemoryFigure, SweepFigure, TimeFigure, TimelineFigure, render};
 use ember_trainer::summary::{PolicyRun, PolicySummary, summarize};
@@ -91,9 +92,13 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let device = match &workload.devices {
         Some(list) => list.to_string(),
         None => {
-            let picked = workload.device.resolve()?;
+            let picked = workload.device.open()?;
             say!("device: {}", picked.reason);
-            picked.name.to_string()
+            // The runs use what auto picked, and any other name as given (`wgpu:1`).
+            match workload.device.name {
+                DeviceName::Auto => picked.name.to_string(),
+                _ => workload.device.to_string(),
+            }
         }
     };
 

@@ -74,3 +74,8 @@ pub fn explain(err: &ember::Error) -> String {
 pub fn device_list(s: &str) -> Result<ember::DeviceList, String> {
     s.parse().map_err(|err| explain(&err))
 }
+
+/// `--device`, one entry of a device list (`wgpu:1`, `cuda:0`), parsed as [`device_list`].
+pub fn device_spec(s: &str) -> Result<ember::DeviceSpec, String> {
+    s.parse().map_err(|err| explain(&err))
+}

@@ -42,7 +42,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let task = Task::load(&workload.data, workload.classes)?;
     let model = task.model(args.model, &workload)?;
     let (example, outputs) = task.example_and_outputs(&workload);
-    let device = workload.one_device("ember export")?.resolve()?.device;
+    let device = workload.one_device("ember export")?.open()?.device;
     let net = model.build(outputs, model.init(), &device);
     let mut shape = vec![1];
     shape.extend(&example);

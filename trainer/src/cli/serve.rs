@@ -6,14 +6,14 @@
 use std::net::SocketAddr;
 
 use clap::Args;
-use ember::DeviceName;
+use ember::DeviceSpec;
 
 /// Options of `ember serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The device to serve: flex, ndarray or wgpu.
-    #[arg(long, default_value = "flex")]
-    device: DeviceName,
+    /// The device to serve: flex, ndarray, wgpu, wgpu:N (the N-th adapter), cuda or cuda:N.
+    #[arg(long, default_value = "flex", value_parser = super::devices::device_spec)]
+    device: DeviceSpec,
     /// Address to listen on. WebSocket is unencrypted and this server asks no credential, so
     /// the default keeps it on this machine: listen on another address only on a trusted
     /// network.
@@ -26,7 +26,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     use anyhow::Context;
     use burn::tensor::server::{RemoteServer, WebSocketTransport};
 
-    let picked = args.device.resolve()?;
+    let picked = args.device.open()?;
     let listener = std::net::TcpListener::bind(args.listen)
         .with_context(|| format!("invalid --listen {}: cannot listen there", args.listen))?;
     say!(

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
-use ember::{DeviceList, DeviceName, Init, Loss, Optimizer, PickedDevice, Sequential};
+use ember::{DeviceList, DeviceName, DeviceSpec, Init, Loss, Optimizer, PickedDevice, Sequential};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs, Target};
 
@@ -14,9 +14,10 @@ use super::model::ModelSpec;
 /// The chapter's MLP on the chapter's synthetic data.
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
-    /// auto (wgpu on a GPU card, otherwise flex), wgpu, flex or ndarray.
-    #[arg(long, default_value = "auto")]
-    pub device: DeviceName,
+    /// auto (cuda on an NVIDIA card where the build has it, else wgpu on a GPU card, otherwise
+    /// flex), wgpu, wgpu:N (the N-th adapter), flex, ndarray, cuda or cuda:N (the N-th card).
+    #[arg(long, default_value = "auto", value_parser = super::devices::device_spec)]
+    pub device: DeviceSpec,
     /// Data parallelism: each batch is split across these devices, comma separated, the first
     /// one main (it keeps the parameters and sums the gradients): `flex,flex`, `wgpu,wgpu`
     /// (several devices on the first wgpu adapter), `wgpu:0,wgpu:1` (two adapters).
@@ -118,7 +119,7 @@ impl std::fmt::Display for DataSpec {
 /// The checked workload.
 #[derive(Debug, Clone)]
 pub struct Workload {
-    pub device: DeviceName,
+    pub device: DeviceSpec,
     /// `--devices`: data parallelism over these.
     pub devices: Option<DeviceList>,
     pub data: DataSpec,
@@ -201,7 +202,7 @@ impl Workload {
     /// 0.01, on `device`.
     pub fn chapter(device: DeviceName) -> Self {
         Self {
-            device,
+            device: device.into(),
             devices: None,
             data: DataSpec::Synthetic,
             batches: 150,
@@ -247,19 +248,19 @@ impl Workload {
     pub fn open_devices(&self) -> anyhow::Result<Vec<PickedDevice>> {
         Ok(match &self.devices {
             Some(list) => list.open()?,
-            None => vec![self.device.resolve()?],
+            None => vec![self.device.open()?],
         })
     }
 
     /// `--device` for a command that runs on one device: `--devices` is refused, naming
     /// `command`.
-    pub fn one_device(&self, command: &str) -> anyhow::Result<DeviceName> {
+    pub fn one_device(&self, command: &str) -> anyhow::Result<&DeviceSpec> {
         match &self.devices {
             Some(list) => bail!(
                 "--devices {list}: {command} runs on one device; data parallelism is for \
                  `ember train` and `ember compare`"
             ),
-            None => Ok(self.device),
+            None => Ok(&self.device),
         }
     }
 
