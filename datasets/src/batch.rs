@@ -37,6 +37,16 @@ impl Batch {
         NdTensor::from_host(&self.x, &self.x_shape, device)
     }
 
+    /// [`Batch::x_on`] that moves the features instead of copying them (on the CPU backends
+    /// the tensor keeps their memory): afterwards `x` is empty, and the targets and
+    /// `x_shape` stay.
+    ///
+    /// # Errors
+    /// As [`Batch::x_on`].
+    pub fn take_x_on(&mut self, device: &Device) -> ember::Result<NdTensor> {
+        NdTensor::from_host_vec(std::mem::take(&mut self.x), &self.x_shape, device)
+    }
+
     /// The batch cut into `parts` contiguous shards, one per device, as Gluon's
     /// `split_and_load` with `even_split=False`: shard sizes differ by at most one, larger
     /// shards first, and together they hold every example once, in order.
@@ -100,6 +110,25 @@ mod tests {
             y: (0..rows).map(|v| v as f32).collect(),
             y_shape: [rows, 1],
         }
+    }
+
+    #[test]
+    fn take_x_on_uploads_what_x_on_does_and_keeps_the_targets() {
+        let device = Device::flex();
+        let mut taken = batch(4);
+        let values = |x: NdTensor| x.flatten().into_data().to_vec::<f32>().unwrap();
+        let copied = values(taken.x_on(&device).unwrap());
+        let moved = taken.take_x_on(&device).unwrap();
+        assert_eq!(moved.dims(), [4, 3]);
+        assert_eq!(values(moved), copied);
+        assert_eq!(copied, batch(4).x);
+        assert!(taken.x.is_empty());
+        let kept = batch(4);
+        assert_eq!((taken.x_shape, taken.y), (kept.x_shape, kept.y));
+        // A shape that does not fit the values is an error, as for `x_on`.
+        let mut wrong = batch(2);
+        wrong.x_shape = vec![3, 3];
+        assert!(wrong.take_x_on(&device).is_err());
     }
 
     #[test]

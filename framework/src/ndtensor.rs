@@ -71,6 +71,15 @@ impl NdTensor {
     /// [`Error::Shape`] when the shape's rank is not 1 to 5 or its element count is not the
     /// number of values.
     pub fn from_host(values: &[f32], shape: &[usize], device: &Device) -> Result<Self> {
+        Self::from_host_vec(values.to_vec(), shape, device)
+    }
+
+    /// [`NdTensor::from_host`] on values the caller gives up: on the CPU backends the tensor
+    /// keeps their memory, with no copy.
+    ///
+    /// # Errors
+    /// As [`NdTensor::from_host`].
+    pub fn from_host_vec(values: Vec<f32>, shape: &[usize], device: &Device) -> Result<Self> {
         if shape.iter().product::<usize>() != values.len() {
             return Err(Error::Shape {
                 what: format!("{} host values", values.len()),
@@ -78,14 +87,14 @@ impl NdTensor {
                 got: shape.to_vec(),
             });
         }
-        // One memcpy into burn's host data, in its shape (`from_floats` copies value by value).
-        let data = || TensorData::new(values.to_vec(), shape.to_vec());
+        // burn's host data takes the values' memory as it is, in its shape.
+        let data = TensorData::new(values, shape.to_vec());
         Ok(match shape.len() {
-            1 => Self::R1(Tensor::from_data(data(), device)),
-            2 => Self::R2(Tensor::from_data(data(), device)),
-            3 => Self::R3(Tensor::from_data(data(), device)),
-            4 => Self::R4(Tensor::from_data(data(), device)),
-            5 => Self::R5(Tensor::from_data(data(), device)),
+            1 => Self::R1(Tensor::from_data(data, device)),
+            2 => Self::R2(Tensor::from_data(data, device)),
+            3 => Self::R3(Tensor::from_data(data, device)),
+            4 => Self::R4(Tensor::from_data(data, device)),
+            5 => Self::R5(Tensor::from_data(data, device)),
             _ => {
                 return Err(Error::Shape {
                     what: "a tensor".to_string(),

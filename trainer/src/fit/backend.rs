@@ -2,10 +2,12 @@
 //! and the units the loop issues to it: the warm-up, a training step, and the reads of the
 //! epoch's accuracy and of the network itself.
 
+use std::borrow::Cow;
+
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor};
 use ember::engine::Computed;
-use ember::{Block, Loss, Optimizer, Replicas, Result, random};
+use ember::{Block, Loss, NdTensor, Optimizer, Replicas, Result, random};
 use ember_datasets::Batch;
 
 use super::target::{Target, read_count, tally};
@@ -56,8 +58,8 @@ where
                 device.seed(streams.of(index));
             }
         }
-        let (grads, losses, correct) = gradients(&self.net, &self.loss, &batch, replicas, streams)?;
-        drop(batch);
+        let (grads, losses, correct) =
+            gradients(&self.net, &self.loss, Cow::Owned(batch), replicas, streams)?;
         if let Some(correct) = correct {
             self.counted += size;
             self.correct = Some(tally(self.correct.take(), correct));
@@ -74,7 +76,8 @@ where
     /// they are.
     pub(super) fn warmup(&self, batch: &Batch, replicas: &Replicas) -> Result<StepLosses> {
         let copy = self.net.valid().train();
-        let (grads, losses, _) = gradients(&copy, &self.loss, batch, replicas, None)?;
+        let (grads, losses, _) =
+            gradients(&copy, &self.loss, Cow::Borrowed(batch), replicas, None)?;
         let stepped = self
             .optimizer
             .clone()
@@ -126,11 +129,12 @@ impl Computed for StepLosses {
 type StepGradients = (GradientsParams, Vec<Tensor<1>>, Option<Tensor<1, Int>>);
 
 /// Forward and backward of `net` on `batch`: on the main device alone, or split across the
-/// replicas with burn's fork, gradient transfer and accumulation ([`Replicas::backward`]).
+/// replicas with burn's fork, gradient transfer and accumulation ([`Replicas::backward`]). On
+/// one device, a batch handed over is uploaded without a copy of its features.
 fn gradients<B, L>(
     net: &B,
     loss: &L,
-    batch: &Batch,
+    batch: Cow<'_, Batch>,
     replicas: &Replicas,
     streams: Option<Streams>,
 ) -> Result<StepGradients>
@@ -141,16 +145,21 @@ where
 {
     let main = replicas.main();
     if replicas.len() == 1 {
-        let (l, correct) = loss_of(net, loss, batch, main, streams.map(|s| s.of(0)))?;
+        let mut batch = batch.into_owned();
+        let x = batch.take_x_on(main)?;
+        let (l, correct) = loss_of(net, loss, x, &batch, main, streams.map(|s| s.of(0)))?;
         let grads = GradientsParams::from_grads(l.backward(), net);
         return Ok((grads, vec![l], correct));
     }
     let shards = batch.split(replicas.len())?;
     let (grads, shares) = replicas.backward(net, |replica: &B, index, device| {
+        let shard = &shards[index];
+        let x = shard.x_on(device)?;
         loss_of(
             replica,
             loss,
-            &shards[index],
+            x,
+            shard,
             device,
             streams.map(|s| s.of(index)),
         )
@@ -181,13 +190,14 @@ impl Streams {
     }
 }
 
-/// The per-example loss of `net` on `batch` (upload, forward, check the targets, loss), and
-/// how many examples it got right where the targets say ([`Target::correct`]). With a
-/// `stream`, the forward pass draws from a stream of this thread's seeded by it
-/// ([`random::with_stream`]), whatever other threads draw meanwhile.
+/// The per-example loss of `net` on the features `x` of `batch`, already uploaded (upload the
+/// targets, forward, check the targets, loss), and how many examples it got right where the
+/// targets say ([`Target::correct`]). With a `stream`, the forward pass draws from a stream of
+/// this thread's seeded by it ([`random::with_stream`]), whatever other threads draw meanwhile.
 fn loss_of<B, L>(
     net: &B,
     loss: &L,
+    x: NdTensor,
     batch: &Batch,
     device: &Device,
     stream: Option<u64>,
@@ -198,14 +208,15 @@ where
     L::Target: Target,
 {
     match stream {
-        Some(seed) => random::with_stream(seed, || loss_on(net, loss, batch, device)),
-        None => loss_on(net, loss, batch, device),
+        Some(seed) => random::with_stream(seed, || loss_on(net, loss, x, batch, device)),
+        None => loss_on(net, loss, x, batch, device),
     }
 }
 
 fn loss_on<B, L>(
     net: &B,
     loss: &L,
+    x: NdTensor,
     batch: &Batch,
     device: &Device,
 ) -> Result<(Tensor<1>, Option<Tensor<1, Int>>)>
@@ -214,7 +225,6 @@ where
     L: Loss,
     L::Target: Target,
 {
-    let x = batch.x_on(device)?;
     let y = L::Target::upload(batch, device)?;
     let pred: Tensor<2> = net.forward(x).into_rank()?;
     L::Target::check(batch, pred.dims()[1])?;
