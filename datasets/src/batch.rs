@@ -116,7 +116,7 @@ mod tests {
     fn take_x_on_uploads_what_x_on_does_and_keeps_the_targets() {
         let device = Device::flex();
         let mut taken = batch(4);
-        let values = |x: NdTensor| x.flatten().into_data().to_vec::<f32>().unwrap();
+        let values = |x: NdTensor| x.flatten().into_data().try_to_vec::<f32>().unwrap();
         let copied = values(taken.x_on(&device).unwrap());
         let moved = taken.take_x_on(&device).unwrap();
         assert_eq!(moved.dims(), [4, 3]);
