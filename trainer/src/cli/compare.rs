@@ -94,7 +94,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         None => {
             let picked = workload.device.open()?;
             say!("device: {}", picked.reason);
-            // The runs use what auto picked, and any other name as given (`wgpu:1`).
+            // The figures name what auto picked, and any other device as given (`wgpu:1`).
             match workload.device.name {
                 DeviceName::Auto => picked.name.to_string(),
                 _ => workload.device.to_string(),
