@@ -16,7 +16,7 @@
 //! let mask = || -> Vec<f32> {
 //!     random::with_stream(7, || {
 //!         let y: Tensor<2> = dropout.forward(Tensor::<2>::ones([8, 8], &device).into()).rank();
-//!         y.into_data().to_vec().unwrap()
+//!         y.into_data().try_to_vec().unwrap()
 //!     })
 //! };
 //! let first = mask();
