@@ -2,8 +2,6 @@
 //! and the units the loop issues to it: the warm-up, a training step, and the reads of the
 //! epoch's accuracy and of the network itself.
 
-use std::borrow::Cow;
-
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Int, Tensor};
 use ember::engine::Computed;
@@ -58,8 +56,7 @@ where
                 device.seed(streams.of(index));
             }
         }
-        let (grads, losses, correct) =
-            gradients(&self.net, &self.loss, Cow::Owned(batch), replicas, streams)?;
+        let (grads, losses, correct) = gradients(&self.net, &self.loss, batch, replicas, streams)?;
         if let Some(correct) = correct {
             self.counted += size;
             self.correct = Some(tally(self.correct.take(), correct));
@@ -76,8 +73,7 @@ where
     /// they are.
     pub(super) fn warmup(&self, batch: &Batch, replicas: &Replicas) -> Result<StepLosses> {
         let copy = self.net.valid().train();
-        let (grads, losses, _) =
-            gradients(&copy, &self.loss, Cow::Borrowed(batch), replicas, None)?;
+        let (grads, losses, _) = gradients(&copy, &self.loss, batch.clone(), replicas, None)?;
         let stepped = self
             .optimizer
             .clone()
@@ -130,11 +126,11 @@ type StepGradients = (GradientsParams, Vec<Tensor<1>>, Option<Tensor<1, Int>>);
 
 /// Forward and backward of `net` on `batch`: on the main device alone, or split across the
 /// replicas with burn's fork, gradient transfer and accumulation ([`Replicas::backward`]). On
-/// one device, a batch handed over is uploaded without a copy of its features.
+/// one device the batch's features become the input tensor, uncopied.
 fn gradients<B, L>(
     net: &B,
     loss: &L,
-    batch: Cow<'_, Batch>,
+    mut batch: Batch,
     replicas: &Replicas,
     streams: Option<Streams>,
 ) -> Result<StepGradients>
@@ -145,7 +141,6 @@ where
 {
     let main = replicas.main();
     if replicas.len() == 1 {
-        let mut batch = batch.into_owned();
         let x = batch.take_x_on(main)?;
         let (l, correct) = loss_of(net, loss, x, &batch, main, streams.map(|s| s.of(0)))?;
         let grads = GradientsParams::from_grads(l.backward(), net);
