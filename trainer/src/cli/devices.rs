@@ -69,13 +69,9 @@ pub fn explain(err: &ember::Error) -> String {
     }
 }
 
-/// `--devices`, parsed with [`explain`]'s advice: clap prints a value's error itself, before
-/// `run` could add anything.
-pub fn device_list(s: &str) -> Result<ember::DeviceList, String> {
-    s.parse().map_err(|err| explain(&err))
-}
-
-/// `--device`, one entry of a device list (`wgpu:1`, `cuda:0`), parsed as [`device_list`].
-pub fn device_spec(s: &str) -> Result<ember::DeviceSpec, String> {
+/// `--devices` (a [`ember::DeviceList`]) or `--device` (one entry, [`ember::DeviceSpec`]),
+/// parsed with [`explain`]'s advice: clap prints a value's error itself, before `run` could
+/// add anything.
+pub fn parse_device<T: std::str::FromStr<Err = ember::Error>>(s: &str) -> Result<T, String> {
     s.parse().map_err(|err| explain(&err))
 }

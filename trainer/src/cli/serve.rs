@@ -12,7 +12,7 @@ use ember::DeviceSpec;
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// The device to serve: flex, ndarray, wgpu, wgpu:N (the N-th adapter), cuda or cuda:N.
-    #[arg(long, default_value = "flex", value_parser = super::devices::device_spec)]
+    #[arg(long, default_value = "flex", value_parser = super::devices::parse_device::<DeviceSpec>)]
     device: DeviceSpec,
     /// Address to listen on. WebSocket is unencrypted and this server asks no credential, so
     /// the default keeps it on this machine: listen on another address only on a trusted

@@ -16,12 +16,12 @@ use super::model::ModelSpec;
 pub struct WorkloadArgs {
     /// auto (cuda on an NVIDIA card where the build has it, else wgpu on a GPU card, otherwise
     /// flex), wgpu, wgpu:N (the N-th adapter), flex, ndarray, cuda or cuda:N (the N-th card).
-    #[arg(long, default_value = "auto", value_parser = super::devices::device_spec)]
+    #[arg(long, default_value = "auto", value_parser = super::devices::parse_device::<DeviceSpec>)]
     pub device: DeviceSpec,
     /// Data parallelism: each batch is split across these devices, comma separated, the first
     /// one main (it keeps the parameters and sums the gradients): `flex,flex`, `wgpu,wgpu`
     /// (several devices on the first wgpu adapter), `wgpu:0,wgpu:1` (two adapters).
-    #[arg(long, conflicts_with = "device", value_parser = super::devices::device_list)]
+    #[arg(long, conflicts_with = "device", value_parser = super::devices::parse_device::<DeviceList>)]
     pub devices: Option<DeviceList>,
     /// Batches per epoch, on synthetic data [default: 150].
     #[arg(long)]
