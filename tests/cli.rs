@@ -486,6 +486,10 @@ fn train_splits_each_batch_across_devices_and_prints_each_devices_completion() {
         out.contains("device 0: flex") && out.contains("device 1: flex"),
         "{out}"
     );
+    assert!(
+        out.contains("gradients summed on the main device (NCCL joins CUDA cards only)"),
+        "{out}"
+    );
     assert!(out.contains("epoch 1: time per epoch"), "{out}");
     assert!(
         out.contains("per-device completion, mean from issue: device 0 ")

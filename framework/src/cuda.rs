@@ -94,12 +94,70 @@ pub fn open(index: usize, as_given: &str) -> Result<PickedDevice> {
                 },
             });
         };
-        Ok(PickedDevice {
-            name: DeviceName::Cuda,
-            device: burn::tensor::Device::cuda(index),
-            reason: format!("cuda on {card}"),
-        })
+        Ok(picked(card, format!("cuda on {card}")))
     }
+}
+
+/// `auto`'s pick: the first CUDA card, where the build has the backend and the machine a card.
+pub(crate) fn auto() -> Option<PickedDevice> {
+    #[cfg(feature = "cuda")]
+    {
+        let cards = driver::cards().ok()?;
+        let card = cards.first()?;
+        Some(picked(
+            card,
+            format!(
+                "auto: picked cuda, NVIDIA card {card} found (burn's CUDA backend, faster \
+                 there than wgpu)"
+            ),
+        ))
+    }
+    #[cfg(not(feature = "cuda"))]
+    None
+}
+
+#[cfg(feature = "cuda")]
+fn picked(card: &CudaCard, reason: String) -> PickedDevice {
+    PickedDevice {
+        name: DeviceName::Cuda,
+        device: burn::tensor::Device::cuda(card.index),
+        reason,
+    }
+}
+
+/// The CUDA ordinal of `device` (autodiff or not), `None` for a device that is not a CUDA card
+/// (and always on a build without the feature).
+pub fn ordinal(device: &burn::tensor::Device) -> Option<usize> {
+    #[cfg(feature = "cuda")]
+    {
+        let device = device.clone().inner();
+        let count = driver::count().ok()?;
+        (0..count).find(|&index| burn::tensor::Device::cuda(index) == device)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = device;
+        None
+    }
+}
+
+/// Whether NCCL's library, which burn's CUDA backend loads at run time for its collectives,
+/// loads here; if not, why, naming the libraries looked for.
+pub fn nccl() -> std::result::Result<(), String> {
+    #[cfg(feature = "cuda")]
+    {
+        // SAFETY: this only tries to dlopen each of the library's names.
+        if unsafe { cudarc::nccl::sys::is_culib_present() } {
+            return Ok(());
+        }
+        Err(format!(
+            "no NCCL: none of {} could be loaded; install NCCL (the nvidia-nccl wheel or \
+             libnccl2) to all-reduce on the cards",
+            cudarc::get_lib_name_candidates("nccl").join(", ")
+        ))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(not_built("cuda").to_string())
 }
 
 #[cfg(feature = "cuda")]
@@ -109,7 +167,12 @@ mod driver {
     use super::CudaCard;
     use crate::error::{Error, Result};
 
-    pub(super) fn cards() -> Result<Vec<CudaCard>> {
+    fn driver(e: cudarc::driver::DriverError) -> Error {
+        Error::Execution(format!("CUDA driver: {e}"))
+    }
+
+    /// How many cards the driver reports, without opening them.
+    pub(super) fn count() -> Result<usize> {
         // cudarc loads libcuda on first use and panics when it is missing: ask first.
         // SAFETY: this only tries to dlopen each of the library's names.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
@@ -117,9 +180,11 @@ mod driver {
                 looked_for: cudarc::get_lib_name_candidates("cuda"),
             });
         }
-        let driver = |e: cudarc::driver::DriverError| Error::Execution(format!("CUDA driver: {e}"));
-        let count = CudaContext::device_count().map_err(driver)?;
-        (0..count.max(0) as usize)
+        Ok(CudaContext::device_count().map_err(driver)?.max(0) as usize)
+    }
+
+    pub(super) fn cards() -> Result<Vec<CudaCard>> {
+        (0..count()?)
             .map(|index| {
                 let context = CudaContext::new(index).map_err(driver)?;
                 Ok(CudaCard {

@@ -60,18 +60,7 @@ impl DeviceName {
     /// [`Error::NoWgpuAdapter`]; for `cuda`, see [`crate::cuda::open`].
     pub fn resolve(self) -> Result<PickedDevice> {
         match self {
-            Self::Auto => Ok(
-                match crate::cuda::cards().ok().and_then(|c| c.into_iter().next()) {
-                    Some(card) => PickedDevice {
-                        reason: format!(
-                            "auto: picked cuda, NVIDIA card {card} found (burn's CUDA backend, \
-                         faster there than wgpu)"
-                        ),
-                        ..crate::cuda::open(card.index, "cuda")?
-                    },
-                    None => auto_without_cuda(),
-                },
-            ),
+            Self::Auto => Ok(crate::cuda::auto().unwrap_or_else(auto_without_cuda)),
             Self::Cuda => crate::cuda::open(0, "cuda"),
             Self::Wgpu => {
                 let adapter = wgpu_adapter().ok_or(Error::NoWgpuAdapter)?;

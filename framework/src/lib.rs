@@ -49,6 +49,7 @@ pub mod dropout;
 pub mod embedding;
 pub mod engine;
 pub mod error;
+pub mod exchange;
 pub mod flatten;
 pub mod init;
 pub mod loss;

@@ -110,6 +110,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let main = &picked[0];
     let device = main.device.clone().autodiff();
     let replicas = Replicas::new(picked.iter().map(|p| p.device.clone().autodiff()).collect())?;
+    if replicas.len() > 1 {
+        say!("{}", replicas.exchange());
+    }
     let run = Run {
         workload: &workload,
         model: &model,
