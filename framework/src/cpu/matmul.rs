@@ -15,22 +15,33 @@ use super::eltwise::{self, FromOutput};
 use super::format::Format;
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result};
+use super::threads;
 use crate::activation::Activation;
 
-/// `src · weights (+ bias) → dst`.
+/// `src · weights (+ bias) → dst`, on one thread where it is small
+/// ([`threads::ONE_THREAD_BELOW_FLOP`]).
 fn product(src: &Md, weights: &Md, bias: Option<&Md>, dst: &Md, attr: &Attr) -> Result<Primitive> {
-    Primitive::describe("a matrix product", attr, None, |api, desc| {
-        // SAFETY: valid out-pointer and descriptors.
-        unsafe {
-            api.dnnl_matmul_desc_init(
-                desc,
-                &src.0,
-                &weights.0,
-                bias.map_or(std::ptr::null(), |b| &b.0),
-                &dst.0,
-            )
-        }
-    })
+    let [m, k] = [src.0.dims[0], src.0.dims[1]];
+    let n = weights.0.dims[1];
+    let describe = || {
+        Primitive::describe("a matrix product", attr, None, |api, desc| {
+            // SAFETY: valid out-pointer and descriptors.
+            unsafe {
+                api.dnnl_matmul_desc_init(
+                    desc,
+                    &src.0,
+                    &weights.0,
+                    bias.map_or(std::ptr::null(), |b| &b.0),
+                    &dst.0,
+                )
+            }
+        })
+    };
+    if 2.0 * ((m * k * n) as f64) < threads::ONE_THREAD_BELOW_FLOP {
+        Primitive::alone(describe)
+    } else {
+        describe()
+    }
 }
 
 /// The layouts of `x [n, in]`, `W [in, out]` (burn's Linear), `b [1, out]` and `y [n, out]`.

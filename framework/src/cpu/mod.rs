@@ -54,6 +54,8 @@ mod matmul;
 mod pool;
 #[cfg(feature = "onednn")]
 mod primitive;
+#[cfg(feature = "onednn")]
+mod threads;
 mod window;
 
 pub use allocator::keep_freed_memory;

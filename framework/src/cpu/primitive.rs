@@ -137,6 +137,8 @@ pub struct Primitive {
     pd: dnnl_primitive_desc_t,
     /// The scratch memory it needs on each run.
     scratchpad: Md,
+    /// Made and run on the calling thread alone ([`Primitive::alone`]).
+    alone: bool,
 }
 
 // oneDNN's primitives may be executed from several threads at once; each thread has its stream.
@@ -197,7 +199,16 @@ impl Primitive {
             raw,
             pd,
             scratchpad,
+            alone: false,
         })
+    }
+
+    /// The primitive `make` makes, made and run on the calling thread alone rather than on
+    /// OpenMP's team: for work too small to pay for the team's wake-up ([`super::threads`]).
+    pub fn alone(make: impl FnOnce() -> Result<Primitive>) -> Result<Primitive> {
+        let mut primitive = super::threads::alone(make)?;
+        primitive.alone = true;
+        Ok(primitive)
     }
 
     /// The layout the primitive chose for one of its arguments (`dnnl_query_*_md`).
@@ -231,6 +242,14 @@ impl Primitive {
     }
 
     fn run(&self, args: &[(u32, &Md, *mut f32)]) -> Result<()> {
+        if self.alone {
+            super::threads::alone(|| self.run_here(args))
+        } else {
+            self.run_here(args)
+        }
+    }
+
+    fn run_here(&self, args: &[(u32, &Md, *mut f32)]) -> Result<()> {
         let rt = runtime()?;
         let stream = stream(rt)?;
         let mut memories = Vec::with_capacity(args.len());
