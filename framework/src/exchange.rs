@@ -96,7 +96,9 @@ impl Reduce for AllReduce<'_> {
 /// Replaces each of `replica`'s gradients in `grads` by its sum over the replicas, in the
 /// module's parameter order. A trainable parameter without a gradient on this replica takes
 /// part with zeros, so every replica issues the same collectives in the same order (one that
-/// skipped a collective would leave the others waiting for it).
+/// skipped a collective would leave the others waiting for it). So a parameter the forward
+/// pass never used comes back with a zero gradient, which an optimizer with weight decay or
+/// momentum still applies; the sum on the main device leaves such a parameter out.
 pub(crate) fn sum_across<M: Module>(
     replica: &M,
     grads: GradientsParams,
