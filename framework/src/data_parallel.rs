@@ -138,35 +138,39 @@ impl Replicas {
                     } else {
                         net.clone().fork(device)
                     };
-                    let thread = std::thread::Builder::new()
-                        .name(format!("ember-replica-{index}"))
-                        .spawn_scoped(scope, move || -> Result<_> {
-                            let backward = || -> Result<_> {
-                                let (loss, extra) = share(&replica, index, device)?;
-                                let grads = GradientsParams::from_grads(loss.backward(), &replica);
-                                Ok((grads, loss, extra))
+                    let thread = spawn_replica(scope, index, move || -> Result<_> {
+                        let backward = || -> Result<_> {
+                            let (loss, extra) = share(&replica, index, device)?;
+                            let grads = GradientsParams::from_grads(loss.backward(), &replica);
+                            Ok((grads, loss, extra))
+                        };
+                        if !nccl {
+                            let (grads, loss, extra) = backward()?;
+                            let grads = match index {
+                                0 => grads,
+                                _ => grads.to_device(main, &replica),
                             };
-                            if !nccl {
-                                let (grads, loss, extra) = backward()?;
-                                let grads = match index {
-                                    0 => grads,
-                                    _ => grads.to_device(main, &replica),
-                                };
-                                return Ok(Some((grads, loss, extra)));
-                            }
-                            let outcome =
-                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(backward))
-                                    .unwrap_or_else(|panic| Err(Error::Panic(panic_text(&panic))));
-                            let all_ready = gate.arrive(outcome.is_ok());
-                            let (grads, loss, extra) = outcome?;
-                            if !all_ready {
-                                // Stood down: the device that failed reports it.
-                                return Ok(None);
-                            }
-                            let grads =
-                                exchange::sum_across(&replica, grads, device, AllReduce(devices));
-                            Ok(Some((grads, loss, extra)))
-                        });
+                            return Ok(Some((grads, loss, extra)));
+                        }
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(backward))
+                                .unwrap_or_else(|panic| Err(Error::Panic(panic_text(&panic))));
+                        let all_ready = gate.arrive(outcome.is_ok());
+                        let (grads, loss, extra) = outcome?;
+                        if !all_ready {
+                            // Stood down: the device that failed reports it.
+                            return Ok(None);
+                        }
+                        let grads =
+                            exchange::sum_across(&replica, grads, device, AllReduce(devices));
+                        Ok(Some((grads, loss, extra)))
+                    });
+                    if thread.is_err() {
+                        // Its replica never arrives: count it as failed now, so the others
+                        // stand down instead of waiting (they are joined in order, so later
+                        // would be too late).
+                        gate.arrive_without_waiting();
+                    }
                     (index, thread)
                 })
                 .collect();
@@ -177,12 +181,7 @@ impl Replicas {
                         Ok(thread) => thread
                             .join()
                             .unwrap_or_else(|panic| Err(Error::Panic(panic_text(&panic)))),
-                        Err(e) => {
-                            // Its replica never arrives: count it as failed, so the others
-                            // stand down instead of waiting.
-                            gate.arrive_without_waiting();
-                            Err(Error::Execution(format!("starting its thread: {e}")))
-                        }
+                        Err(e) => Err(Error::Execution(format!("starting its thread: {e}"))),
                     }
                     .map_err(|e| e.on_device(index))
                 })
@@ -203,6 +202,22 @@ impl Replicas {
         }
         Ok((summed.unwrap_or_else(|| sum.grads()), shares))
     }
+}
+
+/// Starts replica `index`'s thread. Tests make one fail as the system would when out of
+/// threads.
+fn spawn_replica<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    index: usize,
+    work: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    #[cfg(test)]
+    if tests::NO_THREAD_FOR.get() == Some(index) {
+        return Err(std::io::Error::from(std::io::ErrorKind::OutOfMemory));
+    }
+    std::thread::Builder::new()
+        .name(format!("ember-replica-{index}"))
+        .spawn_scoped(scope, work)
 }
 
 /// Where the replicas of an NCCL step meet before the all-reduce: each arrives once, saying
@@ -249,6 +264,12 @@ impl Gate {
 mod tests {
     use super::*;
     use crate::{Block, Dense, Init, L2Loss, Loss, Sequential};
+
+    thread_local! {
+        /// Set on a test's own thread: this replica's thread cannot start.
+        pub(super) static NO_THREAD_FOR: std::cell::Cell<Option<usize>> =
+            const { std::cell::Cell::new(None) };
+    }
 
     /// A Dense layer of one output on two features.
     fn one_dense(device: &Device) -> Sequential {
@@ -319,6 +340,36 @@ mod tests {
             let why = fails.unwrap_or_else(|why| why);
             assert!(err.to_string().contains(why), "{err}");
         }
+    }
+
+    #[test]
+    fn with_nccl_a_replica_whose_thread_cannot_start_is_an_error_not_a_hang() {
+        // On a thread of its own, so that a hang fails the test instead of stopping the run.
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let device = Device::flex().autodiff();
+            let net = one_dense(&device);
+            let replicas = Replicas {
+                devices: vec![device.clone(); 3],
+                exchange: Exchange::Nccl(vec![0, 1, 2]),
+            };
+            NO_THREAD_FOR.set(Some(2));
+            let result = replicas.backward(&net, |replica: &Sequential, _, device| {
+                let x = Tensor::<2>::ones([2, 2], device);
+                let y = Tensor::zeros([2, 1], device);
+                Ok((L2Loss.forward(replica.forward(x.into()).rank(), y)?, ()))
+            });
+            done.send(result.map(drop).map_err(|e| e.to_string()))
+                .unwrap();
+        });
+        let err = outcome
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the step hung waiting for a replica that never started")
+            .unwrap_err();
+        assert!(
+            err.contains("device 2") && err.contains("starting its thread"),
+            "{err}"
+        );
     }
 
     #[test]
