@@ -125,20 +125,22 @@ fn picked(card: &CudaCard, reason: String) -> PickedDevice {
     }
 }
 
-/// The CUDA ordinal of `device` (autodiff or not), `None` for a device that is not a CUDA card
-/// (and always on a build without the feature).
-pub fn ordinal(device: &burn::tensor::Device) -> Option<usize> {
+/// The CUDA ordinal of each of `devices` (autodiff or not), `None` for a device that is not a
+/// CUDA card (and always on a build without the feature). Asks the driver once.
+pub fn ordinals(devices: &[burn::tensor::Device]) -> Vec<Option<usize>> {
     #[cfg(feature = "cuda")]
     {
-        let device = device.clone().inner();
-        let count = driver::count().ok()?;
-        (0..count).find(|&index| burn::tensor::Device::cuda(index) == device)
+        let count = driver::count().unwrap_or(0);
+        devices
+            .iter()
+            .map(|device| {
+                let device = device.clone().inner();
+                (0..count).find(|&index| burn::tensor::Device::cuda(index) == device)
+            })
+            .collect()
     }
     #[cfg(not(feature = "cuda"))]
-    {
-        let _ = device;
-        None
-    }
+    vec![None; devices.len()]
 }
 
 /// Whether NCCL's library, which burn's CUDA backend loads at run time for its collectives,

@@ -69,7 +69,7 @@ impl Replicas {
     pub fn single(device: Device) -> Self {
         Self {
             devices: vec![device],
-            exchange: Exchange::OnMain("a single device".to_string()),
+            exchange: Exchange::single(),
         }
     }
 
@@ -279,6 +279,22 @@ mod tests {
         net.infer_shape(Tensor::<2>::ones([1, 2], device)).unwrap()
     }
 
+    /// A replica's share of a step: the L2 loss of `replica` on two rows of ones, target zero.
+    fn l2_share(replica: &Sequential, device: &Device) -> Result<(Tensor<1>, ())> {
+        let x = Tensor::<2>::ones([2, 2], device);
+        let y = Tensor::zeros([2, 1], device);
+        Ok((L2Loss.forward(replica.forward(x.into()).rank(), y)?, ()))
+    }
+
+    /// Three replicas on flex with NCCL as their exchange: an all-reduce started there would
+    /// panic in burn (flex has no collectives), so reaching it shows as a panic.
+    fn nccl_on_flex(device: &Device) -> Replicas {
+        Replicas {
+            devices: vec![device.clone(); 3],
+            exchange: Exchange::Nccl(vec![0, 1, 2]),
+        }
+    }
+
     #[test]
     fn a_panicking_device_is_an_error_naming_it() {
         let device = Device::flex().autodiff();
@@ -287,14 +303,7 @@ mod tests {
         let err = replicas
             .backward(&net, |replica: &Sequential, index, device| {
                 assert!(index == 0, "device lost");
-                let x = Tensor::<2>::ones([2, 2], device);
-                Ok((
-                    L2Loss.forward(
-                        replica.forward(x.into()).rank(),
-                        Tensor::zeros([2, 1], device),
-                    )?,
-                    (),
-                ))
+                l2_share(replica, device)
             })
             .unwrap_err();
         assert!(
@@ -313,12 +322,7 @@ mod tests {
     fn with_nccl_a_failed_replica_makes_the_others_stand_down_before_the_all_reduce() {
         let device = Device::flex().autodiff();
         let net = one_dense(&device);
-        // NCCL as the exchange on flex: an all-reduce started here would panic in burn
-        // (flex has no collectives), so reaching it shows as a panic on device 0.
-        let replicas = Replicas {
-            devices: vec![device.clone(); 3],
-            exchange: Exchange::Nccl(vec![0, 1, 2]),
-        };
+        let replicas = nccl_on_flex(&device);
         for fails in [Err("out of memory"), Ok("device lost")] {
             let err = replicas
                 .backward(&net, |replica: &Sequential, index, device| {
@@ -328,9 +332,7 @@ mod tests {
                             Ok(why) => panic!("{why}"),
                         }
                     }
-                    let x = Tensor::<2>::ones([2, 2], device);
-                    let y = Tensor::zeros([2, 1], device);
-                    Ok((L2Loss.forward(replica.forward(x.into()).rank(), y)?, ()))
+                    l2_share(replica, device)
                 })
                 .unwrap_err();
             assert!(
@@ -349,15 +351,9 @@ mod tests {
         std::thread::spawn(move || {
             let device = Device::flex().autodiff();
             let net = one_dense(&device);
-            let replicas = Replicas {
-                devices: vec![device.clone(); 3],
-                exchange: Exchange::Nccl(vec![0, 1, 2]),
-            };
             NO_THREAD_FOR.set(Some(2));
-            let result = replicas.backward(&net, |replica: &Sequential, _, device| {
-                let x = Tensor::<2>::ones([2, 2], device);
-                let y = Tensor::zeros([2, 1], device);
-                Ok((L2Loss.forward(replica.forward(x.into()).rank(), y)?, ()))
+            let result = nccl_on_flex(&device).backward(&net, |replica: &Sequential, _, device| {
+                l2_share(replica, device)
             });
             done.send(result.map(drop).map_err(|e| e.to_string()))
                 .unwrap();

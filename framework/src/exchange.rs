@@ -33,15 +33,19 @@ impl Exchange {
     /// card, no card appears twice, there are at least two, and NCCL's library loads; the sum
     /// on the main device otherwise.
     pub fn for_devices(devices: &[Device]) -> Self {
-        let ordinals: Vec<_> = devices.iter().map(crate::cuda::ordinal).collect();
-        Self::choose(&ordinals, crate::cuda::nccl)
+        Self::choose(&crate::cuda::ordinals(devices), crate::cuda::nccl)
+    }
+
+    /// The exchange of a single device: nothing to sum across.
+    pub fn single() -> Self {
+        Self::OnMain("a single device".to_string())
     }
 
     /// The rule of [`Exchange::for_devices`], on each device's CUDA ordinal (`None`: not a
     /// card) and a check that NCCL's library loads (asked only when it would be used).
     fn choose(ordinals: &[Option<usize>], nccl: impl FnOnce() -> Result<(), String>) -> Self {
         if ordinals.len() < 2 {
-            return Self::OnMain("a single device".to_string());
+            return Self::single();
         }
         let Some(cards) = ordinals.iter().copied().collect::<Option<Vec<_>>>() else {
             return Self::OnMain("NCCL joins CUDA cards only".to_string());
@@ -158,6 +162,7 @@ mod tests {
                 Exchange::OnMain(why) => why,
                 nccl => panic!("{ordinals:?} chose {nccl}"),
             };
+        assert_eq!(Exchange::choose(&[Some(0)], loads), Exchange::single());
         assert_eq!(on_main(&[Some(0)], loads), "a single device");
         assert!(on_main(&[Some(0), None], loads).contains("CUDA cards only"));
         assert!(on_main(&[Some(1), Some(0), Some(1)], loads).contains("cuda:1 is replica 2"));
