@@ -11,7 +11,7 @@ It prints the share of samples in each part. oneDNN is its JIT kernels (perf nam
 `[JIT] tid N`), its library and OpenMP. In ember's own binary, the symbols are sorted by crate:
 burn (with burn-flex's `macerator` and `gemm`), ember's crates, the data set's decoding
 (`miniz_oxide`), rayon and rand. The rest of that binary is Rust's std and small crates.
-A release build has no symbols, so all of its binary is counted as "ember binary, other".
+A release build has no symbols, so all of its binary is counted as "<binary> binary, other".
 
 Not part of CI.
 """
@@ -44,13 +44,14 @@ def part(dso, symbol):
     for name, prefixes in LIBRARIES:
         if dso.startswith(prefixes):
             return name
-    if dso != "ember":
+    if dso.startswith("[") or ".so" in dso:
         return f"other: {dso}"
+    # The Rust binary itself: `ember`, or an example such as `resnet`.
     crate = re.match(r"<?([a-z_0-9]+)::", symbol)
     for name, crates in CRATES:
         if crate and any(crate.group(1) == c or crate.group(1).startswith(c + "_") for c in crates):
             return name
-    return "ember binary, other"
+    return f"{dso} binary, other"
 
 
 def main():
