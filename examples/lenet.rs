@@ -10,7 +10,7 @@
 #[path = "common/d2l.rs"]
 mod d2l;
 
-use ember::{Activation, AvgPool2D, Block, Conv2D, Dense, Init, Sequential};
+use ember::{Block, Init, models};
 
 fn main() -> anyhow::Result<()> {
     let args = d2l::args(10)?;
@@ -23,14 +23,9 @@ fn main() -> anyhow::Result<()> {
     //         nn.AvgPool2D(pool_size=2, strides=2),
     //         nn.Dense(120, activation='sigmoid'), nn.Dense(84, activation='sigmoid'),
     //         nn.Dense(10))
-    let net: Sequential = Sequential::new()
-        .add(Conv2D::new(6, 5).padding(2).activation(Activation::Sigmoid))
-        .add(AvgPool2D::new(2).strides(2))
-        .add(Conv2D::new(16, 5).activation(Activation::Sigmoid))
-        .add(AvgPool2D::new(2).strides(2))
-        .add(Dense::new(120).activation(Activation::Sigmoid))
-        .add(Dense::new(84).activation(Activation::Sigmoid))
-        .add(Dense::new(10));
+    //         (ember::models::lenet writes these lines with ember's layers, once for the CLI,
+    //         the examples and the tests)
+    let net = models::lenet(10);
     // net.initialize(init=init.Xavier())   (train_ch6 does it; sizes are inferred at batch 1)
     let net = net.initialize(Init::Xavier, device);
 

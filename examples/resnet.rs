@@ -12,7 +12,7 @@ mod d2l;
 #[path = "common/residual.rs"]
 mod residual;
 
-use ember::{Block, Init};
+use ember::{Block, Export, Init};
 
 fn main() -> anyhow::Result<()> {
     let args = d2l::args(3)?;

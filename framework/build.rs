@@ -4,7 +4,7 @@
 //!   crate; `src/onnx/` only fills them in.
 //! - With the `onednn` feature, oneDNN's C API from the installed `dnnl.h` (Debian's
 //!   `libdnnl-dev`) through bindgen, as a table of functions opened at run time
-//!   (`src/cpu/library.rs`).
+//!   (`src/kernels/onednn/library.rs`).
 
 fn main() {
     println!("cargo:rerun-if-changed=proto/onnx.proto");

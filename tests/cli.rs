@@ -24,7 +24,7 @@ fn devices_lists_wgpu_flex_and_ndarray() {
     // cuda says which build has it, or, in a build with it, that this machine has no driver
     // and the library it looked for (CI's machines have no NVIDIA card).
     let cuda = stdout.lines().find(|l| l.starts_with("cuda")).unwrap();
-    let expected: &[&str] = match ember::cuda::BUILT {
+    let expected: &[&str] = match ember::device::cuda::BUILT {
         false => &[
             "unusable",
             "no CUDA backend",
@@ -541,7 +541,7 @@ fn bad_device_lists_are_clear_errors_with_a_nonzero_exit() {
         "1",
         "invalid --batch-size 1: --devices flex,flex splits",
     );
-    if ember::cuda::BUILT {
+    if ember::device::cuda::BUILT {
         train("cuda:0,cuda:1", "64", "no NVIDIA driver");
     } else {
         train("cuda:0,cuda:1", "64", "no CUDA backend");
@@ -571,7 +571,7 @@ fn device_names_one_card_or_adapter_by_its_index() {
     assert!(out.contains("device: flex"), "{out}");
     fails_with(&train("flex:1"), "flex has a single device");
     fails_with(&train("wgpu:7"), "invalid device wgpu:7: this machine has");
-    let cuda = if ember::cuda::BUILT {
+    let cuda = if ember::device::cuda::BUILT {
         "no NVIDIA driver"
     } else {
         "cuda:7: this build of ember has no CUDA backend"

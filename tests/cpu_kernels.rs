@@ -8,10 +8,10 @@
 //! never burn-flex against itself.
 
 use burn::prelude::*;
-use ember::cpu::{self, Kernels};
+use ember::kernels::{self, Kernels};
 use ember::{
     Activation, AvgPool2D, Block, Conv1D, Conv2D, Dense, Init, Loss, MaxPool2D, NdTensor,
-    Optimizer, Pair, Sequential, SoftmaxCrossEntropyLoss,
+    Optimizer, Pair, SoftmaxCrossEntropyLoss,
 };
 
 #[path = "cpu_kernels/batch_norm.rs"]
@@ -282,20 +282,13 @@ fn activations_match_flex() {
 
 /// d2l's LeNet (sigmoid, average pooling), 50 SGD steps (learning rate 0.9, d2l's) of batch 64.
 fn lenet_loss(kernels: Kernels) -> (f32, f32) {
-    cpu::with_kernels(kernels, || {
+    kernels::with_kernels(kernels, || {
         let device = Device::flex().autodiff();
-        let net: Sequential = Sequential::new()
-            .add(Conv2D::new(6, 5).padding(2).activation(Activation::Sigmoid))
-            .add(AvgPool2D::new(2).strides(2))
-            .add(Conv2D::new(16, 5).activation(Activation::Sigmoid))
-            .add(AvgPool2D::new(2).strides(2))
-            .add(Dense::new(120).activation(Activation::Sigmoid))
-            .add(Dense::new(84).activation(Activation::Sigmoid))
-            .add(Dense::new(10));
+        let net = ember::models::lenet(10);
         let init = NdTensor::zeros(&[1, 1, 28, 28], &device).unwrap();
         // The same initial parameters on both paths: the same seed, on the reference path.
         device.seed(5);
-        let mut net = cpu::with_kernels(Kernels::Flex, || {
+        let mut net = kernels::with_kernels(Kernels::Flex, || {
             net.initialize(Init::Xavier, &device)
                 .infer_shape(init)
                 .unwrap()
@@ -336,9 +329,9 @@ fn lenet_loss(kernels: Kernels) -> (f32, f32) {
 
 #[test]
 fn lenet_ends_fifty_steps_at_the_same_loss() {
-    let (before, _) = cpu::counts();
+    let (before, _) = kernels::counts();
     let (_, fast) = lenet_loss(Kernels::OneDnn);
-    let (after, fell_back) = cpu::counts();
+    let (after, fell_back) = kernels::counts();
     assert!(
         after - before >= 50 * 7,
         "oneDNN ran {} layer operations in 50 steps",

@@ -16,7 +16,7 @@ use burn::prelude::*;
 use burn::tensor::Distribution;
 use ember::{
     Activation, AvgPool2D, BatchNorm, Block, Conv1D, Conv2D, Dense, Dropout, Embedding, Error,
-    Flatten, GlobalAvgPool2D, Init, LayerNorm, MaxPool2D, NdTensor, Sequential,
+    Export, Flatten, GlobalAvgPool2D, Init, LayerNorm, MaxPool2D, NdTensor, Sequential,
 };
 
 /// The largest difference allowed between ember's and ONNX Runtime's outputs.
@@ -61,7 +61,7 @@ fn write_f32(path: &Path, values: &[f32]) {
 
 /// Exports `net` for examples of shape `example`, runs the file in ONNX Runtime on inputs of
 /// batch 1 and 7 made by `input`, and returns the largest difference from ember's outputs.
-fn largest_difference<B: Block>(
+fn largest_difference<B: Export>(
     net: &B,
     example: &[usize],
     input: impl Fn(&[usize]) -> Vec<f32>,
@@ -244,8 +244,8 @@ fn built_with<B: Block>(net: B, example: &[usize], input: impl Fn(&[usize]) -> V
         .unwrap()
 }
 
-/// A user's block that does not describe itself: an error naming it and its place, and no
-/// file.
+/// A user's block that does not describe itself (it takes `Export`'s default `describe`): an
+/// error naming it and its place, and no file.
 #[derive(burn::module::Module, Debug)]
 struct Opaque {
     dense: Dense,
@@ -265,6 +265,8 @@ impl Block for Opaque {
         Ok((Self { dense }, y))
     }
 }
+
+impl Export for Opaque {}
 
 #[test]
 fn a_block_that_does_not_describe_itself_is_named_with_its_place_and_nothing_is_written() {

@@ -26,7 +26,7 @@ impl Input {
         };
         let refuse = |meta: std::fs::Metadata| DatasetError::NotAFile {
             path: path.to_path_buf(),
-            what: ember::output::describe(&meta.file_type()),
+            what: ember::io::describe(&meta.file_type()),
         };
         // Looked at before opening: opening a FIFO would wait for a writer.
         let meta = std::fs::metadata(path).map_err(io)?;

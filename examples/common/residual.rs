@@ -5,7 +5,7 @@
 use burn::prelude::*;
 use ember::onnx::{OnnxGraph, Value};
 use ember::{
-    Activation, BatchNorm, Block, Conv2D, Dense, GlobalAvgPool2D, Init, NdTensor, Result,
+    Activation, BatchNorm, Block, Conv2D, Dense, Export, GlobalAvgPool2D, Init, NdTensor, Result,
     Sequential,
 };
 
@@ -91,7 +91,10 @@ impl Block for Residual {
         let y = block.forward(x);
         Ok((block, y))
     }
+}
 
+// The ONNX export: an implementation beside the block, as ember's own layers have in `onnx/`.
+impl Export for Residual {
     /// For `export`: each child under its field's name, so that the ONNX file's parameters
     /// are named as the safetensors file's (`3.conv1.weight`), joined by ONNX's `Relu` and
     /// `Add`.

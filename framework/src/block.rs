@@ -40,7 +40,6 @@ use burn::tensor::Device;
 use crate::error::{Error, Result};
 use crate::init::{Init, Reinitializer};
 use crate::ndtensor::NdTensor;
-use crate::onnx::{OnnxGraph, Value};
 use crate::params::ParamDict;
 
 /// A piece of a network: a layer, a container or a user's own module.
@@ -106,7 +105,7 @@ pub trait Block: Module + ModuleDisplay + Sized {
     }
 
     /// Every parameter with its structural name (`0.weight`, `2.0.bias`, …) and its shape,
-    /// exactly as [`save_parameters`](crate::params::save_parameters) writes them: burn's
+    /// exactly as [`save_parameters`](crate::io::safetensors::save_parameters) writes them: burn's
     /// module snapshot seen through burn-store's PyTorch adapter, so a Dense weight is
     /// `(units, in_units)` and a BatchNorm's γ is `weight`. Layers whose input size is still
     /// deferred hold no parameter yet and are listed in [`ParamDict::deferred`].
@@ -119,46 +118,19 @@ pub trait Block: Module + ModuleDisplay + Sized {
         self.collect_params().to_string()
     }
 
-    /// Writes the block into an ONNX graph, for [`Block::export`]: adds its nodes and
-    /// parameters to `graph` and returns the value of its output for the input `x`. ember's
-    /// layers and `Sequential` describe themselves; a block of one's own describes each child
-    /// inside [`OnnxGraph::child`] (so that its parameters keep their names) and joins them
-    /// with ONNX operators ([`OnnxGraph::node`]). The default is an error naming the block.
+    /// Gluon's `save_parameters`: see [`crate::io::safetensors::save_parameters`].
     ///
     /// # Errors
-    /// [`Error::NotExportable`] for a block that does not describe itself; the error of a
-    /// child that cannot be described.
-    fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
-        let _ = (graph, x);
-        let name = std::any::type_name::<Self>();
-        let name = name.split('<').next().unwrap_or(name);
-        Err(Error::NotExportable {
-            block: name.rsplit("::").next().unwrap_or(name).to_string(),
-        })
-    }
-
-    /// Gluon's `export`: writes the network as an ONNX model for examples of shape `example`
-    /// (the batch axis left out: it stays dynamic). See [`crate::onnx`].
-    ///
-    /// # Errors
-    /// As [`crate::onnx::export`].
-    fn export(&self, path: impl AsRef<std::path::Path>, example: &[usize]) -> Result<()> {
-        crate::onnx::export(self, example, path)
-    }
-
-    /// Gluon's `save_parameters`: see [`crate::params::save_parameters`].
-    ///
-    /// # Errors
-    /// As [`crate::params::save_parameters`].
+    /// As [`crate::io::safetensors::save_parameters`].
     fn save_parameters(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
-        crate::params::save_parameters(self, path)
+        crate::io::safetensors::save_parameters(self, path)
     }
 
-    /// Gluon's `load_parameters`: see [`crate::params::load_parameters`].
+    /// Gluon's `load_parameters`: see [`crate::io::safetensors::load_parameters`].
     ///
     /// # Errors
-    /// As [`crate::params::load_parameters`].
+    /// As [`crate::io::safetensors::load_parameters`].
     fn load_parameters(self, path: impl AsRef<std::path::Path>, device: &Device) -> Result<Self> {
-        crate::params::load_parameters(self, path, device)
+        crate::io::safetensors::load_parameters(self, path, device)
     }
 }

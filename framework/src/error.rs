@@ -133,9 +133,40 @@ pub enum Error {
         /// Why it is refused, with the valid forms.
         reason: String,
     },
-    /// The backend (burn) failed while executing queued work, in its own words.
+    /// A foreign library failed, in its own words, with nothing more to carry (encoding a
+    /// protobuf message, installing a signal handler).
     #[error("backend execution failed: {0}")]
     Execution(String),
+    /// A tensor's values could not be read back from its device: the device failed while the
+    /// work was queued, or the values are not of the type asked for.
+    #[error("reading {what} back failed: {reason}")]
+    Readback {
+        /// What was read (a unit's fence, a parameter, a count).
+        what: String,
+        /// The backend's reason.
+        reason: String,
+    },
+    /// A device could not be opened or set up (a wgpu device on an adapter, the CUDA driver),
+    /// or failed under work.
+    #[error("device {device}: {reason}")]
+    Device {
+        /// The device, as named (`wgpu:0`, `cuda`), or which of several.
+        device: String,
+        /// The backend's or driver's reason.
+        reason: String,
+    },
+    /// A thread that ember starts could not be started.
+    #[error("starting {what}: {source}")]
+    Thread {
+        /// The thread's job (a replica, the backend worker).
+        what: String,
+        /// The operating system's error.
+        source: Arc<std::io::Error>,
+    },
+    /// The engine's backend worker has stopped (it panicked, or its device went away): no more
+    /// work can be queued.
+    #[error("the backend worker has stopped")]
+    BackendStopped,
     /// Work on a backend thread panicked (a bug, or a device that failed mid-step): the
     /// panic's message.
     #[error("{0} (a panic on a backend thread)")]
@@ -171,11 +202,11 @@ pub enum Error {
         /// What went wrong there.
         source: Box<Error>,
     },
-    /// A block asked to describe itself as ONNX that cannot (a user's block without
-    /// [`Block::describe`](crate::Block::describe)).
+    /// A block asked to describe itself as ONNX that cannot (a user's block that keeps
+    /// [`Export::describe`](crate::Export::describe)'s default).
     #[error(
         "{block} cannot be exported to ONNX: it does not describe itself (implement \
-         Block::describe for it, describing each child inside OnnxGraph::child)"
+         Export::describe for it, describing each child inside OnnxGraph::child)"
     )]
     NotExportable {
         /// The block's type.

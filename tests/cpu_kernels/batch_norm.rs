@@ -5,7 +5,7 @@
 use burn::module::{Flag, Module, ModuleMapper, Param};
 use burn::prelude::*;
 use burn::tensor::Gradients;
-use ember::cpu::{self, Kernels};
+use ember::kernels::{self, Kernels};
 use ember::{BatchNorm, Block, NdTensor};
 
 use super::both_paths::{close, compare, grad, host, on_onednn, ready, values};
@@ -83,7 +83,7 @@ fn batch_norm_matches_flex_in_training() {
         let x = NdTensor::from_host(&values(shape.iter().product(), 3), shape, &device).unwrap();
         let after = |kernels: Kernels| {
             let bn = spread(ready(BatchNorm::new().momentum(0.7), shape), true);
-            cpu::with_kernels(kernels, || bn.forward(x.clone()));
+            kernels::with_kernels(kernels, || bn.forward(x.clone()));
             running(&bn)
         };
         let fast = on_onednn(&what, || after(Kernels::OneDnn));
@@ -109,14 +109,14 @@ fn batch_norm_matches_flex_in_inference() {
         let x = NdTensor::from_host(&values(shape.iter().product(), 3), shape, &device).unwrap();
         let bn = spread(ready(BatchNorm::new().momentum(0.2), shape), true);
         // One training step moves the running statistics away from zeros and ones.
-        cpu::with_kernels(Kernels::Flex, || bn.forward(x));
+        kernels::with_kernels(Kernels::Flex, || bn.forward(x));
 
         // Outside autodiff: `valid()`, what `fit` evaluates.
         let valid = bn.valid();
         let plain = NdTensor::from_host(&values(shape.iter().product(), 9), shape, &Device::flex())
             .unwrap();
         let out = |kernels| {
-            let y = cpu::with_kernels(kernels, || valid.forward(plain.clone()));
+            let y = kernels::with_kernels(kernels, || valid.forward(plain.clone()));
             vec![("output".to_string(), host(y))]
         };
         close(

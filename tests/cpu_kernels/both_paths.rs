@@ -2,7 +2,7 @@
 
 use burn::prelude::*;
 use burn::tensor::Gradients;
-use ember::cpu::{self, Kernels};
+use ember::kernels::{self, Kernels};
 use ember::{Block, Init, NdTensor};
 
 /// Deterministic values in [-1, 1) (a 64-bit LCG), so each case is reproducible.
@@ -54,7 +54,7 @@ pub fn ready<B: Block>(block: B, shape: &[usize]) -> B {
     let device = Device::flex().autodiff();
     let block = block.initialize(Init::Xavier, &device);
     let x = NdTensor::zeros(shape, &device).unwrap();
-    cpu::with_kernels(Kernels::Flex, || block.infer_shape(x).unwrap())
+    kernels::with_kernels(Kernels::Flex, || block.infer_shape(x).unwrap())
 }
 
 /// Runs `block` on both paths and compares them.
@@ -86,15 +86,15 @@ pub fn compare_within<B: Block>(
     tolerance: f32,
 ) {
     let fast = on_onednn(what, || run(block, shape, params));
-    let reference = cpu::with_kernels(Kernels::Flex, || run(block, shape, params));
+    let reference = kernels::with_kernels(Kernels::Flex, || run(block, shape, params));
     close_within(what, &fast, &reference, tolerance);
 }
 
 /// `f` on the oneDNN path, checked to have run there: something ran, nothing fell back.
 pub fn on_onednn<T>(what: &str, f: impl FnOnce() -> T) -> T {
-    let (ran_before, _) = cpu::counts();
-    let out = cpu::with_kernels(Kernels::OneDnn, f);
-    let (ran_after, fell_back) = cpu::counts();
+    let (ran_before, _) = kernels::counts();
+    let out = kernels::with_kernels(Kernels::OneDnn, f);
+    let (ran_after, fell_back) = kernels::counts();
     assert!(
         fell_back.is_empty(),
         "{what}: oneDNN fell back: {fell_back:?}"
@@ -102,7 +102,7 @@ pub fn on_onednn<T>(what: &str, f: impl FnOnce() -> T) -> T {
     assert!(
         ran_after > ran_before,
         "{what}: oneDNN ran nothing ({})",
-        cpu::status().detail
+        kernels::status().detail
     );
     out
 }

@@ -1,7 +1,7 @@
 //! Checkpoints: everything a run needs to go on as if it had never stopped.
 //!
 //! A checkpoint is a directory `step-NNNNNNNNNN` (the number of training steps taken) inside
-//! the run's checkpoint directory, written atomically through [`ember::output`]: it appears
+//! the run's checkpoint directory, written atomically through [`ember::io`]: it appears
 //! complete or not at all, so a run killed at any moment, SIGKILL included, leaves the last
 //! complete checkpoint to resume from. It holds:
 //!
@@ -81,9 +81,9 @@ impl Checkpointing {
                 reason: "checkpoints come after at least one step".to_string(),
             });
         }
-        ember::output::check_dir(&self.dir)?;
+        ember::io::check_dir(&self.dir)?;
         self.lock()?;
-        ember::output::remove_stale_in(&self.dir);
+        ember::io::remove_stale_in(&self.dir);
         Ok(())
     }
 
@@ -98,7 +98,7 @@ impl Checkpointing {
             .and_then(|text| text.trim().parse::<u32>().ok());
         if let Some(pid) = holder
             && pid != me
-            && ember::output::running(pid)
+            && ember::io::running(pid)
         {
             return Err(Error::InvalidValue {
                 name: "checkpoint directory",
@@ -109,7 +109,7 @@ impl Checkpointing {
                 ),
             });
         }
-        ember::output::write_atomic_bytes(&lock, me.to_string().as_bytes())
+        ember::io::write_atomic_bytes(&lock, me.to_string().as_bytes())
     }
 }
 
@@ -278,7 +278,7 @@ pub(crate) fn write<B: Block>(
         // The same step again (a stop right after a periodic checkpoint): already written.
         return Ok(dir);
     }
-    ember::output::write_atomic_dir(&dir, |tmp| {
+    ember::io::write_atomic_dir(&dir, |tmp| {
         let model = tmp.join(MODEL);
         // The inference copy folds pending running-statistic updates in; ids stay the same.
         let mut store = BurnpackStore::from_file(&model).auto_extension(false);
@@ -298,7 +298,7 @@ pub(crate) fn write<B: Block>(
         }
         let state = serde_json::to_string_pretty(&position)
             .map_err(|e| Error::io(tmp.join(STATE), std::io::Error::other(e)))?;
-        ember::output::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
+        ember::io::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
     })?;
     let steps = steps_in(&settings.dir)?;
     for old in steps

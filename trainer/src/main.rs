@@ -11,6 +11,6 @@ fn main() -> std::process::ExitCode {
         unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) };
     }
     // glibc's settings reach only threads that have not allocated yet: set them before any.
-    ember::cpu::keep_freed_memory();
+    ember::kernels::keep_freed_memory();
     cli::run()
 }

@@ -4,7 +4,7 @@
 //!
 //! [`install`] starts a thread that receives the signals (signal-hook). While a run is in
 //! progress, the first signal only asks it to stop; a second one, or a signal outside a run,
-//! removes the temporary files of the writes in flight ([`ember::output::remove_temporaries`])
+//! removes the temporary files of the writes in flight ([`ember::io::remove_temporaries`])
 //! and exits at once with 128 + the signal's number. Without `install`, signals keep their
 //! default action and `fit` never sees a request.
 
@@ -66,7 +66,7 @@ pub fn install() -> ember::Result<()> {
                                 Signal(signal)
                             );
                         } else {
-                            ember::output::remove_temporaries();
+                            ember::io::remove_temporaries();
                             std::process::exit(i32::from(Signal(signal).exit_code()));
                         }
                     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use ember::output::write_atomic_bytes;
+use ember::io::write_atomic_bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::PolicyKind;

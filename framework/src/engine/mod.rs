@@ -138,9 +138,7 @@ impl<S: Send + 'static> Engine<S> {
             None => Some(job),
         };
         if let Some(job) = unsent {
-            (job.fail)(Error::Execution(
-                "the backend worker has stopped".to_string(),
-            ));
+            (job.fail)(Error::BackendStopped);
         }
         *self.last.borrow_mut() = Some(completion.clone());
         Handle { index, completion }

@@ -37,26 +37,28 @@ impl Watch {
     /// Starts reading back the mean of each fence. The first poll queues each read right
     /// behind the unit's kernels on the fence's device, not behind later units'.
     pub(super) fn start(fences: Vec<Tensor<1>>, deliver: Deliver) -> Self {
-        let parts = fences
-            .into_iter()
-            .map(|fence| {
-                let mut readback: Readback = Box::pin(async move {
-                    fence
-                        .detach()
-                        .mean()
-                        .into_data_async()
-                        .await
-                        .map_err(|e| Error::Execution(e.to_string()))
-                });
-                match readback
-                    .as_mut()
-                    .poll(&mut Context::from_waker(Waker::noop()))
-                {
-                    Poll::Ready(data) => Part::Done(data, Instant::now()),
-                    Poll::Pending => Part::Pending(readback),
-                }
-            })
-            .collect();
+        let parts =
+            fences
+                .into_iter()
+                .map(|fence| {
+                    let mut readback: Readback =
+                        Box::pin(async move {
+                            fence.detach().mean().into_data_async().await.map_err(|e| {
+                                Error::Readback {
+                                    what: "a unit's fence".to_string(),
+                                    reason: e.to_string(),
+                                }
+                            })
+                        });
+                    match readback
+                        .as_mut()
+                        .poll(&mut Context::from_waker(Waker::noop()))
+                    {
+                        Poll::Ready(data) => Part::Done(data, Instant::now()),
+                        Poll::Pending => Part::Pending(readback),
+                    }
+                })
+                .collect();
         Self { parts, deliver }
     }
 }
@@ -96,10 +98,16 @@ pub(super) fn completion_watcher(items: Receiver<Watch>, sampler: Sender<Arc<dyn
 /// The one value of a read-back mean.
 fn first_value(data: TensorData) -> Result<f32> {
     data.try_to_vec::<f32>()
-        .map_err(|e| Error::Execution(format!("reading a unit's fence back: {e:?}")))?
+        .map_err(|e| Error::Readback {
+            what: "a unit's fence".to_string(),
+            reason: format!("{e:?}"),
+        })?
         .first()
         .copied()
-        .ok_or_else(|| Error::Execution("reading a unit's fence back: no value".to_string()))
+        .ok_or_else(|| Error::Readback {
+            what: "a unit's fence".to_string(),
+            reason: "no value".to_string(),
+        })
 }
 
 /// Samples the device pool for completed units. Requests that queue up while a sample is

@@ -172,7 +172,10 @@ impl OnnxGraph {
             .into_data()
             .convert::<f32>()
             .try_to_vec::<f32>()
-            .map_err(|e| Error::Execution(format!("reading {} back: {e:?}", self.scoped(name))))?;
+            .map_err(|e| Error::Readback {
+                what: self.scoped(name),
+                reason: format!("{e:?}"),
+            })?;
         Ok(self.initializer(self.scoped(name), &dims, &values))
     }
 

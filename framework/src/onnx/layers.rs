@@ -9,8 +9,10 @@ use burn::nn::{
 };
 use burn::tensor::Tensor;
 
+use super::export::Export;
 use super::graph::{Attribute, OnnxGraph, Value};
 use crate::error::{Error, Result};
+use crate::layers::sequential::{Layer, NoBlock, Sequential, each};
 use crate::{
     Activation, AvgPool2D, BatchNorm, Conv1D, Conv2D, Dense, Dropout, Embedding, Flatten,
     GlobalAvgPool2D, LayerNorm, MaxPool2D,
@@ -211,19 +213,59 @@ impl Activation {
     }
 }
 
-/// `Block::describe` for a built-in layer: its `onnx` method below.
-macro_rules! describe_builtin {
-    () => {
-        fn describe(
-            &self,
-            graph: &mut crate::onnx::OnnxGraph,
-            x: crate::onnx::Value,
-        ) -> crate::error::Result<crate::onnx::Value> {
-            self.onnx(graph, x)
-        }
+/// [`Export`] for the built-in layers: each one's `onnx` method below.
+macro_rules! export_builtin {
+    ($($layer:ty),* $(,)?) => {
+        $(
+            impl Export for $layer {
+                fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
+                    self.onnx(graph, x)
+                }
+            }
+        )*
     };
 }
-pub(crate) use describe_builtin;
+
+export_builtin!(
+    Dense,
+    Conv1D,
+    Conv2D,
+    MaxPool2D,
+    AvgPool2D,
+    GlobalAvgPool2D,
+    BatchNorm,
+    LayerNorm,
+    Dropout,
+    Flatten,
+    Embedding,
+);
+
+impl Export for Activation {
+    fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
+        Ok(self.onnx(graph, &x))
+    }
+}
+
+impl Export for NoBlock {}
+
+impl<U: Export> Export for Sequential<U> {
+    /// Describes each child in turn under its index, as its parameters are named.
+    fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
+        let mut x = x;
+        for (index, layer) in self.layers().iter().enumerate() {
+            x = graph
+                .child(&index.to_string(), |graph| layer.describe(graph, x))
+                .map_err(|err| err.at_child(index))?;
+        }
+        Ok(x)
+    }
+}
+
+impl<U: Export> Export for Layer<U> {
+    fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
+        each!(self, inner => inner.describe(graph, x))
+    }
+}
 
 fn activate(g: &mut OnnxGraph, activation: Option<Activation>, y: Value) -> Value {
     match activation {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use ember::device::wgpu_adapter;
+use ember::device::wgpu::adapter as wgpu_adapter;
 use ember::{DeviceName, L2Loss};
 use ember_trainer::summary::median;
 use serde::{Deserialize, Serialize};
@@ -190,9 +190,9 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
     let machine = format!(
         "Machine: {} CPU cores. CPU device: {}. GPU device: {}. Training device: {} ({}).",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
-        Setup::label(&cpu),
-        Setup::label(&gpu),
-        Setup::label(&train),
+        cpu.label(),
+        gpu.label(),
+        train.label(),
         train_reason
     );
     say!("{machine}");

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 use ember::DeviceName;
-use ember::output::write_atomic_bytes;
+use ember::io::write_atomic_bytes;
 use ember_trainer::plot::{MemoryFigure, SweepFigure, TimeFigure, TimelineFigure, render};
 use ember_trainer::summary::{PolicyRun, PolicySummary, summarize};
 use ember_trainer::trace::{BatchRecord, Trace, csv};
@@ -57,11 +57,11 @@ fn sweep_policies(sweep: &List<Size>) -> Vec<PolicyKind> {
 }
 
 /// Creates `out` if needed, and checks that it is a writable directory and that each of
-/// `files` in it can take an output (see [`ember::output::check`]).
+/// `files` in it can take an output (see [`ember::io::check`]).
 pub(super) fn prepare_out(out: &Path, files: &[&str]) -> anyhow::Result<()> {
-    ember::output::check_dir(out).with_context(|| format!("invalid --out {}", out.display()))?;
+    ember::io::check_dir(out).with_context(|| format!("invalid --out {}", out.display()))?;
     for file in files {
-        ember::output::check(&out.join(file))
+        ember::io::check(&out.join(file))
             .with_context(|| format!("invalid --out {}", out.display()))?;
     }
     Ok(())

@@ -11,7 +11,7 @@ pub fn run() -> anyhow::Result<()> {
             Err(err) => say!("{name:<8} unusable  {}", explain(&err)),
         }
     }
-    match ember::cuda::cards() {
+    match ember::device::cuda::cards() {
         Ok(cards) if cards.is_empty() => {
             say!("cuda     unusable  the NVIDIA driver is there, but it reports no CUDA card")
         }
@@ -24,7 +24,7 @@ pub fn run() -> anyhow::Result<()> {
     }
     let auto = DeviceName::Auto.resolve()?;
     say!("auto     -> {}    {}", auto.name, auto.reason);
-    let cpu = ember::cpu::status();
+    let cpu = ember::kernels::status();
     say!("cpu      {:<8}  {}", cpu.kernels.to_string(), cpu.detail);
     Ok(())
 }

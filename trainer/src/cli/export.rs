@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use ember::{Block, NdTensor, output};
+use ember::io;
+use ember::{Block, Export, NdTensor};
 
 use super::model::ModelSpec;
 use super::task::Task;
@@ -30,9 +31,9 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
-    let out = output::check(&args.out)
-        .with_context(|| format!("invalid --out {}", args.out.display()))?;
-    if output::place(&out) == output::place(&args.load) {
+    let out =
+        io::check(&args.out).with_context(|| format!("invalid --out {}", args.out.display()))?;
+    if io::place(&out) == io::place(&args.load) {
         bail!(
             "invalid --out {}: it is the --load file, which the ONNX model would replace; \
              write it to another path",

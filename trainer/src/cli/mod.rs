@@ -70,7 +70,7 @@ struct Cli {
     /// The kernels of ember's layers on the CPU (flex devices): `onednn` (the default, where
     /// the library is installed) or `flex` (burn-flex's own). Overrides EMBER_CPU_KERNELS.
     #[arg(long, global = true, value_name = "onednn|flex")]
-    cpu_kernels: Option<ember::cpu::Kernels>,
+    cpu_kernels: Option<ember::kernels::Kernels>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,9 +97,9 @@ enum Command {
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
     match cli.cpu_kernels {
-        Some(kernels) => ember::cpu::set_kernels(kernels),
+        Some(kernels) => ember::kernels::set_kernels(kernels),
         None => {
-            if let Err(err) = ember::cpu::chosen() {
+            if let Err(err) = ember::kernels::chosen() {
                 eprintln!("error: {err}");
                 return ExitCode::FAILURE;
             }

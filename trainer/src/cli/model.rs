@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ember::{Activation, AvgPool2D, Block, Conv2D, Dense, Init, Layer, MaxPool2D, Sequential};
+use ember::{Block, Init, Sequential, models};
 
 use super::list;
 
@@ -47,23 +47,10 @@ impl ModelSpec {
     /// The network with `outputs` outputs, initialized with `init` on `device`; input sizes
     /// are deferred until the first batch.
     pub fn build(&self, outputs: usize, init: Init, device: &burn::tensor::Device) -> Sequential {
-        let net: Sequential = match self {
-            ModelSpec::Mlp(hidden) => hidden
-                .iter()
-                .fold(Sequential::new(), |net, &units| {
-                    net.add(Dense::new(units).activation(Activation::Relu))
-                })
-                .add(Dense::new(outputs)),
-            ModelSpec::LeNet => lenet(
-                Activation::Sigmoid,
-                |size| AvgPool2D::new(size).into(),
-                outputs,
-            ),
-            ModelSpec::LeNetRelu => lenet(
-                Activation::Relu,
-                |size| MaxPool2D::new(size).into(),
-                outputs,
-            ),
+        let net = match self {
+            ModelSpec::Mlp(hidden) => models::mlp(hidden, outputs),
+            ModelSpec::LeNet => models::lenet(outputs),
+            ModelSpec::LeNetRelu => models::lenet_relu(outputs),
         };
         net.initialize(init, device)
     }
@@ -118,18 +105,6 @@ impl ModelSpec {
             activations: widths.saturating_mul(batch as u128),
         }
     }
-}
-
-/// d2l's LeNet with the given activation and 2×2, stride-2 pooling.
-fn lenet(activation: Activation, pool: impl Fn(usize) -> Layer, outputs: usize) -> Sequential {
-    Sequential::new()
-        .add(Conv2D::new(6, 5).padding(2).activation(activation))
-        .add(pool(2))
-        .add(Conv2D::new(16, 5).activation(activation))
-        .add(pool(2))
-        .add(Dense::new(120).activation(activation))
-        .add(Dense::new(84).activation(activation))
-        .add(Dense::new(outputs))
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use ember::{Block, Sequential, output};
+use ember::io;
+use ember::{Block, Sequential};
 use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
 use ember_trainer::fit::FitRun;
 use ember_trainer::trace::Trace;
@@ -31,11 +32,11 @@ impl OutputPaths {
         resume: Option<PathBuf>,
     ) -> anyhow::Result<Self> {
         if let Some(path) = &save {
-            output::check(path).with_context(|| format!("invalid --save {}", path.display()))?;
+            io::check(path).with_context(|| format!("invalid --save {}", path.display()))?;
         }
         if let Some(path) = &metrics {
             for file in Trace::paths(path) {
-                output::check(&file)
+                io::check(&file)
                     .with_context(|| format!("invalid --metrics {}", path.display()))?;
             }
         }
@@ -126,7 +127,7 @@ fn distinct(
     }
     for (i, (first, a)) in outputs.iter().enumerate() {
         for (second, b) in &outputs[i + 1..] {
-            if output::place(a) == output::place(b) {
+            if io::place(a) == io::place(b) {
                 bail!(
                     "{first} and {second} are the same file: the one written last would replace \
                      the other; give each output a path of its own"

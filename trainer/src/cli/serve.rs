@@ -42,7 +42,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
 
 #[cfg(not(feature = "remote"))]
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let missing = ember::device_list::remote_missing(&args.device.to_string());
+    let missing = ember::device::remote_missing(&args.device.to_string());
     anyhow::bail!(
         "cannot serve on {}: {}",
         args.listen,

@@ -151,7 +151,7 @@ where
         }
     }
 
-    /// Data parallelism over `replicas` (see [`ember::data_parallel`]): each step splits its
+    /// Data parallelism over `replicas` (see [`ember::parallel`]): each step splits its
     /// batch across the devices, and the policy bounds the steps in flight across all of them.
     /// They replace the device given to [`Fit::new`]; the network must live on the first
     /// one, the main device. Every batch needs at least one example per device.
@@ -267,7 +267,7 @@ where
     pub fn run(self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
         // Before the first batch starts rayon's or a loader's threads: glibc's settings reach
         // only threads that have not allocated yet.
-        ember::cpu::keep_freed_memory();
+        ember::kernels::keep_freed_memory();
         let device = self.replicas.main().clone();
         if let Some(checkpointing) = &self.checkpointing {
             checkpointing.prepare()?;

@@ -95,8 +95,14 @@ pub(crate) fn read_count(count: Tensor<1, Int>) -> Result<i64> {
         .into_data()
         .convert::<i64>()
         .try_to_vec::<i64>()
-        .map_err(|e| Error::Execution(format!("reading a count back: {e:?}")))?
+        .map_err(|e| Error::Readback {
+            what: "a count".to_string(),
+            reason: format!("{e:?}"),
+        })?
         .first()
         .copied()
-        .ok_or_else(|| Error::Execution("reading a count back: no value".to_string()))
+        .ok_or_else(|| Error::Readback {
+            what: "a count".to_string(),
+            reason: "no value".to_string(),
+        })
 }

@@ -14,7 +14,7 @@ mod timeline;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-use ember::output::write_atomic;
+use ember::io::write_atomic;
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -70,7 +70,7 @@ impl<E: std::error::Error + Send + Sync> From<DrawingAreaErrorKind<E>> for DrawE
 }
 
 /// Draws `figure` to `dir/name.png` and `dir/name.svg`, each written atomically through
-/// [`ember::output`]. Returns the two paths.
+/// [`ember::io`]. Returns the two paths.
 ///
 /// # Errors
 /// [`ember::Error::Output`] for a path that cannot take a file, or one on which drawing

@@ -85,8 +85,8 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         experiment: &EXPERIMENT,
         context: format!(
             "CPU {}, GPU {}; 10 x {n}x{n} matmul, median of {}",
-            super::Setup::label(&s.cpu),
-            super::Setup::label(&s.gpu),
+            s.cpu.label(),
+            s.gpu.label(),
             s.repeat
         ),
         timings: vec![cpu_time, issue, finished],

@@ -67,8 +67,8 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         experiment: &EXPERIMENT,
         context: format!(
             "CPU {}, GPU {}; {reps} products of {n}x{n}, median of {}",
-            Setup::label(&s.cpu),
-            Setup::label(&s.gpu),
+            s.cpu.label(),
+            s.gpu.label(),
             s.repeat
         ),
         timings: vec![on_cpu, on_gpu, both, copy, run_and_copy],
@@ -129,7 +129,7 @@ fn why(s: &Setup, held: bool, parallel: f64) -> String {
         format!(
             "{} computes on the same {} CPU cores as {}, so running both at once only splits \
              those cores between them",
-            Setup::label(&s.gpu),
+            s.gpu.label(),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
             s.cpu.name
         )

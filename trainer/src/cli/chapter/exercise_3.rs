@@ -139,8 +139,8 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         context: format!(
             "CPU {}, GPU {}; {} batches of {} x {}, hidden {:?}, one epoch per device and \
              scenario, median of {}",
-            Setup::label(&s.cpu),
-            Setup::label(&s.gpu),
+            s.cpu.label(),
+            s.gpu.label(),
             sizes.batches,
             sizes.batch,
             sizes.features,
@@ -179,7 +179,7 @@ fn why(s: &Setup, held: bool) -> String {
             "both 'devices' compute on the same {} CPU cores here ({} is a software \
              rasterizer or a CPU backend), so what one device stops doing, the other gets",
             std::thread::available_parallelism().map_or(0, |n| n.get()),
-            Setup::label(&s.gpu)
+            s.gpu.label()
         )
     } else {
         "the two frontends share the host: a barrier changes how the host's time is split".into()

@@ -124,10 +124,12 @@ fn measure(s: &Setup, n: usize, k: usize) -> anyhow::Result<[Vec<f64>; 5]> {
 fn why(s: &Setup, held: bool, ratio: f64, direct: f64) -> String {
     let burn_read = if direct < 0.5 {
         "a read issued after all of them returned early as well".to_string()
-    } else if s.gpu.name == ember::DeviceName::Wgpu {
-        "a burn read issued after all of them waited for all of them (wgpu runs its queue \
-         in issue order, and the read is queued last)"
-            .to_string()
+    } else if s.gpu.capabilities().asynchronous {
+        format!(
+            "a burn read issued after all of them waited for all of them ({} runs its queue \
+             in issue order, and the read is queued last)",
+            s.gpu.name
+        )
     } else {
         format!(
             "a burn read issued after all of them found them done ({} computes each product as \

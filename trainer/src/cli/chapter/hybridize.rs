@@ -186,7 +186,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         seconds: on.seconds,
     };
     let ratio = without.median() / with.median();
-    let fuses = s.gpu.name == DeviceName::Wgpu;
+    let fuses = s.gpu.capabilities().fusion;
     let held = fuses && ratio > 1.05 && fusion_diff <= 1e-5 && export_diff == 0.0;
     let why = if fusion_diff > 1e-5 || export_diff != 0.0 {
         format!("the outputs differ: fusion on/off by {fusion_diff:e}, export by {export_diff:e}")
@@ -210,7 +210,7 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         context: format!(
             "{}; MLP 512-256-128-2, {passes} forward passes of a (1, 512) input, each mode in \
              its own process, median of {}",
-            Setup::label(&s.gpu),
+            s.gpu.label(),
             s.repeat
         ),
         timings: vec![without, with],

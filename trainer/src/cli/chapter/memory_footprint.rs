@@ -91,7 +91,7 @@ pub(super) fn context(s: &Setup) -> String {
     };
     format!(
         "{} ({}); {sizes}; each run a fresh `ember train`, median of {}",
-        Setup::label(&s.train),
+        s.train.label(),
         s.train_reason,
         s.repeat
     )

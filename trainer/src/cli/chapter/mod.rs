@@ -55,23 +55,9 @@ impl Setup {
         if self.quick { quick } else { full }
     }
 
-    /// "wgpu (llvmpipe …)" or "flex": a device as the lines name it.
-    pub fn label(device: &PickedDevice) -> String {
-        match ember::device::wgpu_adapter_info() {
-            Some((adapter, _)) if device.name == ember::DeviceName::Wgpu => {
-                format!("wgpu on {adapter}")
-            }
-            _ => device.name.to_string(),
-        }
-    }
-
     /// An experiment's context on the book's GPU: `wgpu on llvmpipe …, WHAT, median of 3`.
     pub fn on_gpu(&self, what: &str) -> String {
-        format!(
-            "{}, {what}, median of {}",
-            Self::label(&self.gpu),
-            self.repeat
-        )
+        format!("{}, {what}, median of {}", self.gpu.label(), self.repeat)
     }
 
     /// The training runs of `spec`, made now if not made before in this invocation.
@@ -255,11 +241,11 @@ pub fn to_host(t: Tensor<2>) -> anyhow::Result<Vec<f32>> {
 
 /// Why asynchrony cannot show on `device`, or `None` when it can.
 pub fn no_overlap_reason(device: &PickedDevice) -> Option<String> {
-    match device.name {
-        ember::DeviceName::Wgpu => None,
-        name => Some(format!(
-            "{name} executes each operation on the calling thread: there is no backend queue, \
-             so issuing is computing"
-        )),
-    }
+    (!device.capabilities().asynchronous).then(|| {
+        format!(
+            "{} executes each operation on the calling thread: there is no backend queue, so \
+             issuing is computing",
+            device.name
+        )
+    })
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use ember::output::write_atomic_bytes;
+use ember::io::write_atomic_bytes;
 use ember_trainer::plot::{BarsFigure, TimelineFigure, render};
 use ember_trainer::trace::Trace;
 

@@ -1,0 +1,232 @@
+//! burn's CUDA backend, where this build has it (the `cuda` cargo feature): which NVIDIA cards
+//! the machine has, and opening one as `cuda` or `cuda:N`.
+//!
+//! Without the feature every question is [`Error::NotBuilt`]. With it, a machine without the
+//! NVIDIA driver answers [`Error::NoCudaDriver`], naming the library cudarc looked for; burn
+//! loads the driver at run time, so the same binary runs on machines with and without a card.
+//!
+//! ```
+//! // On a build without the feature, or a machine without the driver, it says which.
+//! match ember::cuda::cards() {
+//!     Ok(cards) => println!("{} CUDA card(s)", cards.len()),
+//!     Err(e) => println!("no CUDA: {e}"),
+//! }
+//! ```
+
+#[cfg(feature = "cuda")]
+use super::name::DeviceName;
+use super::name::PickedDevice;
+use crate::error::{Error, Result};
+
+/// Whether this build has burn's CUDA backend.
+pub const BUILT: bool = cfg!(feature = "cuda");
+
+/// One NVIDIA card, as the CUDA driver reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CudaCard {
+    /// Its CUDA ordinal: `cuda:N`.
+    pub index: usize,
+    /// Its name (`NVIDIA H100 80GB HBM3`).
+    pub name: String,
+    /// Its memory, in bytes.
+    pub memory: u64,
+}
+
+impl std::fmt::Display for CudaCard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "cuda:{} {} ({:.1} GiB)",
+            self.index,
+            self.name,
+            self.memory as f64 / (1u64 << 30) as f64
+        )
+    }
+}
+
+/// `cuda` (or `cuda:7`) on a build without burn's CUDA backend.
+pub fn not_built(device: &str) -> Error {
+    Error::NotBuilt {
+        device: device.to_string(),
+        backend: "CUDA",
+        why: "it was compiled without the `cuda` feature, whose build links a static LLVM \
+              (burn 0.22's cubecl-llvm)",
+    }
+}
+
+/// The machine's CUDA cards, in ordinal order (none on a machine with the driver but no card).
+///
+/// # Errors
+/// [`Error::NotBuilt`] on a build without the `cuda` feature; [`Error::NoCudaDriver`] when the
+/// NVIDIA driver's library cannot be loaded; [`Error::Execution`] with the driver's words when
+/// it fails to answer.
+pub fn cards() -> Result<Vec<CudaCard>> {
+    #[cfg(feature = "cuda")]
+    return driver::cards();
+    #[cfg(not(feature = "cuda"))]
+    Err(not_built("cuda"))
+}
+
+/// Opens `cuda:index` (`as_given` is how the user named it), checked against the cards there
+/// are.
+///
+/// # Errors
+/// As [`cards`], and [`Error::InvalidValue`] naming `as_given` when there is no such card.
+pub fn open(index: usize, as_given: &str) -> Result<PickedDevice> {
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = index;
+        Err(not_built(as_given))
+    }
+    #[cfg(feature = "cuda")]
+    {
+        let cards = driver::cards()?;
+        let Some(card) = cards.get(index) else {
+            return Err(Error::InvalidValue {
+                name: "device",
+                value: as_given.to_string(),
+                reason: match cards.len() {
+                    0 => "the NVIDIA driver is there, but it reports no CUDA card".to_string(),
+                    n => format!(
+                        "this machine has {n} CUDA card(s), cuda:0 to cuda:{}",
+                        n - 1
+                    ),
+                },
+            });
+        };
+        Ok(picked(card, format!("cuda on {card}")))
+    }
+}
+
+/// `auto`'s pick: the first CUDA card, where the build has the backend and the machine a card.
+pub(crate) fn auto() -> Option<PickedDevice> {
+    #[cfg(feature = "cuda")]
+    {
+        let cards = driver::cards().ok()?;
+        let card = cards.first()?;
+        Some(picked(
+            card,
+            format!(
+                "auto: picked cuda, NVIDIA card {card} found (burn's CUDA backend, faster \
+                 there than wgpu)"
+            ),
+        ))
+    }
+    #[cfg(not(feature = "cuda"))]
+    None
+}
+
+#[cfg(feature = "cuda")]
+fn picked(card: &CudaCard, reason: String) -> PickedDevice {
+    PickedDevice {
+        name: DeviceName::Cuda,
+        device: burn::tensor::Device::cuda(card.index),
+        reason,
+    }
+}
+
+/// The CUDA ordinal of each of `devices` (autodiff or not), `None` for a device that is not a
+/// CUDA card (and always on a build without the feature). Asks the driver once.
+pub fn ordinals(devices: &[burn::tensor::Device]) -> Vec<Option<usize>> {
+    #[cfg(feature = "cuda")]
+    {
+        let count = driver::count().unwrap_or(0);
+        devices
+            .iter()
+            .map(|device| {
+                let device = device.clone().inner();
+                (0..count).find(|&index| burn::tensor::Device::cuda(index) == device)
+            })
+            .collect()
+    }
+    #[cfg(not(feature = "cuda"))]
+    vec![None; devices.len()]
+}
+
+/// Whether NCCL's library, which burn's CUDA backend loads at run time for its collectives,
+/// loads here; if not, why, naming the libraries looked for.
+pub fn nccl() -> std::result::Result<(), String> {
+    #[cfg(feature = "cuda")]
+    {
+        // SAFETY: this only tries to dlopen each of the library's names.
+        if unsafe { cudarc::nccl::sys::is_culib_present() } {
+            return Ok(());
+        }
+        Err(format!(
+            "no NCCL: none of {} could be loaded; install NCCL (the nvidia-nccl wheel or \
+             libnccl2) to all-reduce on the cards",
+            cudarc::get_lib_name_candidates("nccl").join(", ")
+        ))
+    }
+    #[cfg(not(feature = "cuda"))]
+    Err(not_built("cuda").to_string())
+}
+
+#[cfg(feature = "cuda")]
+mod driver {
+    use cudarc::driver::CudaContext;
+
+    use super::CudaCard;
+    use crate::error::{Error, Result};
+
+    fn driver(e: cudarc::driver::DriverError) -> Error {
+        Error::Device {
+            device: "cuda".to_string(),
+            reason: format!("CUDA driver: {e}"),
+        }
+    }
+
+    /// How many cards the driver reports, without opening them.
+    pub(super) fn count() -> Result<usize> {
+        // cudarc loads libcuda on first use and panics when it is missing: ask first.
+        // SAFETY: this only tries to dlopen each of the library's names.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err(Error::NoCudaDriver {
+                looked_for: cudarc::get_lib_name_candidates("cuda"),
+            });
+        }
+        Ok(CudaContext::device_count().map_err(driver)?.max(0) as usize)
+    }
+
+    pub(super) fn cards() -> Result<Vec<CudaCard>> {
+        (0..count()?)
+            .map(|index| {
+                let context = CudaContext::new(index).map_err(driver)?;
+                Ok(CudaCard {
+                    index,
+                    name: context.name().map_err(driver)?,
+                    memory: context.total_mem().map_err(driver)? as u64,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuda_says_whether_it_is_built_and_whether_a_driver_answers() {
+        match (cards(), BUILT) {
+            (Err(Error::NotBuilt { backend, .. }), false) => {
+                assert_eq!(backend, "CUDA");
+                let err = open(7, "cuda:7").unwrap_err();
+                assert!(err.to_string().starts_with("cuda:7: "), "{err}");
+            }
+            (Err(Error::NoCudaDriver { looked_for }), true) => {
+                assert!(
+                    looked_for.iter().any(|l| l.contains("libcuda")),
+                    "{looked_for:?}"
+                );
+            }
+            (Ok(cards), true) => {
+                let beyond = format!("cuda:{}", cards.len());
+                let err = open(cards.len(), &beyond).unwrap_err().to_string();
+                assert!(err.contains(&beyond), "{err}");
+            }
+            (Err(other), built) => panic!("unexpected with the feature built {built}: {other}"),
+            (Ok(cards), false) => panic!("{} card(s) without the feature", cards.len()),
+        }
+    }
+}

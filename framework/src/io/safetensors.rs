@@ -1,0 +1,254 @@
+//! `save_parameters` / `load_parameters`: safetensors files with Gluon's and PyTorch's names
+//! (`0.weight`, `2.0.bias`) and layouts (Dense weights as `(units, in_units)`), through
+//! burn-store.
+//!
+//! A file saved from an MXNet Gluon or PyTorch `Sequential` of the same shape loads unchanged:
+//! convolution weights are `(out, in/groups, kh, kw)`, normalization layers hold `weight`,
+//! `bias`, `running_mean` and `running_var`; PyTorch's `num_batches_tracked` counters, which
+//! nothing in ember reads, are passed over. The names and shapes are those of
+//! [`Block::collect_params`], the one source of both. Loading checks every name and shape
+//! first; the error lists all that is missing, extra or mis-shaped. Half, bfloat16 and
+//! double tensors are cast to f32 on load. Files are written through [`crate::io::atomic`]: to a
+//! temporary name beside the target, then renamed, so a failed save never leaves a
+//! half-written file behind, and a device or FIFO at the path is refused, never replaced.
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::{Activation, Block, Dense, Init, Sequential};
+//! use ember::io::safetensors::{load_parameters, save_parameters};
+//!
+//! let device = Device::flex();
+//! let build = || -> Sequential {
+//!     Sequential::new()
+//!         .add(Dense::new(8).activation(Activation::Relu))
+//!         .add(Dense::new(1))
+//!         .initialize(Init::default(), &device)
+//! };
+//! let net = build().infer_shape(Tensor::<2>::zeros([1, 4], &device)).unwrap();
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("net.safetensors");
+//! save_parameters(&net, &path).unwrap();
+//!
+//! // A deferred net is resolved first (its shapes follow from the input), then loaded.
+//! assert!(load_parameters(build(), &path, &device).is_err());
+//! let fresh = build().infer_shape(Tensor::<2>::zeros([1, 4], &device)).unwrap();
+//! let fresh = load_parameters(fresh, &path, &device).unwrap();
+//! assert_eq!(fresh.collect_params(), net.collect_params());
+//! ```
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use burn::module::Module;
+use burn::store::{
+    BurnToPyTorchAdapter, FloatCastAdapter, ModuleAdapter, ModuleSnapshot, ModuleStore,
+    PyTorchToBurnAdapter, SafetensorsStore,
+};
+use burn::tensor::{DType, Device};
+
+use super::{atomic, output};
+use crate::error::{Error, Result};
+use crate::params::{ParamDict, collect_params};
+
+/// Writes every parameter of `net` to a safetensors file at `path`, atomically (see
+/// [`crate::io::atomic`]: `path` must be a regular file or new, and keeps its old content if the
+/// save fails).
+///
+/// # Errors
+/// [`Error::DeferredInitialization`] naming the layers still deferred; [`Error::Output`] for a
+/// path that cannot take the file; [`Error::ParameterFile`] when writing fails.
+pub fn save_parameters<M: Module>(net: &M, path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    refuse_deferred(&collect_params(net))?;
+    atomic::write_atomic(path, |tmp| {
+        // One metadata entry, PyTorch's own: safetensors writes the metadata from a hash map,
+        // whose order changes from process to process, so with two entries the same
+        // parameters gave different bytes.
+        let mut store = SafetensorsStore::from_file(tmp)
+            .overwrite(true)
+            .skip_enum_variants(true)
+            .with_to_adapter(BurnToPyTorchAdapter)
+            .clear_metadata()
+            .metadata("format", "pt");
+        // The inference copy: burn folds every pending update of a running statistic
+        // (BatchNorm's) into its value there, and the file gets the value as it stands.
+        net.valid()
+            .save_into(&mut store)
+            .map_err(|e| file_error(path, e.to_string()))
+    })
+}
+
+/// Reads the parameters of `net` from a safetensors file.
+///
+/// Every input size must be known: a network with deferred layers is resolved first with
+/// [`Block::infer_shape`](crate::Block::infer_shape) on an example input, since a file alone cannot say the input's
+/// shape. `device` is where the parameters go.
+///
+/// # Errors
+/// [`Error::DeferredInitialization`] naming the deferred layers; [`Error::ParameterMismatch`]
+/// listing every missing, extra and mis-shaped name; [`Error::ParameterFile`] for a file that
+/// is no safetensors file.
+pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Device) -> Result<M> {
+    let path = path.as_ref();
+    refuse_special(path)?;
+    refuse_pickle(path)?;
+    // Half, bfloat16 and double parameters are cast to the network's f32, as PyTorch's
+    // `load_state_dict` copies into the module's dtype.
+    let mut store = SafetensorsStore::from_file(path)
+        .skip_enum_variants(true)
+        .with_from_adapter(PyTorchToBurnAdapter.chain(FloatCastAdapter::to(DType::F32)));
+    let in_file: BTreeMap<String, (Vec<usize>, DType)> = store
+        .get_all_tensors()
+        .map_err(|e| file_error(path, e.to_string()))?
+        .iter()
+        .filter(|(name, _)| !name.ends_with(PYTORCH_COUNTER))
+        .map(|(name, tensor)| {
+            (
+                name.clone(),
+                (tensor.shape.as_slice().to_vec(), tensor.dtype),
+            )
+        })
+        .collect();
+    let expected = collect_params(&net);
+    refuse_deferred(&expected)?;
+    check_names_and_shapes(path, &expected, &in_file)?;
+
+    let mut net = net.to_device(device);
+    let result = net
+        .load_from(&mut store)
+        .map_err(|e| file_error(path, e.to_string()))?;
+    if !result.errors.is_empty() || !result.missing.is_empty() {
+        return Err(Error::ParameterMismatch {
+            path: path.to_path_buf(),
+            details: result.to_string(),
+        });
+    }
+    refuse_non_finite(path, &net)?;
+    Ok(net)
+}
+
+/// PyTorch's BatchNorm counts its batches in a buffer of this name; ember has no use for it.
+const PYTORCH_COUNTER: &str = "num_batches_tracked";
+
+/// A network whose input sizes are still deferred has parameters to come that no file can
+/// shape.
+fn refuse_deferred(params: &ParamDict) -> Result<()> {
+    if params.deferred.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::DeferredInitialization {
+            layers: params.deferred.clone(),
+        })
+    }
+}
+
+/// Compares the network's names and shapes with the file's, and lists every difference.
+fn check_names_and_shapes(
+    path: &Path,
+    expected: &ParamDict,
+    in_file: &BTreeMap<String, (Vec<usize>, DType)>,
+) -> Result<()> {
+    let mut problems = Vec::new();
+    for param in &expected.params {
+        match in_file.get(&param.name) {
+            None => problems.push(format!("missing: {} {:?}", param.name, param.shape)),
+            Some((shape, _)) if *shape != param.shape => problems.push(format!(
+                "mis-shaped: {} is {:?} in the file but {:?} in the network (both in the \
+                 file's PyTorch layout)",
+                param.name, shape, param.shape
+            )),
+            Some((_, dtype)) if !dtype.is_float() => problems.push(format!(
+                "wrong type: {} is {dtype:?} in the file; parameters must be floating point \
+                 (f16, bf16 and f64 are cast to f32)",
+                param.name
+            )),
+            Some(_) => {}
+        }
+    }
+    for (name, (shape, _)) in in_file {
+        if expected.get(name).is_none() {
+            problems.push(format!(
+                "extra: {name} {shape:?} is not a parameter of the network"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::ParameterMismatch {
+            path: path.to_path_buf(),
+            details: problems.join("\n"),
+        })
+    }
+}
+
+/// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
+/// safetensors reader can take: say so rather than report a malformed header.
+/// A NaN or an infinity among the loaded parameters: named, with the file, before it turns
+/// every loss into NaN (where it would be blamed on the learning rate).
+fn refuse_non_finite<M: Module>(path: &Path, net: &M) -> Result<()> {
+    for tensor in net.collect(None, Some(Box::new(BurnToPyTorchAdapter)), true) {
+        let name = tensor.name.clone();
+        let values = burn::store::bridge::into_data(tensor)
+            .ok()
+            .and_then(|data| data.convert::<f32>().try_to_vec::<f32>().ok());
+        if let Some((at, value)) = values
+            .iter()
+            .flatten()
+            .enumerate()
+            .find(|(_, v)| !v.is_finite())
+        {
+            return Err(file_error(
+                path,
+                format!(
+                    "parameter {} holds {value} (value {at}, row-major): training from it \
+                     gives NaN losses",
+                    name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Parameters are read only from a regular file: a FIFO would wait for a writer, a device
+/// such as `/dev/zero` read forever.
+fn refuse_special(path: &Path) -> Result<()> {
+    let meta = fs::metadata(path).map_err(|source| Error::io(path, source))?;
+    match meta.is_file() {
+        true => Ok(()),
+        false => Err(file_error(
+            path,
+            format!(
+                "it is {}; parameters are read only from regular files",
+                output::describe(&meta.file_type())
+            ),
+        )),
+    }
+}
+
+fn refuse_pickle(path: &Path) -> Result<()> {
+    let mut start = [0u8; 4];
+    let read = fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut start))
+        .map_err(|source| Error::io(path, source))?;
+    let zip = read == 4 && start == *b"PK\x03\x04";
+    let pickle = read >= 2 && start[0] == 0x80 && (2..=5).contains(&start[1]);
+    if zip || pickle {
+        return Err(file_error(
+            path,
+            "this is a PyTorch pickle (torch.save), not safetensors: in PyTorch, save it with \
+             safetensors.torch.save_file(model.state_dict(), path)"
+                .to_string(),
+        ));
+    }
+    Ok(())
+}
+
+fn file_error(path: &Path, message: String) -> Error {
+    Error::ParameterFile {
+        path: path.to_path_buf(),
+        message,
+    }
+}

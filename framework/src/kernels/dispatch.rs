@@ -1,0 +1,120 @@
+//! The kernels' entry points for ember's layers: oneDNN's path where this thread chose it and
+//! the library runs, else `None` (or burn's own kernel), for the layer to take burn's path.
+
+use burn::tensor::Tensor;
+
+#[cfg(feature = "onednn")]
+use super::choice::{Kernels, chosen};
+use super::eltwise::Eltwise;
+use super::normalized::Normalized;
+#[cfg(feature = "onednn")]
+use super::onednn;
+use super::window::Window;
+
+/// Whether this thread's layers go to oneDNN.
+#[cfg(feature = "onednn")]
+fn fast() -> bool {
+    matches!(chosen(), Ok(Kernels::OneDnn)) && onednn::library::runtime().is_ok()
+}
+
+#[cfg(feature = "onednn")]
+fn counted<T>(result: Option<T>) -> Option<T> {
+    if result.is_some() {
+        super::counters::ran();
+    }
+    result
+}
+
+/// `y` with the activation that a oneDNN primitive did not fuse as a post-op (`fused` false)
+/// applied now.
+#[cfg(feature = "onednn")]
+fn unfused<const D: usize>(
+    (y, fused): (Tensor<D>, bool),
+    activation: Option<Eltwise>,
+) -> Tensor<D> {
+    match activation {
+        Some(a) if !fused => self::activation(a, y),
+        _ => y,
+    }
+}
+
+/// `activation(x)`: oneDNN's where it runs, else burn's.
+pub(crate) fn activation<const D: usize>(activation: Eltwise, x: Tensor<D>) -> Tensor<D> {
+    #[cfg(feature = "onednn")]
+    if fast()
+        && let Some(y) = counted(onednn::eltwise::apply(activation, &x))
+    {
+        return y;
+    }
+    activation.burn(x)
+}
+
+/// `activation(x·W + b)` for burn's `W [in, out]`, or `None` for burn's path.
+pub(crate) fn dense(
+    x: &Tensor<2>,
+    weight: &Tensor<2>,
+    bias: Option<&Tensor<1>>,
+    activation: Option<Eltwise>,
+) -> Option<Tensor<2>> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        return counted(onednn::matmul::dense(x, weight, bias, activation))
+            .map(|y| unfused(y, activation));
+    }
+    let _ = (x, weight, bias, activation);
+    None
+}
+
+/// A convolution with its bias and activation, or `None` for burn's path.
+pub(crate) fn conv<const D: usize>(
+    x: &Tensor<D>,
+    weight: &Tensor<D>,
+    bias: Option<&Tensor<1>>,
+    groups: usize,
+    window: Window,
+    activation: Option<Eltwise>,
+) -> Option<Tensor<D>> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        return counted(onednn::conv::conv(
+            x, weight, bias, groups, window, activation,
+        ))
+        .map(|y| unfused(y, activation));
+    }
+    let _ = (x, weight, bias, groups, window, activation);
+    None
+}
+
+/// Max or average pooling (zeros of the padding counted), or `None` for burn's path.
+pub(crate) fn pool<const D: usize>(x: &Tensor<D>, max: bool, window: Window) -> Option<Tensor<D>> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        let kind = if max {
+            onednn::pool::Pooling::Max
+        } else {
+            onednn::pool::Pooling::AvgIncludePad
+        };
+        return counted(onednn::pool::pool(x, kind, window));
+    }
+    let _ = (x, max, window);
+    None
+}
+
+/// Batch normalization with the given statistics (`stats`: mean, variance; inference), or else
+/// with the batch's own, which it returns (a training step); `None` for burn's path.
+pub(crate) fn batch_norm<const D: usize>(
+    x: &Tensor<D>,
+    gamma: &Tensor<1>,
+    beta: &Tensor<1>,
+    stats: Option<(&Tensor<1>, &Tensor<1>)>,
+    epsilon: f64,
+) -> Option<Normalized<D>> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        return counted(onednn::batch_norm::batch_norm(
+            x, gamma, beta, stats, epsilon,
+        ));
+    }
+    let _ = (x, gamma, beta, stats, epsilon);
+    None
+}

@@ -1,0 +1,45 @@
+//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm and Dense layers on burn-flex tensors
+//! run through oneDNN, the library PyTorch, MXNet and TensorFlow use on the CPU, where it is
+//! installed; burn-flex's own kernels run everything else, and everything where it is not.
+//!
+//! Each operation is a custom operation of burn's autodiff (`burn_autodiff::ops::Backward`), so
+//! gradients, optimizers, checkpoints and sync policies see ordinary burn-flex tensors. The
+//! choice is made per process (`EMBER_CPU_KERNELS=flex|onednn`, or [`set_kernels`]) or per
+//! thread ([`with_kernels`]); [`status`] says which path runs and why. The library opened is
+//! `libdnnl.so.2` (oneDNN 2.x, Debian's `libdnnl-dev`), or the file `EMBER_DNNL_LIBRARY` names.
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::kernels::{self, Kernels};
+//! use ember::{Activation, Block, Dense, Init};
+//!
+//! let device = Device::flex();
+//! let net = Dense::new(3).activation(Activation::Relu).in_units(4).initialize(Init::default(), &device);
+//! let x = Tensor::<2>::ones([2, 4], &device);
+//! let fast = net.forward(x.clone().into());
+//! let reference = kernels::with_kernels(Kernels::Flex, || net.forward(x.into()));
+//! let (fast, reference): (Tensor<2>, Tensor<2>) = (fast.rank(), reference.rank());
+//! assert!(fast.sub(reference).abs().max().into_scalar::<f32>() < 1e-5);
+//! ```
+
+//!
+//! Kernels know nothing of layers: a layer hands them its input and the kernels' own small
+//! types ([`Eltwise`], [`Window`]), and takes burn's path where they return `None`.
+
+mod allocator;
+mod choice;
+mod counters;
+mod dispatch;
+mod eltwise;
+mod normalized;
+#[cfg(feature = "onednn")]
+mod onednn;
+mod window;
+
+pub use allocator::keep_freed_memory;
+pub use choice::{ENV, Kernels, Status, chosen, set_kernels, status, with_kernels};
+pub use counters::counts;
+pub(crate) use dispatch::{activation, batch_norm, conv, dense, pool};
+pub use eltwise::Eltwise;
+pub(crate) use normalized::Normalized;
+pub(crate) use window::Window;

@@ -1,0 +1,430 @@
+//! Convolutions of any spatial rank (Conv1D, Conv2D) on oneDNN: the forward pass with the bias
+//! and the activation fused, the data gradient and the weight and bias gradients.
+
+use std::sync::Arc;
+
+use burn::backend::Flex;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::backend::flex::FlexTensor;
+use burn::tensor::Tensor;
+
+use super::bridge::{self, Inputs};
+use super::eltwise::{self, FromOutput};
+use super::format::Format;
+use super::layout::Pass;
+use super::library::*;
+use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
+use super::reorder::arrange;
+use crate::kernels::eltwise::Eltwise;
+use crate::kernels::window::Window;
+
+/// One convolution's configuration: what its primitives are made for.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Config {
+    input: Vec<usize>,
+    weight: Vec<usize>,
+    output: Vec<usize>,
+    groups: usize,
+    bias: bool,
+    window: Window,
+    /// The input's order in memory.
+    src: Format,
+}
+
+/// The arrays' plain layouts (burn-flex's), or layouts left to oneDNN (`any`).
+struct Descs {
+    src: Md,
+    weights: Md,
+    bias: Option<Md>,
+    dst: Md,
+}
+
+impl Config {
+    /// oneDNN's weights: `[groups, out / groups, in / groups, kernel…]` with groups.
+    fn weight_dims(&self) -> Vec<usize> {
+        if self.groups > 1 {
+            let mut dims = vec![self.groups, self.weight[0] / self.groups];
+            dims.extend_from_slice(&self.weight[1..]);
+            dims
+        } else {
+            self.weight.clone()
+        }
+    }
+
+    /// What the primitives compute in: the activations channels last (oneDNN's convolutions
+    /// are as fast there as in their blocked layouts for few channels, faster for the data
+    /// gradient, and the layers around them read and write it as it is), the weights in a
+    /// layout oneDNN chooses.
+    fn computed(&self) -> Result<Descs> {
+        let mut d = self.descs(Md::any)?;
+        d.src = Format::ChannelsLast.md(&self.input)?;
+        d.dst = Format::ChannelsLast.md(&self.output)?;
+        Ok(d)
+    }
+
+    fn descs(&self, make: fn(&[usize]) -> Result<Md>) -> Result<Descs> {
+        Ok(Descs {
+            src: make(&self.input)?,
+            weights: make(&self.weight_dims())?,
+            bias: if self.bias {
+                Some(Md::plain(&self.weight[..1])?)
+            } else {
+                None
+            },
+            dst: make(&self.output)?,
+        })
+    }
+
+    fn padding_right(&self) -> crate::kernels::window::Dims {
+        self.window
+            .padding_right(&self.input[2..], &self.output[2..])
+    }
+
+    fn forward(&self, training: bool, attr: &Attr) -> Result<Primitive> {
+        let d = self.computed()?;
+        let w = &self.window;
+        let prop = forward_prop(training);
+        Primitive::describe("a convolution", attr, None, |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
+            unsafe {
+                api.dnnl_dilated_convolution_forward_desc_init(
+                    desc,
+                    prop,
+                    dnnl_convolution_direct,
+                    &d.src.0,
+                    &d.weights.0,
+                    d.bias.as_ref().map_or(std::ptr::null(), |b| &b.0),
+                    &d.dst.0,
+                    w.strides().as_ptr().cast_mut(),
+                    w.dilation().as_ptr().cast_mut(),
+                    w.padding_left().as_ptr().cast_mut(),
+                    self.padding_right().as_ptr().cast_mut(),
+                )
+            }
+        })
+    }
+
+    /// burn-flex's side of each array: the input in its order, the output in the order the
+    /// primitive chose where that is channels last (else row-major), the rest row-major.
+    fn sides(&self, output: Format) -> Result<Descs> {
+        let mut d = self.descs(Md::plain)?;
+        d.src = self.src.md(&self.input)?;
+        d.dst = output.md(&self.output)?;
+        Ok(d)
+    }
+
+    /// The forward pass on burn-flex's arrays: `x`, `w`, `b` (when there is a bias) into `y`,
+    /// and the order `y` is written in.
+    fn forward_pass(&self, primitive: Primitive) -> Result<(Pass, Format)> {
+        let output = if primitive
+            .md(dnnl_query_dst_md)
+            .same(&Format::ChannelsLast.md(&self.output)?)
+        {
+            Format::ChannelsLast
+        } else {
+            Format::Plain
+        };
+        let p = self.sides(output)?;
+        let mut args = vec![
+            (DNNL_ARG_SRC, p.src, Some(dnnl_query_src_md)),
+            (DNNL_ARG_WEIGHTS, p.weights, Some(dnnl_query_weights_md)),
+            (DNNL_ARG_DST, p.dst, Some(dnnl_query_dst_md)),
+        ];
+        if let Some(bias) = p.bias {
+            args.push((DNNL_ARG_BIAS, bias, None));
+        }
+        Ok((Pass::new(primitive, args)?, output))
+    }
+}
+
+/// The passes of a convolution that is differentiated.
+struct Training {
+    forward: Pass,
+    /// The output's order (and so its gradient's).
+    output: Format,
+    data: Pass,
+    weights: Pass,
+    /// The activation's backward pass, where it is fused into the forward pass.
+    activation: Option<Arc<FromOutput>>,
+}
+
+fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training>> {
+    bridge::cached(format!("conv train {config:?} {activation:?}"), || {
+        let (attr, fused) = eltwise::post_op(activation, true)?;
+        let (forward, output) = config.forward_pass(config.forward(true, &attr)?)?;
+        // Backward passes are made against a forward pass without post-ops.
+        let hint = config.forward(true, &Attr::none()?)?;
+        let any = config.computed()?;
+        let plain = config.sides(output)?;
+        let w = &config.window;
+        let (strides, dilation, left, right) = (
+            w.strides(),
+            w.dilation(),
+            w.padding_left(),
+            config.padding_right(),
+        );
+        let what = "a convolution's data gradient";
+        let data = Primitive::describe(what, &Attr::none()?, Some(&hint), |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
+            unsafe {
+                api.dnnl_dilated_convolution_backward_data_desc_init(
+                    desc,
+                    dnnl_convolution_direct,
+                    &any.src.0,
+                    &any.weights.0,
+                    &any.dst.0,
+                    strides.as_ptr().cast_mut(),
+                    dilation.as_ptr().cast_mut(),
+                    left.as_ptr().cast_mut(),
+                    right.as_ptr().cast_mut(),
+                )
+            }
+        })?;
+        let data = Pass::new(
+            data,
+            vec![
+                (
+                    DNNL_ARG_DIFF_DST,
+                    plain.dst.clone(),
+                    Some(dnnl_query_diff_dst_md),
+                ),
+                (
+                    DNNL_ARG_WEIGHTS,
+                    plain.weights.clone(),
+                    Some(dnnl_query_weights_md),
+                ),
+                (
+                    DNNL_ARG_DIFF_SRC,
+                    plain.src.clone(),
+                    Some(dnnl_query_diff_src_md),
+                ),
+            ],
+        )?;
+        let what = "a convolution's weight gradient";
+        let weights = Primitive::describe(what, &Attr::none()?, Some(&hint), |api, desc| {
+            // SAFETY: valid out-pointer, descriptors and dimension arrays.
+            unsafe {
+                api.dnnl_dilated_convolution_backward_weights_desc_init(
+                    desc,
+                    dnnl_convolution_direct,
+                    &any.src.0,
+                    &any.weights.0,
+                    any.bias.as_ref().map_or(std::ptr::null(), |b| &b.0),
+                    &any.dst.0,
+                    strides.as_ptr().cast_mut(),
+                    dilation.as_ptr().cast_mut(),
+                    left.as_ptr().cast_mut(),
+                    right.as_ptr().cast_mut(),
+                )
+            }
+        })?;
+        let mut args = vec![
+            (DNNL_ARG_SRC, plain.src, Some(dnnl_query_src_md)),
+            (DNNL_ARG_DIFF_DST, plain.dst, Some(dnnl_query_diff_dst_md)),
+            (
+                DNNL_ARG_DIFF_WEIGHTS,
+                plain.weights,
+                Some(dnnl_query_diff_weights_md),
+            ),
+        ];
+        if let Some(bias) = plain.bias {
+            args.push((DNNL_ARG_DIFF_BIAS, bias, None));
+        }
+        let weights = Pass::new(weights, args)?;
+        let activation = match activation {
+            Some(a) if fused => Some(FromOutput::new(a, &config.output)?),
+            _ => None,
+        };
+        Ok(Training {
+            forward,
+            output,
+            data,
+            weights,
+            activation,
+        })
+    })
+}
+
+/// The inference pass, with any activation fused.
+struct Inference {
+    forward: Pass,
+    output: Format,
+    fused: bool,
+}
+
+fn inference(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Inference>> {
+    bridge::cached(format!("conv infer {config:?} {activation:?}"), || {
+        let (attr, fused) = eltwise::post_op(activation, false)?;
+        let (forward, output) = config.forward_pass(config.forward(false, &attr)?)?;
+        Ok(Inference {
+            forward,
+            output,
+            fused,
+        })
+    })
+}
+
+/// `Training` in the graph's state.
+#[derive(Clone)]
+struct State {
+    prims: Arc<Training>,
+    x: FlexTensor,
+    w: FlexTensor,
+    /// The input's order (its gradient's too).
+    src: Format,
+    has_bias: bool,
+    /// The output, where the activation's backward pass reads it.
+    y: Option<FlexTensor>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("oneDNN convolution")
+    }
+}
+
+#[derive(Debug)]
+struct ConvBackward;
+
+impl Backward<Flex, 3> for ConvBackward {
+    type State = State;
+
+    fn backward(self, ops: Ops<State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [px, pw, pb] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let s = ops.state;
+        let p = &s.prims;
+        let grad =
+            eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad, p.output);
+        if let Some(px) = px {
+            let mut dx = bridge::Out::new(&bridge::dims(&s.x));
+            p.data
+                .run(
+                    &[
+                        (DNNL_ARG_DIFF_DST, bridge::read(&grad)),
+                        (DNNL_ARG_WEIGHTS, bridge::read(&s.w)),
+                    ],
+                    &[(DNNL_ARG_DIFF_SRC, dx.ptr())],
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            // SAFETY: the data-gradient pass wrote it.
+            grads.register::<Flex>(px.id, unsafe { dx.written_in(s.src) });
+        }
+        if pw.is_some() || pb.is_some() {
+            let mut dw = bridge::Out::new(&bridge::dims(&s.w));
+            let mut db = bridge::Out::new(&bridge::dims(&s.w)[..1]);
+            let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, dw.ptr())];
+            if s.has_bias {
+                outputs.push((DNNL_ARG_DIFF_BIAS, db.ptr()));
+            }
+            p.weights
+                .run(
+                    &[
+                        (DNNL_ARG_SRC, bridge::read(&s.x)),
+                        (DNNL_ARG_DIFF_DST, bridge::read(&grad)),
+                    ],
+                    &outputs,
+                )
+                .unwrap_or_else(|e| panic!("{e}"));
+            // SAFETY: the weight-gradient pass wrote both (the bias's where there is one, and
+            // only then has the bias a parent).
+            if let Some(pw) = pw {
+                grads.register::<Flex>(pw.id, unsafe { dw.written() });
+            }
+            if let Some(pb) = pb {
+                grads.register::<Flex>(pb.id, unsafe { db.written() });
+            }
+        }
+    }
+}
+
+/// The convolution of `x` (`[batch, channels, spatial…]`) with `weight` (`[out, in / groups,
+/// kernel…]`) and `bias`, then `activation`, through oneDNN, and whether the activation was applied (fused as a
+/// post-op; else the caller applies it); `None` where the tensors are not
+/// burn-flex f32 tensors or oneDNN cannot run this configuration (the caller then takes burn's
+/// path).
+pub fn conv<const D: usize>(
+    x: &Tensor<D>,
+    weight: &Tensor<D>,
+    bias: Option<&Tensor<1>>,
+    groups: usize,
+    window: Window,
+    activation: Option<Eltwise>,
+) -> Option<(Tensor<D>, bool)> {
+    let input = x.dims().to_vec();
+    let spatial = window.output(&input[2..])?;
+    let weight_dims = weight.dims().to_vec();
+    let mut output = vec![input[0], weight_dims[0]];
+    output.extend(spatial);
+    // The input's order is known once its array is.
+    let config = |src| Config {
+        input: input.clone(),
+        weight: weight_dims.clone(),
+        output: output.clone(),
+        groups,
+        bias: bias.is_some(),
+        window,
+        src,
+    };
+    let x_in = bridge::input(x)?;
+    let b = bridge::bias_or_stand_in(bias, &x_in)?;
+    let inputs: Inputs<3> = bridge::same_kind([x_in, bridge::input(weight)?, b])?;
+    // Whether a post-op applied the activation: training fuses only what it can differentiate.
+    let mut fused = false;
+    let y = bridge::run(ConvBackward, inputs, |[x, w, b], tracked| {
+        // The input is read in the order it is in (a layer before wrote it channels last, or
+        // burn wrote it row-major).
+        let config = config(Format::of(x).unwrap_or(Format::Plain));
+        let x = arrange(x, config.src)?;
+        let (w, b) = (bridge::dense(w), bridge::dense(b));
+        let mut y = bridge::Out::new(&config.output);
+        if !tracked {
+            let prims = inference(&config, activation)?;
+            execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
+            fused = prims.fused;
+            // SAFETY: the forward pass wrote it.
+            return Ok((unsafe { y.written_in(prims.output) }, None));
+        }
+        let prims = training(&config, activation)?;
+        execute_forward(&prims.forward, &x, &w, &b, config.bias, &mut y)?;
+        fused = prims.activation.is_some();
+        // SAFETY: the forward pass wrote it.
+        let y = unsafe { y.written_in(prims.output) };
+        let keep = prims.activation.as_ref().map(|_| y.clone());
+        let has_bias = config.bias;
+        Ok((
+            y,
+            Some(State {
+                prims,
+                x,
+                w,
+                src: config.src,
+                has_bias,
+                y: keep,
+            }),
+        ))
+    })
+    .map_err(|e| crate::kernels::counters::fell_back(&e))
+    .ok()?;
+    Some((y, fused))
+}
+
+fn execute_forward(
+    forward: &Pass,
+    x: &FlexTensor,
+    w: &FlexTensor,
+    b: &FlexTensor,
+    bias: bool,
+    y: &mut bridge::Out,
+) -> Result<()> {
+    let mut inputs = vec![
+        (DNNL_ARG_SRC, bridge::read(x)),
+        (DNNL_ARG_WEIGHTS, bridge::read(w)),
+    ];
+    if bias {
+        inputs.push((DNNL_ARG_BIAS, bridge::read(b)));
+    }
+    forward.run(&inputs, &[(DNNL_ARG_DST, y.ptr())])
+}

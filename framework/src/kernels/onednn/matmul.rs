@@ -1,0 +1,277 @@
+//! Dense layers on oneDNN's matrix product: `x·W + b` with the activation fused as a post-op,
+//! and the three products of its backward pass.
+
+use std::sync::Arc;
+
+use burn::backend::Flex;
+use burn::backend::autodiff::checkpoint::base::Checkpointer;
+use burn::backend::autodiff::grads::Gradients;
+use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::backend::flex::FlexTensor;
+use burn::tensor::Tensor;
+
+use super::bridge::{self, Inputs};
+use super::eltwise::{self, FromOutput};
+use super::format::Format;
+use super::library::*;
+use super::primitive::{Attr, Md, Primitive, Result};
+use super::threads;
+use crate::kernels::eltwise::Eltwise;
+
+/// `src · weights (+ bias) → dst`, on one thread where it is small
+/// ([`threads::ONE_THREAD_BELOW_FLOP`]).
+fn product(src: &Md, weights: &Md, bias: Option<&Md>, dst: &Md, attr: &Attr) -> Result<Primitive> {
+    let [m, k] = [src.0.dims[0], src.0.dims[1]];
+    let n = weights.0.dims[1];
+    let describe = || {
+        Primitive::describe("a matrix product", attr, None, |api, desc| {
+            // SAFETY: valid out-pointer and descriptors.
+            unsafe {
+                api.dnnl_matmul_desc_init(
+                    desc,
+                    &src.0,
+                    &weights.0,
+                    bias.map_or(std::ptr::null(), |b| &b.0),
+                    &dst.0,
+                )
+            }
+        })
+    };
+    if 2.0 * ((m * k * n) as f64) < threads::ONE_THREAD_BELOW_FLOP {
+        Primitive::alone(describe)
+    } else {
+        describe()
+    }
+}
+
+/// The layouts of `x [n, in]`, `W [in, out]` (burn's Linear), `b [1, out]` and `y [n, out]`.
+struct Descs {
+    x: Md,
+    w: Md,
+    b: Option<Md>,
+    y: Md,
+}
+
+fn descs(n: usize, i: usize, o: usize, bias: bool) -> Result<Descs> {
+    Ok(Descs {
+        x: Md::plain(&[n, i])?,
+        w: Md::plain(&[i, o])?,
+        b: if bias {
+            Some(Md::plain(&[1, o])?)
+        } else {
+            None
+        },
+        y: Md::plain(&[n, o])?,
+    })
+}
+
+struct Inference {
+    d: Descs,
+    forward: Primitive,
+    fused: bool,
+}
+
+struct Training {
+    d: Descs,
+    forward: Primitive,
+    /// `dy · Wᵀ`, with `Wᵀ` read from `W` through its strides.
+    dx: Primitive,
+    wt: Md,
+    /// `xᵀ · dy`.
+    dw: Primitive,
+    xt: Md,
+    /// `1ᵀ · dy`, the bias gradient.
+    db: Primitive,
+    ones: Md,
+    db_md: Md,
+    activation: Option<Arc<FromOutput>>,
+}
+
+fn inference(
+    n: usize,
+    i: usize,
+    o: usize,
+    bias: bool,
+    act: Option<Eltwise>,
+) -> Result<Arc<Inference>> {
+    bridge::cached(format!("dense infer {n} {i} {o} {bias} {act:?}"), || {
+        let d = descs(n, i, o, bias)?;
+        let (attr, fused) = eltwise::post_op(act, false)?;
+        let forward = product(&d.x, &d.w, d.b.as_ref(), &d.y, &attr)?;
+        Ok(Inference { d, forward, fused })
+    })
+}
+
+fn training(
+    n: usize,
+    i: usize,
+    o: usize,
+    bias: bool,
+    act: Option<Eltwise>,
+) -> Result<Arc<Training>> {
+    bridge::cached(format!("dense train {n} {i} {o} {bias} {act:?}"), || {
+        let d = descs(n, i, o, bias)?;
+        let (attr, fused) = eltwise::post_op(act, true)?;
+        let forward = product(&d.x, &d.w, d.b.as_ref(), &d.y, &attr)?;
+        let wt = Md::strided(&[o, i], &[1, o])?;
+        let dx = product(&d.y, &wt, None, &d.x, &Attr::none()?)?;
+        let xt = Md::strided(&[i, n], &[1, i])?;
+        let dw = product(&xt, &d.y, None, &d.w, &Attr::none()?)?;
+        let ones = Md::plain(&[1, n])?;
+        let db_md = Md::plain(&[1, o])?;
+        let db = product(&ones, &d.y, None, &db_md, &Attr::none()?)?;
+        let activation = match act {
+            Some(a) if fused => Some(FromOutput::new(a, &[n, o])?),
+            _ => None,
+        };
+        Ok(Training {
+            d,
+            forward,
+            dx,
+            wt,
+            dw,
+            xt,
+            db,
+            ones,
+            db_md,
+            activation,
+        })
+    })
+}
+
+#[derive(Clone)]
+struct State {
+    prims: Arc<Training>,
+    x: FlexTensor,
+    w: FlexTensor,
+    y: Option<FlexTensor>,
+}
+
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("oneDNN dense")
+    }
+}
+
+#[derive(Debug)]
+struct DenseBackward;
+
+impl Backward<Flex, 3> for DenseBackward {
+    type State = State;
+
+    fn backward(self, ops: Ops<State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
+        let [px, pw, pb] = ops.parents;
+        let grad = grads.consume::<Flex>(&ops.node);
+        let s = ops.state;
+        let p = &s.prims;
+        let grad =
+            eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad, Format::Plain);
+        let [n, o] = [bridge::dims(&grad)[0], bridge::dims(&grad)[1]];
+        let i = bridge::dims(&s.x)[1];
+        if let Some(px) = px {
+            let mut dx = bridge::Out::new(&[n, i]);
+            p.dx.execute(&[
+                (DNNL_ARG_SRC, &p.d.y, bridge::read(&grad)),
+                (DNNL_ARG_WEIGHTS, &p.wt, bridge::read(&s.w)),
+                (DNNL_ARG_DST, &p.d.x, dx.ptr()),
+            ])
+            .unwrap_or_else(|e| panic!("{e}"));
+            // SAFETY: the product above wrote it.
+            grads.register::<Flex>(px.id, unsafe { dx.written() });
+        }
+        if let Some(pw) = pw {
+            let mut dw = bridge::Out::new(&[i, o]);
+            p.dw.execute(&[
+                (DNNL_ARG_SRC, &p.xt, bridge::read(&s.x)),
+                (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
+                (DNNL_ARG_DST, &p.d.w, dw.ptr()),
+            ])
+            .unwrap_or_else(|e| panic!("{e}"));
+            // SAFETY: the product above wrote it.
+            grads.register::<Flex>(pw.id, unsafe { dw.written() });
+        }
+        if let Some(pb) = pb {
+            let ones = FlexTensor::filled_typed(
+                burn::tensor::Shape::from(vec![1, n]),
+                burn::tensor::DType::F32,
+                1.0f32,
+            );
+            let mut db = bridge::Out::new(&[o]);
+            p.db.execute(&[
+                (DNNL_ARG_SRC, &p.ones, bridge::read(&ones)),
+                (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
+                (DNNL_ARG_DST, &p.db_md, db.ptr()),
+            ])
+            .unwrap_or_else(|e| panic!("{e}"));
+            // SAFETY: the product above wrote it.
+            grads.register::<Flex>(pb.id, unsafe { db.written() });
+        }
+    }
+}
+
+/// `activation(x·W + b)` for `x [n, in]` and burn's `W [in, out]`, through oneDNN, and whether
+/// the activation was applied (fused as a post-op); `None` where
+/// the tensors are not burn-flex f32 tensors or oneDNN cannot run it.
+pub fn dense(
+    x: &Tensor<2>,
+    weight: &Tensor<2>,
+    bias: Option<&Tensor<1>>,
+    activation: Option<Eltwise>,
+) -> Option<(Tensor<2>, bool)> {
+    let [n, i] = x.dims();
+    let [_, o] = weight.dims();
+    let x_in = bridge::input(x)?;
+    let b = bridge::bias_or_stand_in(bias, &x_in)?;
+    let inputs: Inputs<3> = bridge::same_kind([x_in, bridge::input(weight)?, b])?;
+    let has_bias = bias.is_some();
+    // Whether a post-op applied the activation: training fuses only what it can differentiate.
+    let mut fused = false;
+    let y = bridge::run(DenseBackward, inputs, |[x, w, b], tracked| {
+        let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
+        let mut y = bridge::Out::new(&[n, o]);
+        if !tracked {
+            let p = inference(n, i, o, has_bias, activation)?;
+            execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
+            fused = p.fused;
+            // SAFETY: the product wrote it.
+            return Ok((unsafe { y.written() }, None));
+        }
+        let p = training(n, i, o, has_bias, activation)?;
+        execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
+        fused = p.activation.is_some();
+        // SAFETY: the product wrote it.
+        let y = unsafe { y.written() };
+        let keep = p.activation.as_ref().map(|_| y.clone());
+        Ok((
+            y,
+            Some(State {
+                prims: p,
+                x,
+                w,
+                y: keep,
+            }),
+        ))
+    })
+    .map_err(|e| crate::kernels::counters::fell_back(&e))
+    .ok()?;
+    Some((y, fused))
+}
+
+fn execute_forward(
+    forward: &Primitive,
+    d: &Descs,
+    x: &FlexTensor,
+    w: &FlexTensor,
+    b: &FlexTensor,
+    y: &mut bridge::Out,
+) -> Result<()> {
+    let mut args = vec![
+        (DNNL_ARG_SRC, &d.x, bridge::read(x)),
+        (DNNL_ARG_WEIGHTS, &d.w, bridge::read(w)),
+        (DNNL_ARG_DST, &d.y, y.ptr()),
+    ];
+    if let Some(bias) = &d.b {
+        args.push((DNNL_ARG_BIAS, bias, bridge::read(b)));
+    }
+    forward.execute(&args)
+}

@@ -1,0 +1,16 @@
+//! oneDNN's primitives behind ember's CPU kernels: the library opened at run time, its
+//! primitives and their cache, the bridge to burn-flex's tensors and burn's autodiff, and one
+//! file per operation.
+
+pub(super) mod batch_norm;
+mod bridge;
+pub(super) mod conv;
+pub(super) mod eltwise;
+mod format;
+mod layout;
+pub(super) mod library;
+pub(super) mod matmul;
+pub(super) mod pool;
+mod primitive;
+mod reorder;
+mod threads;

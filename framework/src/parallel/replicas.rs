@@ -1,0 +1,403 @@
+//! Data parallelism, Gluon's way, on burn's own machinery: each device runs forward and backward
+//! on its share of the batch with its own copy of the network (burn's `Module::fork`), the
+//! gradients are summed, and one [`Optimizer::step_params`](crate::Optimizer::step_params) with
+//! the whole batch's size applies them. So N devices with batch b make the update one device
+//! makes with batch N·b, as Gluon's `split_and_load` and `trainer.step(batch_size)` do.
+//!
+//! The sum ([`Exchange`]): across distinct CUDA cards with NCCL present, burn's all-reduce (NCCL)
+//! sums each gradient in place on the cards; otherwise the gradients go to the main device
+//! (`GradientsParams::to_device`) and are summed there (`GradientsAccumulator`), the pattern of
+//! burn-train 0.22's multi-device strategy. No all-reduce of ember's own.
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::data_parallel::Replicas;
+//! use ember::{Block, Dense, Init, L2Loss, Loss, Sequential, Optimizer};
+//!
+//! let device = Device::flex().autodiff();
+//! let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+//! let mut net = net.infer_shape(Tensor::<2>::ones([1, 3], &device)).unwrap();
+//! let mut trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
+//! // Two replicas (flex has one device, so both share it: the split, transfer and sum still run).
+//! let replicas = Replicas::new(vec![device.clone(), device.clone()]).unwrap();
+//! let (grads, shares) = replicas
+//!     .backward(&net, |replica: &Sequential, _index, device| {
+//!         let (x, y) = (Tensor::<2>::ones([4, 3], device), Tensor::<2>::zeros([4, 1], device));
+//!         Ok((L2Loss.forward(replica.forward(x.into()).rank(), y)?, ()))
+//!     })
+//!     .unwrap();
+//! assert_eq!(shares.len(), 2);
+//! net = trainer.step_params(net, grads, 8).unwrap();
+//! ```
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use burn::module::Module;
+use burn::optim::{GradientsAccumulator, GradientsParams};
+use burn::tensor::{Device, Tensor};
+
+use crate::error::{Error, Result, panic_text};
+use crate::parallel::exchange::{self, AllReduce, Exchange};
+
+/// The devices of a data-parallel step. The first is the main device: it holds the network,
+/// the optimizer state and the summed gradients.
+#[derive(Debug, Clone)]
+pub struct Replicas {
+    devices: Vec<Device>,
+    exchange: Exchange,
+}
+
+impl Replicas {
+    /// Replicas on `devices` (autodiff devices), the first one main. A device may appear more
+    /// than once (flex has a single device): each entry is a replica of its own.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when `devices` is empty.
+    pub fn new(devices: Vec<Device>) -> Result<Self> {
+        if devices.is_empty() {
+            return Err(Error::InvalidValue {
+                name: "device list",
+                value: "(empty)".to_string(),
+                reason: "data parallelism needs at least one device".to_string(),
+            });
+        }
+        let exchange = Exchange::for_devices(&devices);
+        Ok(Self { devices, exchange })
+    }
+
+    /// One device: no split, the step as on a single device.
+    pub fn single(device: Device) -> Self {
+        Self {
+            devices: vec![device],
+            exchange: Exchange::single(),
+        }
+    }
+
+    /// How the replicas' gradients are summed, and why.
+    pub fn exchange(&self) -> &Exchange {
+        &self.exchange
+    }
+
+    /// The devices, main first.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// The main device.
+    pub fn main(&self) -> &Device {
+        &self.devices[0]
+    }
+
+    /// How many replicas.
+    pub fn len(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Always false: there is at least the main device.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Runs `share(replica, index, device)` for each device, each on a thread of its own, with
+    /// the network itself on the main device and a fork of it on every other; `share` returns
+    /// that device's per-example loss (and anything else it wants back). Each loss is
+    /// back-propagated on its device, and the gradients are summed as [`Replicas::exchange`]
+    /// says, never divided. Returns the sums (on the main device), for
+    /// [`crate::Optimizer::step_params`], and each device's loss and extra, in device order,
+    /// still on their devices.
+    ///
+    /// # Errors
+    /// The first error in device order, as [`Error::OnDevice`] naming the device: a `share`'s
+    /// own error, or [`Error::Panic`] for a thread that panicked (a device that failed
+    /// mid-step). With NCCL, no replica starts the all-reduce unless every one got its
+    /// gradients, so a failed device does not leave the others waiting for it.
+    pub fn backward<M, T>(
+        &self,
+        net: &M,
+        share: impl Fn(&M, usize, &Device) -> Result<(Tensor<1>, T)> + Sync,
+    ) -> Result<(GradientsParams, Vec<(Tensor<1>, T)>)>
+    where
+        M: Module,
+        T: Send,
+    {
+        let main = self.main();
+        let share = &share;
+        let nccl = matches!(self.exchange, Exchange::Nccl(_));
+        // With NCCL, every replica waits here until all have their gradients (or failed), and
+        // joins the collectives only if none failed.
+        let gate = &Gate::new(self.devices.len());
+        let devices = &self.devices;
+        let outcomes: Vec<_> = std::thread::scope(|scope| {
+            let threads: Vec<_> = self
+                .devices
+                .iter()
+                .enumerate()
+                .map(|(index, device)| {
+                    let replica = if index == 0 {
+                        net.clone()
+                    } else {
+                        net.clone().fork(device)
+                    };
+                    let thread = spawn_replica(scope, index, move || -> Result<_> {
+                        let backward = || -> Result<_> {
+                            let (loss, extra) = share(&replica, index, device)?;
+                            let grads = GradientsParams::from_grads(loss.backward(), &replica);
+                            Ok((grads, loss, extra))
+                        };
+                        if !nccl {
+                            let (grads, loss, extra) = backward()?;
+                            let grads = match index {
+                                0 => grads,
+                                _ => grads.to_device(main, &replica),
+                            };
+                            return Ok(Some((grads, loss, extra)));
+                        }
+                        let outcome =
+                            std::panic::catch_unwind(std::panic::AssertUnwindSafe(backward))
+                                .unwrap_or_else(|panic| Err(Error::Panic(panic_text(&panic))));
+                        let all_ready = gate.arrive(outcome.is_ok());
+                        let (grads, loss, extra) = outcome?;
+                        if !all_ready {
+                            // Stood down: the device that failed reports it.
+                            return Ok(None);
+                        }
+                        let grads =
+                            exchange::sum_across(&replica, grads, device, AllReduce(devices));
+                        Ok(Some((grads, loss, extra)))
+                    });
+                    if thread.is_err() {
+                        // Its replica never arrives: count it as failed now, so the others
+                        // stand down instead of waiting (they are joined in order, so later
+                        // would be too late).
+                        gate.arrive_without_waiting();
+                    }
+                    (index, thread)
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|(index, thread)| {
+                    match thread {
+                        Ok(thread) => thread
+                            .join()
+                            .unwrap_or_else(|panic| Err(Error::Panic(panic_text(&panic)))),
+                        Err(e) => Err(Error::Thread {
+                            what: "its thread".to_string(),
+                            source: std::sync::Arc::new(e),
+                        }),
+                    }
+                    .map_err(|e| e.on_device(index))
+                })
+                .collect()
+        });
+        let mut sum = GradientsAccumulator::<M>::new();
+        let mut summed = None;
+        let mut shares = Vec::with_capacity(outcomes.len());
+        let outcomes: Vec<_> = outcomes.into_iter().collect::<Result<_>>()?;
+        for (grads, loss, extra) in outcomes.into_iter().flatten() {
+            match (nccl, summed.is_none()) {
+                // Every card holds the sum after the all-reduce: keep the main one's.
+                (true, true) => summed = Some(grads),
+                (true, false) => {}
+                (false, _) => sum.accumulate(net, grads),
+            }
+            shares.push((loss, extra));
+        }
+        Ok((summed.unwrap_or_else(|| sum.grads()), shares))
+    }
+}
+
+/// Starts replica `index`'s thread. Tests make one fail as the system would when out of
+/// threads.
+fn spawn_replica<'scope, T: Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    index: usize,
+    work: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    #[cfg(test)]
+    if tests::NO_THREAD_FOR.get() == Some(index) {
+        return Err(std::io::Error::from(std::io::ErrorKind::OutOfMemory));
+    }
+    std::thread::Builder::new()
+        .name(format!("ember-replica-{index}"))
+        .spawn_scoped(scope, work)
+}
+
+/// Where the replicas of an NCCL step meet before the all-reduce: each arrives once, saying
+/// whether it has its gradients, and learns whether all of them do.
+struct Gate {
+    expected: usize,
+    state: Mutex<(usize, bool)>,
+    all_here: Condvar,
+}
+
+impl Gate {
+    fn new(expected: usize) -> Self {
+        Self {
+            expected,
+            state: Mutex::new((0, true)),
+            all_here: Condvar::new(),
+        }
+    }
+
+    /// Arrives with `ok`, waits for the others, and says whether every replica arrived ok.
+    fn arrive(&self, ok: bool) -> bool {
+        let mut state = self.arrived(ok);
+        while state.0 < self.expected {
+            state = self.all_here.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.1
+    }
+
+    /// Arrives failed for a replica whose thread never started.
+    fn arrive_without_waiting(&self) {
+        drop(self.arrived(false));
+    }
+
+    fn arrived(&self, ok: bool) -> MutexGuard<'_, (usize, bool)> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0 += 1;
+        state.1 &= ok;
+        self.all_here.notify_all();
+        state
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Block, Dense, Init, L2Loss, Loss, Sequential};
+
+    thread_local! {
+        /// Set on a test's own thread: this replica's thread cannot start.
+        pub(super) static NO_THREAD_FOR: std::cell::Cell<Option<usize>> =
+            const { std::cell::Cell::new(None) };
+    }
+
+    /// A Dense layer of one output on two features.
+    fn one_dense(device: &Device) -> Sequential {
+        let net: Sequential = Sequential::new()
+            .add(Dense::new(1))
+            .initialize(Init::default(), device);
+        net.infer_shape(Tensor::<2>::ones([1, 2], device)).unwrap()
+    }
+
+    /// A replica's share of a step: the L2 loss of `replica` on two rows of ones, target zero.
+    fn l2_share(replica: &Sequential, device: &Device) -> Result<(Tensor<1>, ())> {
+        let x = Tensor::<2>::ones([2, 2], device);
+        let y = Tensor::zeros([2, 1], device);
+        Ok((L2Loss.forward(replica.forward(x.into()).rank(), y)?, ()))
+    }
+
+    /// Three replicas on flex with NCCL as their exchange: an all-reduce started there would
+    /// panic in burn (flex has no collectives), so reaching it shows as a panic.
+    fn nccl_on_flex(device: &Device) -> Replicas {
+        Replicas {
+            devices: vec![device.clone(); 3],
+            exchange: Exchange::Nccl(vec![0, 1, 2]),
+        }
+    }
+
+    #[test]
+    fn a_panicking_device_is_an_error_naming_it() {
+        let device = Device::flex().autodiff();
+        let net = one_dense(&device);
+        let replicas = Replicas::new(vec![device.clone(), device.clone()]).unwrap();
+        let err = replicas
+            .backward(&net, |replica: &Sequential, index, device| {
+                assert!(index == 0, "device lost");
+                l2_share(replica, device)
+            })
+            .unwrap_err();
+        assert!(
+            matches!(&err, Error::OnDevice { device: 1, source } if matches!(**source, Error::Panic(_))),
+            "{err}"
+        );
+        let err = err.to_string();
+        assert!(
+            err.contains("device 1") && err.contains("device lost"),
+            "{err}"
+        );
+        assert!(Replicas::new(Vec::new()).is_err());
+    }
+
+    #[test]
+    fn with_nccl_a_failed_replica_makes_the_others_stand_down_before_the_all_reduce() {
+        let device = Device::flex().autodiff();
+        let net = one_dense(&device);
+        let replicas = nccl_on_flex(&device);
+        for fails in [Err("out of memory"), Ok("device lost")] {
+            let err = replicas
+                .backward(&net, |replica: &Sequential, index, device| {
+                    if index == 1 {
+                        match fails {
+                            Err(why) => {
+                                return Err(Error::Device {
+                                    device: index.to_string(),
+                                    reason: why.to_string(),
+                                });
+                            }
+                            Ok(why) => panic!("{why}"),
+                        }
+                    }
+                    l2_share(replica, device)
+                })
+                .unwrap_err();
+            assert!(
+                matches!(&err, Error::OnDevice { device: 1, .. }),
+                "the failed device is named, not one that stood down: {err}"
+            );
+            let why = fails.unwrap_or_else(|why| why);
+            assert!(err.to_string().contains(why), "{err}");
+        }
+    }
+
+    #[test]
+    fn with_nccl_a_replica_whose_thread_cannot_start_is_an_error_not_a_hang() {
+        // On a thread of its own, so that a hang fails the test instead of stopping the run.
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let device = Device::flex().autodiff();
+            let net = one_dense(&device);
+            NO_THREAD_FOR.set(Some(2));
+            let result = nccl_on_flex(&device).backward(&net, |replica: &Sequential, _, device| {
+                l2_share(replica, device)
+            });
+            done.send(result.map(drop).map_err(|e| e.to_string()))
+                .unwrap();
+        });
+        let err = outcome
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("the step hung waiting for a replica that never started")
+            .unwrap_err();
+        assert!(
+            err.contains("device 2") && err.contains("starting its thread"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn the_gate_opens_when_all_arrive_and_says_whether_all_were_ready() {
+        for (oks, started, want) in [
+            (vec![true, true, true], 3, true),
+            (vec![true, false, true], 3, false),
+            (vec![true, true], 2, false),
+        ] {
+            let gate = Gate::new(3);
+            let seen: Vec<bool> = std::thread::scope(|scope| {
+                let threads: Vec<_> = oks
+                    .iter()
+                    .map(|&ok| {
+                        let gate = &gate;
+                        scope.spawn(move || gate.arrive(ok))
+                    })
+                    .collect();
+                for _ in started..3 {
+                    gate.arrive_without_waiting();
+                }
+                threads.into_iter().map(|t| t.join().unwrap()).collect()
+            });
+            assert_eq!(seen, vec![want; oks.len()], "{oks:?}, {started} started");
+        }
+    }
+}
