@@ -35,3 +35,29 @@ pub(crate) fn fell_back(why: &dyn std::fmt::Display) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With counts shared by the process (as before), another thread's operation on the oneDNN
+    /// path would hide that this thread ran nothing, or fell back.
+    #[test]
+    fn another_threads_operations_and_fallbacks_are_not_counted_here() {
+        ran();
+        let (here, _) = counts();
+        std::thread::spawn(|| {
+            ran();
+            ran();
+            fell_back(&"a reason of another thread");
+        })
+        .join()
+        .unwrap();
+        let (after, reasons) = counts();
+        assert_eq!(after, here);
+        assert!(!reasons.iter().any(|r| r == "a reason of another thread"), "{reasons:?}");
+        fell_back(&"twice");
+        fell_back(&"twice");
+        assert_eq!(counts().1.iter().filter(|r| *r == "twice").count(), 1);
+    }
+}

@@ -197,7 +197,10 @@ impl Prims {
 pub fn apply<const D: usize>(activation: Eltwise, x: &Tensor<D>) -> Option<Tensor<D>> {
     let inputs: Inputs<1> = bridge::same_kind([bridge::input(x)?])?;
     let dims = x.dims().to_vec();
-    let prims = prims(activation, dims.iter().product()).ok()?;
+    // A primitive oneDNN cannot make is a fallback like any other: its reason is recorded.
+    let prims = prims(activation, dims.iter().product())
+        .map_err(|e| crate::kernels::counters::fell_back(&e))
+        .ok()?;
     bridge::run(EltwiseBackward, inputs, |[x], training| {
         // The output keeps the input's order.
         let format = Format::of(x).unwrap_or(Format::Plain);
