@@ -1,0 +1,171 @@
+//! Resuming to the same bits: CLI runs killed with SIGKILL at several points, and a library
+//! run with Adam, Dropout and BatchNorm from any of its checkpoints, end where a run never
+//! stopped ends; a resume with other flags is refused, naming them.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use burn::prelude::*;
+use ember::{Block, Dense, Init, L2Loss, Optimizer, Sequential};
+use ember_datasets::Synthetic;
+use ember_trainer::fit::{Fit, SyntheticEpochs};
+
+use super::common::cli::{TINY, args, fails_with, strs, succeeds};
+use super::runs::{listing, no_temporaries, read_until, resumable, spawn, tensors};
+
+#[test]
+fn runs_killed_at_several_points_resume_to_the_same_bits_as_a_run_never_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("reference.safetensors");
+    succeeds(&strs(&resumable(&dir.path().join("ref-ck"), &reference)));
+    let expected = tensors(&reference);
+
+    // Where to kill: before any checkpoint, after a line of progress in each epoch, and after
+    // a few milliseconds more, so that some kills land inside a step or a checkpoint's write.
+    let points: [(&str, u64); 5] = [
+        ("training", 0),
+        ("batch 50,", 0),
+        ("batch 100,", 3),
+        ("epoch 1:", 0),
+        ("epoch 1:", 11),
+    ];
+    for (i, (line, extra_ms)) in points.into_iter().enumerate() {
+        let checkpoints = dir.path().join(format!("ck{i}"));
+        let save = dir.path().join(format!("resumed{i}.safetensors"));
+        let run = resumable(&checkpoints, &save);
+        let mut child = spawn(&strs(&run));
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        read_until(&mut lines, line);
+        std::thread::sleep(std::time::Duration::from_millis(extra_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(!save.exists(), "killed before the end, at {line:?}");
+
+        let mut resume = run.clone();
+        let at = resume.iter().position(|a| a == "--checkpoint").unwrap();
+        resume[at] = "--resume".to_string();
+        let out = succeeds(&strs(&resume));
+        eprintln!(
+            "kill point {i} ({line:?} + {extra_ms} ms): {}",
+            out.lines()
+                .find(|l| l.contains("resuming") || l.contains("no complete checkpoint"))
+                .unwrap_or("?")
+        );
+        assert_eq!(
+            tensors(&save),
+            expected,
+            "kill point {i}: {line:?} + {extra_ms} ms"
+        );
+        no_temporaries(&checkpoints);
+    }
+}
+
+#[test]
+fn a_resume_with_other_flags_is_refused_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = dir.path().join("ck");
+    let ck = checkpoints.to_str().unwrap();
+    succeeds(&args(&TINY, &["--checkpoint", ck]));
+    let err = fails_with(&args(&TINY, &["--resume", ck, "--lr", "0.5"]), "--lr 0.01");
+    assert!(err.contains("--lr 0.5"), "{err}");
+    // Every flag that differs is named at once (b70e607 named one per attempt).
+    let err = fails_with(
+        &args(&TINY, &["--resume", ck, "--lr", "0.5", "--seed", "3"]),
+        "--lr 0.5",
+    );
+    assert!(err.contains("this one has --seed 3"), "{err}");
+    // --load beside --resume would be ignored: it is refused (b70e607 ignored it).
+    let params = dir.path().join("m.safetensors");
+    std::fs::write(&params, b"").unwrap();
+    fails_with(
+        &args(&TINY, &["--resume", ck, "--load", params.to_str().unwrap()]),
+        "leave --load out",
+    );
+    fails_with(
+        &args(
+            &TINY,
+            &["--resume", dir.path().join("none").to_str().unwrap()],
+        ),
+        "no such directory",
+    );
+}
+
+#[test]
+fn a_library_run_with_adam_dropout_and_batchnorm_resumes_from_any_checkpoint_to_the_same_bits() {
+    use ember::{Activation, BatchNorm, Dropout};
+    use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
+
+    let device = Device::flex().autodiff();
+    // Initialized once: burn's generator is one per process, and the tests beside this one
+    // draw from it too, so a second `device.seed(5)` and initialization need not repeat it.
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(32).activation(Activation::Relu))
+        .add(BatchNorm::new())
+        .add(Dropout::new(0.5))
+        .add(Dense::new(1))
+        .initialize(Init::default(), &device);
+    let net = net.infer_shape(Tensor::<2>::ones([1, 8], &device)).unwrap();
+    let build = || -> (Sequential, Optimizer) {
+        let trainer = Optimizer::new(&net, "adam", 0.01).unwrap();
+        // A copy with running statistics of its own (a clone's are shared).
+        (net.valid().train(), trainer)
+    };
+    let data = || SyntheticEpochs::new(Synthetic::chapter(16, 8, 1), 6);
+    let saved = |net: &Sequential, name: &str, dir: &Path| {
+        let path = dir.join(name);
+        net.save_parameters(&path).unwrap();
+        tensors(&path)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = dir.path().join("ck");
+    let mut every = Checkpointing::new(&checkpoints).every(4);
+    every.keep = 100;
+    let (net, trainer) = build();
+    let full = Fit::new(net, L2Loss, trainer, &device)
+        .epochs(3)
+        .seed(9)
+        .checkpoint(every)
+        .run(&mut data())
+        .unwrap();
+    let expected = saved(&full.net, "full.safetensors", dir.path());
+    // Without the per-step seed, Dropout draws other masks and the result differs: the
+    // comparison below can fail.
+    let (net, trainer) = build();
+    let unseeded = Fit::new(net, L2Loss, trainer, &device)
+        .epochs(3)
+        .run(&mut data())
+        .unwrap();
+    assert_ne!(
+        saved(&unseeded.net, "unseeded.safetensors", dir.path()),
+        expected
+    );
+
+    let steps: Vec<String> = listing(&checkpoints)
+        .into_iter()
+        .filter(|name| name.starts_with("step-"))
+        .collect();
+    assert_eq!(
+        steps.len(),
+        5,
+        "steps 4, 8, 12, 16 and the run's end, 18: {steps:?}"
+    );
+    for step in steps {
+        let checkpoint = Checkpoint::open(&checkpoints.join(&step)).unwrap();
+        let (net, trainer) = build();
+        let resumed = Fit::new(net, L2Loss, trainer, &device)
+            .epochs(3)
+            .resume(checkpoint)
+            .run(&mut data())
+            .unwrap();
+        assert_eq!(
+            saved(&resumed.net, "resumed.safetensors", dir.path()),
+            expected,
+            "resumed from {step}"
+        );
+        assert_eq!(resumed.trace.batches.len(), 18);
+        let losses = |t: &ember_trainer::trace::Trace| -> Vec<f32> {
+            t.batches.iter().map(|b| b.loss).collect()
+        };
+        assert_eq!(losses(&resumed.trace), losses(&full.trace), "{step}");
+    }
+}

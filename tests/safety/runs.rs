@@ -1,0 +1,92 @@
+//! Shared by the safety tests: `ember` as a child process to read from and stop, the run
+//! that is stopped and resumed, and what runs leave on disk (tensors, listings, temporaries).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+/// Spawns ember with `args`, its output piped.
+pub fn spawn(args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Reads the child's output until a line containing `needle`; returns the lines read.
+pub fn read_until(
+    lines: &mut impl Iterator<Item = std::io::Result<String>>,
+    needle: &str,
+) -> String {
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains(needle) {
+            return seen;
+        }
+    }
+    panic!("no line with {needle:?} in:\n{seen}");
+}
+
+/// Enough work to stop in the middle: 2 epochs of 150 batches, a checkpoint every 7.
+pub fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
+    [
+        "train",
+        "--device",
+        "flex",
+        "--batches",
+        "150",
+        "--batch-size",
+        "128",
+        "--features",
+        "128",
+        "--hidden",
+        "128,64",
+        "--epochs",
+        "2",
+        "--checkpoint",
+        checkpoints.to_str().unwrap(),
+        "--checkpoint-every",
+        "7",
+        "--save",
+        save.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The safetensors file's tensors, by name, as raw bytes.
+pub fn tensors(path: &Path) -> BTreeMap<String, Vec<u8>> {
+    let bytes = std::fs::read(path).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    file.tensors()
+        .into_iter()
+        .map(|(name, view)| (name, view.data().to_vec()))
+        .collect()
+}
+
+/// Every entry of `dir`, sorted.
+pub fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// No temporary of any writer is left anywhere under `dir`.
+pub fn no_temporaries(dir: &Path) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        assert!(!name.starts_with(".ember-tmp-"), "left behind: {name}");
+        if entry.path().is_dir() {
+            no_temporaries(&entry.path());
+        }
+    }
+}

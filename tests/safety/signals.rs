@@ -1,0 +1,133 @@
+//! SIGINT and SIGTERM finish the batch, write a checkpoint and exit 130 and 143; a save
+//! stopped by SIGINT or SIGKILL leaves no temporary behind.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use super::common::cli::{TINY, args, strs, succeeds};
+use super::runs::{listing, no_temporaries, read_until, resumable, spawn, tensors};
+
+#[test]
+fn sigint_and_sigterm_finish_the_batch_write_a_checkpoint_and_exit_130_and_143() {
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("reference.safetensors");
+    succeeds(&strs(&resumable(&dir.path().join("ref-ck"), &reference)));
+    for (signal, code) in [("INT", 130), ("TERM", 143)] {
+        let checkpoints = dir.path().join(format!("ck-{signal}"));
+        let save = dir.path().join(format!("{signal}.safetensors"));
+        let mut run = resumable(&checkpoints, &save);
+        // Checkpoints only at the end of epochs: the one written here is the signal's.
+        let every = run.iter().position(|a| a == "--checkpoint-every").unwrap();
+        run.drain(every..every + 2);
+        let mut child = spawn(&strs(&run));
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        read_until(&mut lines, "batch 50,");
+        run_kill(signal, child.id());
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{rest:?}\n{stderr}");
+        assert!(
+            rest.iter()
+                .any(|l| l.contains(&format!("stopped by SIG{signal}"))),
+            "{rest:?}"
+        );
+        assert!(
+            !save.exists(),
+            "a stopped run leaves its parameters in the checkpoint"
+        );
+        let steps: Vec<_> = listing(&checkpoints)
+            .into_iter()
+            .filter(|name| name.starts_with("step-"))
+            .collect();
+        assert_eq!(steps.len(), 1, "one checkpoint, the signal's: {steps:?}");
+        no_temporaries(&checkpoints);
+
+        let mut resume = run.clone();
+        let at = resume.iter().position(|a| a == "--checkpoint").unwrap();
+        resume[at] = "--resume".to_string();
+        succeeds(&strs(&resume));
+        assert_eq!(tensors(&save), tensors(&reference), "SIG{signal}");
+    }
+}
+
+fn run_kill(signal: &str, pid: u32) {
+    let number = match signal {
+        "INT" => libc::SIGINT,
+        "TERM" => libc::SIGTERM,
+        "KILL" => libc::SIGKILL,
+        other => panic!("no signal {other} here"),
+    };
+    let pid = libc::pid_t::try_from(pid).unwrap();
+    // SAFETY: kill(2) takes plain integers; the child is ours and not yet reaped.
+    assert_eq!(
+        unsafe { libc::kill(pid, number) },
+        0,
+        "kill -{signal} {pid}"
+    );
+}
+
+#[test]
+fn a_save_stopped_by_sigint_or_sigkill_leaves_no_temporary_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("big.safetensors");
+    // 33.6 M parameters: a 134 MB file, long enough a save to stop inside.
+    let big = |save: &Path| {
+        spawn(&[
+            "train",
+            "--device",
+            "flex",
+            "--batches",
+            "1",
+            "--batch-size",
+            "8",
+            "--features",
+            "4096",
+            "--hidden",
+            "4096,4096",
+            "--save",
+            save.to_str().unwrap(),
+        ])
+    };
+    for (signal, delay_ms) in [("INT", 30), ("INT", 150), ("KILL", 30), ("KILL", 150)] {
+        let mut child = big(&save);
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // The save starts right after the epoch's line.
+        read_until(&mut lines, "epoch 1:");
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        run_kill(signal, child.id());
+        let status = child.wait().unwrap();
+        let left = listing(dir.path());
+        eprintln!("SIG{signal} {delay_ms} ms after the epoch: {status:?}, left {left:?}");
+        if status.success() {
+            // The save won the race: the file is whole.
+            assert_eq!(left, ["big.safetensors"]);
+        } else if signal == "INT" {
+            assert_eq!(status.code(), Some(130));
+            assert!(left.iter().all(|n| n == "big.safetensors"), "{left:?}");
+        } else {
+            // SIGKILL runs no code: at most one temporary, every scratch file inside it.
+            assert!(
+                left.iter()
+                    .all(|n| n == "big.safetensors" || n.starts_with(".ember-tmp-")),
+                "{left:?}"
+            );
+            assert!(
+                left.iter().filter(|n| n.starts_with('.')).count() <= 1,
+                "{left:?}"
+            );
+        }
+        // The next save to the same place removes what a killed one left.
+        succeeds(&args(&TINY, &["--save", save.to_str().unwrap()]));
+        assert_eq!(listing(dir.path()), ["big.safetensors"]);
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&save).unwrap().permissions(),
+        );
+        assert_eq!(
+            mode & 0o777,
+            0o644,
+            "a saved file is readable as any file a user writes"
+        );
+        std::fs::remove_file(&save).unwrap();
+    }
+}
