@@ -1,0 +1,298 @@
+//! `ember train` on data sets and models: Fashion-MNIST files with a save and a load, LeNet,
+//! CSV and NPY tables, and flags that the data or the model ignores.
+
+use super::common;
+use super::common::cli::{fails_with, succeeds};
+
+#[test]
+fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fashion::fashion_like(dir.path(), "train", 2000, 1);
+    common::fashion::fashion_like(dir.path(), "t10k", 300, 2);
+    let data = format!("fashion-mnist:{}", dir.path().display());
+    let params = dir.path().join("mlp.safetensors");
+    let metrics = dir.path().join("run.csv");
+    let stdout = succeeds(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--model",
+        "mlp:64",
+        "--loss",
+        "softmax-ce",
+        "--lr",
+        "0.1",
+        "--batch-size",
+        "64",
+        "--epochs",
+        "3",
+        "--sync",
+        "t+2",
+        "--save",
+        params.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
+    let accuracy = |line: &str| -> f64 {
+        line.split("test_acc ")
+            .nth(1)
+            .unwrap()
+            .split(',')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let last = stdout.lines().rfind(|l| l.contains("test_acc")).unwrap();
+    assert!(
+        stdout.lines().any(|l| l.starts_with("epoch 3: train loss")),
+        "{stdout}"
+    );
+    assert!(accuracy(last) > 0.8, "{last}");
+    let epochs = std::fs::read_to_string(dir.path().join("run.epochs.csv")).unwrap();
+    assert!(
+        epochs
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("test_acc,train_acc"),
+        "{epochs}"
+    );
+
+    // Starting from the saved parameters, the first epoch is already accurate.
+    let stdout = succeeds(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--model",
+        "mlp:64",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "64",
+        "--epochs",
+        "1",
+        "--load",
+        params.to_str().unwrap(),
+    ]);
+    let first = stdout.lines().find(|l| l.contains("test_acc")).unwrap();
+    assert!(accuracy(first) > 0.8, "{first}");
+
+    for (args, needle) in [
+        (
+            vec!["--data", "fashion-mnist:/nonexistent"],
+            "dataset-fashion-mnist",
+        ),
+        (vec!["--data", &data, "--loss", "l2"], "--loss"),
+        (vec!["--model", "mlp:x"], "--model"),
+        (vec!["--data", "fashion-mnist:"], "--data"),
+    ] {
+        let mut all = vec!["train", "--device", "flex"];
+        all.extend(args.iter().copied());
+        fails_with(&all, needle);
+    }
+}
+
+/// A `.npy` file of little-endian f32 values with the given shape.
+fn write_npy(path: &std::path::Path, shape: &[usize], values: &[f32]) {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let shape = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
+    let mut header = format!("{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn train_builds_lenet_and_reads_csv_and_npy_data() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fashion::fashion_like(dir.path(), "train", 1000, 1);
+    common::fashion::fashion_like(dir.path(), "t10k", 200, 2);
+    let data = format!("fashion-mnist:{}", dir.path().display());
+    let params = dir.path().join("lenet.safetensors");
+    let stdout = succeeds(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--model",
+        "lenet-relu",
+        "--lr",
+        "0.1",
+        "--batch-size",
+        "32",
+        "--epochs",
+        "2",
+        "--save",
+        params.to_str().unwrap(),
+    ]);
+    assert!(
+        stdout.contains("examples of shape [1, 28, 28]; lenet-relu"),
+        "{stdout}"
+    );
+    let last = stdout.lines().rfind(|l| l.contains("test_acc")).unwrap();
+    let acc: f64 = last
+        .split("test_acc ")
+        .nth(1)
+        .unwrap()
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(acc > 0.7, "{last}");
+    // 6·1·25+6 + 16·6·25+16 + 120·400+120 + 84·120+84 + 10·84+10 = 61706, d2l's count.
+    assert!(stdout.contains("parameters: 61706"), "{stdout}");
+
+    // CSV: the label in the last column; two classes, the sign of the first feature.
+    let csv = dir.path().join("table.csv");
+    let rows: Vec<String> = (0..200)
+        .map(|i| {
+            let a = ((i * 37 % 101) as f32 / 50.0) - 1.0;
+            let b = ((i * 13 % 29) as f32 / 14.0) - 1.0;
+            format!("{a},{b},{}", u8::from(a > 0.0))
+        })
+        .collect();
+    std::fs::write(&csv, format!("a,b,label\n{}\n", rows.join("\n"))).unwrap();
+    let csv_data = format!("csv:{}", csv.display());
+    let stdout = succeeds(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &csv_data,
+        "--classes",
+        "2",
+        "--model",
+        "mlp:16",
+        "--lr",
+        "0.5",
+        "--batch-size",
+        "20",
+        "--epochs",
+        "5",
+    ]);
+    let last = stdout.lines().rfind(|l| l.contains("train_acc")).unwrap();
+    let acc: f64 = last
+        .split("train_acc ")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(acc > 0.9, "{last}");
+    // Without --classes the same table is a regression, trained with l2.
+    let stdout = succeeds(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &csv_data,
+        "--batch-size",
+        "50",
+        "--epochs",
+        "1",
+    ]);
+    assert!(stdout.contains("epoch 1: time per epoch"), "{stdout}");
+
+    // NPY: images of 1×8×8 keep their shape, so a convolution takes them, and LeNet's second
+    // convolution, which needs more than 8×8, is refused with the layer and the shapes named.
+    let (x, y) = (dir.path().join("x.npy"), dir.path().join("y.npy"));
+    let pixels: Vec<f32> = (0..40 * 64).map(|i| ((i * 7 % 13) as f32) / 13.0).collect();
+    let labels: Vec<f32> = (0..40).map(|i| (i % 3) as f32).collect();
+    write_npy(&x, &[40, 1, 8, 8], &pixels);
+    write_npy(&y, &[40], &labels);
+    let npy = format!("npy:{},{}", x.display(), y.display());
+    let stdout = succeeds(&[
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &npy,
+        "--classes",
+        "3",
+        "--batch-size",
+        "8",
+    ]);
+    assert!(stdout.contains("examples of shape [1, 8, 8]"), "{stdout}");
+    fails_with(
+        &[
+            "train",
+            "--device",
+            "flex",
+            "--data",
+            &npy,
+            "--classes",
+            "3",
+            "--model",
+            "lenet",
+        ],
+        "layer 2: Conv2D(? -> 16, kernel_size=5, sigmoid): expected shape with axis 2 of at \
+         least 5 (window 5, padding 0 each side), got [40, 6, 4, 4]",
+    );
+}
+
+#[test]
+fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fashion::fashion_like(dir.path(), "train", 10, 1);
+    common::fashion::fashion_like(dir.path(), "t10k", 10, 2);
+    let data = format!("fashion-mnist:{}", dir.path().display());
+    for (args, needle) in [
+        (
+            vec!["--data", &data, "--features", "16"],
+            "--features applies to --data synthetic only",
+        ),
+        (
+            vec!["--data", &data, "--hidden", "8"],
+            "--hidden applies to --data synthetic only",
+        ),
+        (
+            vec!["--data", &data, "--batches", "3"],
+            "--batches applies to --data synthetic only",
+        ),
+        (
+            vec!["--data", &data, "--classes", "3"],
+            "--classes applies to csv: and npy: data only",
+        ),
+        (
+            vec!["--model", "lenet", "--hidden", "8"],
+            "--hidden is ignored when --model is given",
+        ),
+        (vec!["--data", "npy:x.npy"], "npy:X.npy,Y.npy"),
+        (vec!["--model", "resnet"], "lenet-relu"),
+        // LeNet on the chapter's flat synthetic rows: the first convolution says why not.
+        (
+            vec![
+                "--model",
+                "lenet",
+                "--batches",
+                "1",
+                "--batch-size",
+                "4",
+                "--features",
+                "8",
+            ],
+            "layer 0: Conv2D(? -> 6, kernel_size=5, sigmoid): expected shape [batch, channels, height, width], got [4, 8]",
+        ),
+    ] {
+        let mut all = vec!["train", "--device", "flex"];
+        all.extend(args.iter().copied());
+        fails_with(&all, needle);
+    }
+}

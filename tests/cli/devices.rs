@@ -1,0 +1,160 @@
+//! `ember devices`, `--device` and `--devices`: the list, one card or adapter by its index, a
+//! batch split across devices, and bad device lists.
+
+use super::common::cli::{fails_with, succeeds};
+
+#[test]
+fn devices_lists_wgpu_flex_and_ndarray() {
+    let stdout = succeeds(&["devices"]);
+    for name in ["wgpu", "flex", "ndarray", "auto"] {
+        assert!(
+            stdout.lines().any(|l| l.starts_with(name)),
+            "{name} missing:\n{stdout}"
+        );
+    }
+    // CI installs lavapipe: wgpu must be usable, and auto must pass over it for flex, which is
+    // faster on the same cores, and say so.
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("wgpu") && l.contains("usable ")),
+        "{stdout}"
+    );
+    // cuda says which build has it, or, in a build with it, that this machine has no driver
+    // and the library it looked for (CI's machines have no NVIDIA card).
+    let cuda = stdout.lines().find(|l| l.starts_with("cuda")).unwrap();
+    let expected: &[&str] = match ember::device::cuda::BUILT {
+        false => &[
+            "unusable",
+            "no CUDA backend",
+            "scripts/install-cuda-llvm.sh",
+            "--features ember-trainer/cuda",
+        ],
+        true => &["unusable", "no NVIDIA driver", "libcuda"],
+    };
+    assert!(expected.iter().all(|e| cuda.contains(e)), "{stdout}");
+    let auto = stdout.lines().find(|l| l.starts_with("auto")).unwrap();
+    assert!(
+        auto.starts_with("auto     -> flex")
+            && auto.contains("llvmpipe")
+            && auto.contains("software rasterizer"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn device_names_one_card_or_adapter_by_its_index() {
+    let small = ["--batches", "1", "--batch-size", "64"];
+    let train = |device: &'static str| [&["train", "--device", device][..], &small].concat();
+    let out = succeeds(&train("flex:0"));
+    assert!(out.contains("device: flex"), "{out}");
+    fails_with(&train("flex:1"), "flex has a single device");
+    fails_with(&train("wgpu:7"), "invalid device wgpu:7: this machine has");
+    let cuda = if ember::device::cuda::BUILT {
+        "no NVIDIA driver"
+    } else {
+        "cuda:7: this build of ember has no CUDA backend"
+    };
+    fails_with(&train("cuda:7"), cuda);
+    fails_with(&train("flex:x"), "invalid device index flex:x");
+    fails_with(
+        &["bench", "one", "--device", "wgpu:7", "--config", "raw"],
+        "wgpu:7",
+    );
+}
+
+#[test]
+fn train_splits_each_batch_across_devices_and_prints_each_devices_completion() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("trace.jsonl");
+    let out = succeeds(&[
+        "train",
+        "--devices",
+        "flex,flex",
+        "--batches",
+        "4",
+        "--batch-size",
+        "64",
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("device 0: flex") && out.contains("device 1: flex"),
+        "{out}"
+    );
+    assert!(
+        out.contains("gradients summed on the main device (NCCL joins CUDA cards only)"),
+        "{out}"
+    );
+    assert!(out.contains("epoch 1: time per epoch"), "{out}");
+    assert!(
+        out.contains("per-device completion, mean from issue: device 0 ")
+            && out.contains(", device 1 "),
+        "{out}"
+    );
+    let trace = ember_trainer::trace::Trace::read_jsonl(&metrics).unwrap();
+    assert_eq!(trace.batches.len(), 4);
+    assert!(trace.batches.iter().all(|b| b.device_done.len() == 2));
+
+    // A checkpoint of a split run resumes on the same devices, and names them to a run
+    // without them.
+    let checkpoints = dir.path().join("checkpoints");
+    let checkpoints = checkpoints.to_str().unwrap();
+    let small = ["--batches", "4", "--batch-size", "64"];
+    let split = ["train", "--devices", "flex,flex"];
+    succeeds(&[&split[..], &small, &["--checkpoint", checkpoints]].concat());
+    let resume = ["--resume", checkpoints, "--epochs", "2"];
+    let out = succeeds(&[&split[..], &small, &resume].concat());
+    assert!(
+        out.contains("resuming from") && out.contains("epoch 2:"),
+        "{out}"
+    );
+    fails_with(
+        &[&["train", "--device", "flex"][..], &small, &resume].concat(),
+        "with --devices flex,flex, and this one has no --devices",
+    );
+}
+
+#[test]
+fn bad_device_lists_are_clear_errors_with_a_nonzero_exit() {
+    let train = |devices: &str, batch: &str, needle: &str| {
+        fails_with(
+            &[
+                "train",
+                "--devices",
+                devices,
+                "--batches",
+                "2",
+                "--batch-size",
+                batch,
+            ],
+            needle,
+        )
+    };
+    train("flex,tpu", "64", "unknown device 'tpu'");
+    train(
+        "flex,flex",
+        "1",
+        "invalid --batch-size 1: --devices flex,flex splits",
+    );
+    if ember::device::cuda::BUILT {
+        train("cuda:0,cuda:1", "64", "no NVIDIA driver");
+    } else {
+        train("cuda:0,cuda:1", "64", "no CUDA backend");
+        // `--device cuda` is a device this build lacks, not an unknown one.
+        fails_with(
+            &["train", "--device", "cuda", "--batches", "1"],
+            "cuda: this build of ember has no CUDA backend",
+        );
+    }
+    train("flex:1,flex", "64", "flex has a single device");
+    train("wgpu:7", "64", "wgpu:7");
+    fails_with(
+        &["train", "--devices", "flex,flex", "--device", "flex"],
+        "cannot be used with",
+    );
+    fails_with(
+        &["bench", "policies", "--devices", "flex,flex"],
+        "ember bench runs on one device",
+    );
+}

@@ -1,0 +1,121 @@
+//! `ember serve` and `remote:` devices: they train as local ones, a lost server is an error
+//! naming the batch and the device, and a build without them says which build has them.
+
+use super::common::cli::{fails_with, succeeds};
+
+/// `ember serve` processes on 127.0.0.1, stopped when dropped.
+struct Servers(Vec<std::process::Child>);
+
+impl Drop for Servers {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Starts `count` flex servers on free ports, and returns them with their `remote:` devices
+/// once each accepts connections.
+fn serve(count: usize) -> (Servers, String) {
+    let mut servers = Servers(Vec::new());
+    let mut devices = Vec::new();
+    for _ in 0..count {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let address = format!("127.0.0.1:{port}");
+        servers.0.push(
+            std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+                .args(["serve", "--listen", &address])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        let start = std::time::Instant::now();
+        while std::net::TcpStream::connect(&address).is_err() {
+            assert!(
+                start.elapsed().as_secs() < 20,
+                "ember serve on {address} never listened"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        devices.push(format!("remote:ws://{address}"));
+    }
+    (servers, devices.join(","))
+}
+
+#[test]
+fn remote_devices_train_as_local_ones_or_say_which_build_they_need() {
+    let flags = ["--batches", "3", "--batch-size", "64", "--hidden", "64,32"];
+    if cfg!(feature = "remote") {
+        let (_servers, devices) = serve(2);
+        let losses = |out: String| -> Vec<String> {
+            out.lines()
+                .filter_map(|l| l.split(", mean loss ").nth(1))
+                .map(|rest| rest.split(',').next().unwrap().to_string())
+                .collect()
+        };
+        let remote = succeeds(&[&["train", "--devices", &devices], &flags[..]].concat());
+        assert!(
+            remote.contains("device 1: remote device 0 of the server at ws://"),
+            "{remote}"
+        );
+        let local = succeeds(&[&["train", "--devices", "flex,flex"], &flags[..]].concat());
+        assert_eq!(losses(remote.clone()), losses(local), "{remote}");
+        assert_eq!(losses(remote).len(), 1);
+        fails_with(
+            &[
+                "train",
+                "--devices",
+                "remote:ws://127.0.0.1:9",
+                "--batches",
+                "1",
+            ],
+            "cannot connect to its server",
+        );
+
+        // A server that goes away in the middle of the run: an error naming the batch and the
+        // device, a non-zero exit, no panic.
+        let (mut servers, devices) = serve(2);
+        let run = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args([
+                "train",
+                "--devices",
+                &devices,
+                "--batches",
+                "500",
+                "--batch-size",
+                "256",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        let mut lost = servers.0.remove(1);
+        lost.kill().unwrap();
+        lost.wait().unwrap();
+        let out = run.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains(" of epoch 1: ") && stderr.contains("device 1: "),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    } else {
+        fails_with(
+            &[
+                &["train", "--devices", "flex,remote:ws://127.0.0.1:3000"],
+                &flags[..],
+            ]
+            .concat(),
+            "--features ember-trainer/remote",
+        );
+        fails_with(&["serve"], "--features ember-trainer/remote");
+    }
+}
