@@ -7,7 +7,7 @@
 //!
 //! ```
 //! // On a build without the feature, or a machine without the driver, it says which.
-//! match ember::cuda::cards() {
+//! match ember::device::cuda::cards() {
 //!     Ok(cards) => println!("{} CUDA card(s)", cards.len()),
 //!     Err(e) => println!("no CUDA: {e}"),
 //! }

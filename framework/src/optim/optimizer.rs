@@ -233,7 +233,7 @@ impl Optimizer {
     }
 
     /// [`Optimizer::step`] on gradients already gathered per parameter, such as the sum of every
-    /// device's gradients in a data-parallel step (see [`crate::data_parallel`]): they are
+    /// device's gradients in a data-parallel step (see [`crate::parallel`]): they are
     /// divided by `batch_size`, the examples of all devices together, then applied.
     ///
     /// # Errors

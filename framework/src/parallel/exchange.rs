@@ -4,7 +4,7 @@
 //! burn's CUDA backend runs as `ncclAllReduce` on a stream of its own).
 //!
 //! ```
-//! use ember::exchange::Exchange;
+//! use ember::parallel::exchange::Exchange;
 //! // Two replicas on flex (one device, no cards): the gradients are summed on the main device.
 //! let device = burn::tensor::Device::flex().autodiff();
 //! let exchange = Exchange::for_devices(&[device.clone(), device]);

@@ -11,7 +11,7 @@
 //!
 //! ```
 //! use burn::prelude::*;
-//! use ember::data_parallel::Replicas;
+//! use ember::parallel::Replicas;
 //! use ember::{Block, Dense, Init, L2Loss, Loss, Sequential, Optimizer};
 //!
 //! let device = Device::flex().autodiff();
