@@ -4,17 +4,10 @@
 //! still in flight through [`InFlight`]. At the end of every epoch the loop waits for all of
 //! them (`waitall`), whatever the policy.
 //!
-//! | policy            | name (CLI, trace) | rule                                               |
-//! |-------------------|----------------|-------------------------------------------------------|
-//! | [`Window`]`(1)`   | `barrier`      | batch t starts after t−1 finished (`wait_to_read`)    |
-//! | [`Window`]`(2)`   | `t+2`, `window:2` | batch t starts after t−2 finished (exercise 2)     |
-//! | [`Window`]`(k)`   | `window:K`     | batch t starts after t−k finished                     |
-//! | [`NoSync`]        | `none`         | no wait until the end of the epoch                    |
-//! | [`EveryN`]`(n)`   | `every:N`      | a full barrier before every n-th batch                |
-//! | [`MemoryBudget`]  | `memory:MB`    | wait for the oldest batch while RSS growth > MB       |
-//!
-//! Each policy says what it is as data, a [`PolicyKind`]: traces record it, plots and
-//! comparisons read it back, and it parses from and prints as the names above.
+//! The built-ins are [`Window`], [`NoSync`], [`EveryN`] and [`MemoryBudget`]. Each says what
+//! it is as data, a [`PolicyKind`]: traces record it, plots and comparisons read it back, and
+//! it parses from and prints as the names that [`BUILT_INS`] lists, each with its rule (the
+//! table `ember train --help` prints).
 //!
 //! A user's own policy implements [`SyncPolicy`]:
 //!
@@ -32,121 +25,15 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::fmt;
-use std::str::FromStr;
 use std::time::Instant;
 
 use ember::engine::{Completed, Handle};
 use ember::{Error, Result, StepAt};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::memory::rss_bytes;
 
-/// What a policy is, as data: a built-in with its parameter, or a user's policy by name.
-/// It prints as the policy's name (`barrier`, `window:2`, `none`, `every:10`, `memory:256`),
-/// parses from it ([`POLICY_FORMS`]), and is stored in traces that way.
-#[derive(Debug, Clone, PartialEq)]
-pub enum PolicyKind {
-    /// [`Window`]: `barrier` for 1, `window:K` (`t+2` for 2).
-    Window(usize),
-    /// [`NoSync`]: `none`.
-    NoSync,
-    /// [`EveryN`]: `every:N`.
-    EveryN(usize),
-    /// [`MemoryBudget`]: `memory:MB`.
-    MemoryBudget(f64),
-    /// A policy of the user's own, by its name.
-    Custom(String),
-}
-
-/// The forms a built-in policy's name takes, for help texts and errors.
-pub const POLICY_FORMS: &str =
-    "barrier | t+2 | window:K (K >= 1) | none | every:N (N >= 1) | memory:MB (MB > 0)";
-
-impl PolicyKind {
-    /// The built-in policy of this kind.
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] for a user's own policy, which only its own code can build.
-    pub fn build(&self) -> Result<Box<dyn SyncPolicy>> {
-        Ok(match self {
-            PolicyKind::Window(k) => Box::new(Window(*k)),
-            PolicyKind::NoSync => Box::new(NoSync),
-            PolicyKind::EveryN(n) => Box::new(EveryN(*n)),
-            PolicyKind::MemoryBudget(mb) => Box::new(MemoryBudget(*mb)),
-            PolicyKind::Custom(name) => {
-                return Err(Error::InvalidValue {
-                    name: "sync policy",
-                    value: name.clone(),
-                    reason: format!("not a built-in one ({POLICY_FORMS})"),
-                });
-            }
-        })
-    }
-
-    /// The kind a trace names: a built-in where the name is one, else a user's policy.
-    pub fn from_name(name: &str) -> Self {
-        name.parse()
-            .unwrap_or_else(|_| PolicyKind::Custom(name.to_string()))
-    }
-}
-
-impl fmt::Display for PolicyKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            PolicyKind::Window(1) => f.write_str("barrier"),
-            PolicyKind::Window(k) => write!(f, "window:{k}"),
-            PolicyKind::NoSync => f.write_str("none"),
-            PolicyKind::EveryN(n) => write!(f, "every:{n}"),
-            PolicyKind::MemoryBudget(mb) => write!(f, "memory:{mb}"),
-            PolicyKind::Custom(name) => f.write_str(name),
-        }
-    }
-}
-
-/// A built-in policy's name, as [`POLICY_FORMS`] lists them (case and spaces aside).
-impl FromStr for PolicyKind {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        let text = s.trim().to_ascii_lowercase();
-        let bad = || Error::InvalidValue {
-            name: "sync policy",
-            value: s.to_string(),
-            reason: format!("expected one of: {POLICY_FORMS}"),
-        };
-        let count = |v: &str| v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(bad);
-        match text.split_once(':') {
-            None => match text.as_str() {
-                "barrier" => Ok(PolicyKind::Window(1)),
-                "t+2" | "overlap" => Ok(PolicyKind::Window(2)),
-                "none" => Ok(PolicyKind::NoSync),
-                _ => Err(bad()),
-            },
-            Some(("window", k)) => count(k).map(PolicyKind::Window),
-            Some(("every", n)) => count(n).map(PolicyKind::EveryN),
-            Some(("memory", mb)) => mb
-                .parse::<f64>()
-                .ok()
-                .filter(|mb| mb.is_finite() && *mb > 0.0)
-                .map(PolicyKind::MemoryBudget)
-                .ok_or_else(bad),
-            Some(_) => Err(bad()),
-        }
-    }
-}
-
-impl Serialize for PolicyKind {
-    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for PolicyKind {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        String::deserialize(deserializer).map(|name| PolicyKind::from_name(&name))
-    }
-}
+mod kind;
+pub use kind::{BUILT_INS, BuiltIn, PolicyKind, forms};
 
 /// Decides, before each batch is issued, which in-flight batches must finish first.
 pub trait SyncPolicy: Send {
@@ -383,43 +270,6 @@ impl SyncPolicy for MemoryBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn policies_parse_and_bad_ones_list_the_valid_forms() {
-        assert_eq!(
-            "barrier".parse::<PolicyKind>().unwrap(),
-            PolicyKind::Window(1)
-        );
-        assert_eq!("T+2".parse::<PolicyKind>().unwrap(), PolicyKind::Window(2));
-        assert_eq!(
-            "window:8".parse::<PolicyKind>().unwrap(),
-            PolicyKind::Window(8)
-        );
-        assert_eq!(
-            "every:10".parse::<PolicyKind>().unwrap(),
-            PolicyKind::EveryN(10)
-        );
-        assert_eq!(
-            "memory:256".parse::<PolicyKind>().unwrap(),
-            PolicyKind::MemoryBudget(256.0)
-        );
-        assert_eq!("none".parse::<PolicyKind>().unwrap().to_string(), "none");
-        assert_eq!(PolicyKind::Window(1).to_string(), "barrier");
-        for bad in [
-            "window:0",
-            "sometimes",
-            "every:x",
-            "memory:-5",
-            "window:",
-            "t+3",
-        ] {
-            let err = bad.parse::<PolicyKind>().unwrap_err().to_string();
-            assert!(
-                err.contains(bad) && err.contains("window:K"),
-                "{bad}: {err}"
-            );
-        }
-    }
 
     #[test]
     fn each_built_in_reports_its_own_kind_and_names_round_trip_through_a_trace() {

@@ -12,7 +12,7 @@ use ember::{Block, DeviceName, Init, L2Loss, Loss, Replicas, Sequential, Softmax
 use ember_datasets::{DataLoader, Examples};
 use ember_trainer::evaluate::accuracy;
 use ember_trainer::fit::{Fit, Target};
-use ember_trainer::policy::{PolicyKind, SyncPolicy};
+use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
 use ember_trainer::signals;
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -22,14 +22,14 @@ use super::output_paths::{OutputPaths, finish, rescue};
 use super::task::{LossName, Task, wrong_loss};
 use super::workload::{DataSpec, Workload, WorkloadArgs, positive, sgd};
 
-const POLICY_HELP: &str = "\
-How far the frontend may run ahead of the backend:
-  barrier     batch t starts after batch t-1 finished (wait_to_read on every loss)
-  t+2         batch t starts after batch t-2 finished (the chapter's exercise 2)
-  window:K    batch t starts after batch t-K finished (barrier = window:1)
-  none        no wait until the end of the epoch (waitall): queued batches pile up
-  every:N     a full barrier before every N-th batch (Keras' steps_per_execution)
-  memory:MB   wait for the oldest batch while the process grew by more than MB";
+/// `--sync`'s long help: the built-in policies' table, one a line.
+fn policy_help() -> String {
+    let mut help = "How far the frontend may run ahead of the backend:".to_string();
+    for built_in in BUILT_INS {
+        help.push_str(&format!("\n  {:<12}{}", built_in.name, built_in.rule));
+    }
+    help
+}
 
 /// Options of `ember train`.
 #[derive(Debug, Args)]
@@ -37,7 +37,7 @@ pub struct TrainArgs {
     #[command(flatten)]
     workload: WorkloadArgs,
     /// Sync policy.
-    #[arg(long, default_value = "barrier", long_help = POLICY_HELP)]
+    #[arg(long, default_value = "barrier", long_help = policy_help())]
     sync: PolicyKind,
     /// Epochs.
     #[arg(long, default_value_t = 1)]
