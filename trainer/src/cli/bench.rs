@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::baseline::raw_burn_epoch;
 use super::chapter::{EXPERIMENTS, Experiment, Setup, hybridize, report};
 use super::child::{self, Child};
+use super::devices;
 use ember_trainer::policy::PolicyKind;
 
 use super::list::List;
@@ -30,16 +31,19 @@ pub struct BenchArgs {
 /// Devices, repeats and sizes of the chapter's experiments.
 #[derive(Debug, Clone, Args)]
 pub struct ChapterArgs {
-    /// Where the training loops (memory-footprint, exercise-2) run: auto, wgpu, flex or
-    /// ndarray. `auto` is wgpu on a GPU card, and flex where wgpu would be a software
-    /// adapter on the CPU (a chapter batch takes seconds there).
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help = devices::help(
+        "Where the training loops (memory-footprint, exercise-2) run", false
+    ))]
     device: DeviceName,
-    /// The book's CPU, the NumPy baseline: flex, ndarray, wgpu or auto.
-    #[arg(long, default_value = "flex")]
+    #[arg(long, default_value = "flex", help = devices::help(
+        "The book's CPU, the NumPy baseline", false
+    ))]
     cpu: DeviceName,
-    /// The book's GPU: `auto` is wgpu when an adapter exists (a card, or lavapipe), else flex.
-    #[arg(long, default_value = "auto")]
+    #[arg(long, default_value = "auto", help = format!(
+        "The book's GPU: {}; `auto` here is wgpu when an adapter exists (a card, or \
+         lavapipe), else flex",
+        devices::names(false)
+    ))]
     gpu: DeviceName,
     /// Measurements per timing; medians are reported.
     #[arg(long, default_value_t = 3)]

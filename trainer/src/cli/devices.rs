@@ -1,6 +1,7 @@
 //! `ember devices`: each device, whether it opens here (cuda too: whether this build has it,
 //! whether the NVIDIA driver is there, and each card), what `auto` picks, and which kernels
-//! run ember's layers on the CPU (oneDNN or burn-flex, and why).
+//! run ember's layers on the CPU (oneDNN or burn-flex, and why). Also the device names that
+//! every device flag's help lists, and the advice that the errors of those flags carry.
 
 use ember::DeviceName;
 
@@ -27,6 +28,35 @@ pub fn run() -> anyhow::Result<()> {
     let cpu = ember::kernels::status();
     say!("cpu      {:<8}  {}", cpu.kernels.to_string(), cpu.detail);
     Ok(())
+}
+
+/// A device flag's help: `what`, then the names it takes ([`names`]) and what `auto` picks.
+pub fn help(what: &str, indexed: bool) -> String {
+    format!(
+        "{what}: {}; `auto` is cuda on an NVIDIA card where the build has it, else wgpu on a GPU \
+         card, otherwise flex",
+        names(indexed)
+    )
+}
+
+/// The device names a flag takes, for its help, from ember's own list: `auto, wgpu, flex,
+/// ndarray or cuda`. `indexed`, for a flag that takes a device spec (`wgpu:1`) and not only a
+/// name, adds `wgpu:N (the N-th adapter)` and `cuda:N (the N-th card)` after their names.
+pub fn names(indexed: bool) -> String {
+    let mut names = Vec::new();
+    for name in DeviceName::ALL {
+        names.push(name.to_string());
+        let counted = match name {
+            DeviceName::Wgpu => Some("adapter"),
+            DeviceName::Cuda => Some("card"),
+            _ => None,
+        };
+        if let Some(counted) = counted.filter(|_| indexed) {
+            names.push(format!("{name}:N (the N-th {counted})"));
+        }
+    }
+    let last = names.pop().expect("ember names its devices");
+    format!("{} or {last}", names.join(", "))
 }
 
 /// What the user can do about a library error, where the command line knows. The library's
@@ -74,4 +104,18 @@ pub fn explain(err: &ember::Error) -> String {
 /// add anything.
 pub fn parse_device<T: std::str::FromStr<Err = ember::Error>>(s: &str) -> Result<T, String> {
     s.parse().map_err(|err| explain(&err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_texts_list_ember_s_device_names_with_the_indexed_forms_after_theirs() {
+        assert_eq!(names(false), "auto, wgpu, flex, ndarray or cuda");
+        assert_eq!(
+            names(true),
+            "auto, wgpu, wgpu:N (the N-th adapter), flex, ndarray, cuda or cuda:N (the N-th card)"
+        );
+    }
 }

@@ -75,8 +75,8 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// List the devices usable on this machine (wgpu, flex, ndarray, cuda), what `auto` picks,
-    /// and which kernels run ember's layers on the CPU.
+    /// List the devices usable on this machine, what `auto` picks, and which kernels run
+    /// ember's layers on the CPU.
     Devices,
     /// Train the chapter's MLP (or a model of --model on other data) under a sync policy, and
     /// print the book's lines.

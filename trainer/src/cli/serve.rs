@@ -11,8 +11,12 @@ use ember::DeviceSpec;
 /// Options of `ember serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The device to serve: flex, ndarray, wgpu, wgpu:N (the N-th adapter), cuda or cuda:N.
-    #[arg(long, default_value = "flex", value_parser = super::devices::parse_device::<DeviceSpec>)]
+    #[arg(
+        long,
+        default_value = "flex",
+        value_parser = super::devices::parse_device::<DeviceSpec>,
+        help = super::devices::help("The device to serve", true)
+    )]
     device: DeviceSpec,
     /// Address to listen on. WebSocket is unencrypted and this server asks no credential, so
     /// the default keeps it on this machine: listen on another address only on a trusted

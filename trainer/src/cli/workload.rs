@@ -14,9 +14,12 @@ use super::model::ModelSpec;
 /// The chapter's MLP on the chapter's synthetic data.
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
-    /// auto (cuda on an NVIDIA card where the build has it, else wgpu on a GPU card, otherwise
-    /// flex), wgpu, wgpu:N (the N-th adapter), flex, ndarray, cuda or cuda:N (the N-th card).
-    #[arg(long, default_value = "auto", value_parser = super::devices::parse_device::<DeviceSpec>)]
+    #[arg(
+        long,
+        default_value = "auto",
+        value_parser = super::devices::parse_device::<DeviceSpec>,
+        help = super::devices::help("The device", true)
+    )]
     pub device: DeviceSpec,
     /// Data parallelism: each batch is split across these devices, comma separated, the first
     /// one main (it keeps the parameters and sums the gradients): `flex,flex`, `wgpu,wgpu`
