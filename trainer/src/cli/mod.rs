@@ -53,6 +53,7 @@ mod child;
 mod compare;
 mod devices;
 mod export;
+mod flags;
 mod list;
 mod model;
 mod output_paths;

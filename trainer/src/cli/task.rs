@@ -7,6 +7,7 @@ use ember_datasets::csv::{CsvOptions, Label, read_csv};
 use ember_datasets::npy::read_npy_pair;
 use ember_trainer::memory::available_bytes;
 
+use super::flags::Flag;
 use super::list;
 use super::model::ModelSpec;
 use super::workload::{DataSpec, Workload};
@@ -69,9 +70,10 @@ impl Task {
         given: Option<ModelSpec>,
         workload: &Workload,
     ) -> anyhow::Result<ModelSpec> {
-        if given.is_some() && workload.synthetic_flags.contains(&"--hidden") {
+        if given.is_some() && workload.gave(&Flag::HIDDEN) {
             bail!(
-                "--hidden is ignored when --model is given: put the sizes in --model mlp:H1,H2,…"
+                "{} is ignored when --model is given: put the sizes in --model mlp:H1,H2,…",
+                Flag::HIDDEN
             );
         }
         Ok(given.unwrap_or_else(|| match self {
@@ -117,32 +119,30 @@ impl Task {
         };
         let synthetic = self.is_synthetic();
         let hidden = match model {
-            ModelSpec::Mlp(hidden)
-                if synthetic && workload.synthetic_flags.contains(&"--hidden") =>
-            {
-                format!("--hidden {}", list::join(hidden))
+            ModelSpec::Mlp(hidden) if synthetic && workload.gave(&Flag::HIDDEN) => {
+                format!("{} {}", Flag::HIDDEN, list::join(hidden))
             }
             _ => format!("--model {model}"),
         };
-        let candidates: Vec<(String, &Shrink)> = vec![
-            (format!("--features {}", workload.features), &|w, _, _| {
+        // A flag of the workload, where this data reads it.
+        let sized =
+            |flag: &Flag, value: usize| flag.read_by(synthetic).then(|| format!("{flag} {value}"));
+        let candidates: Vec<(Option<String>, &Shrink)> = vec![
+            (sized(&Flag::FEATURES, workload.features), &|w, _, _| {
                 w.features = 1
             }),
-            (hidden, &|_, m, _| *m = ModelSpec::Mlp(vec![1])),
-            (
-                format!("--batch-size {}", workload.batch_size),
-                &|w, _, _| w.batch_size = 1,
-            ),
-            (format!("--batches {}", workload.batches), &|w, _, _| {
+            (Some(hidden), &|_, m, _| *m = ModelSpec::Mlp(vec![1])),
+            (sized(&Flag::BATCH_SIZE, workload.batch_size), &|w, _, _| {
+                w.batch_size = 1
+            }),
+            (sized(&Flag::BATCHES, workload.batches), &|w, _, _| {
                 w.batches = 1
             }),
-            (format!("--epochs {epochs}"), &|_, _, e| *e = 1),
+            (Some(format!("--epochs {epochs}")), &|_, _, e| *e = 1),
         ];
         let flag = candidates
             .into_iter()
-            .filter(|(flag, _)| {
-                synthetic || !flag.starts_with("--features") && !flag.starts_with("--batches")
-            })
+            .filter_map(|(flag, change)| Some((flag?, change)))
             .find(|(_, change)| small(change))
             .map_or_else(
                 || "these sizes together are".to_string(),

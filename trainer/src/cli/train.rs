@@ -20,7 +20,7 @@ use super::book_lines::BookLines;
 use super::model::ModelSpec;
 use super::output_paths::{OutputPaths, finish, rescue};
 use super::task::{LossName, Task, wrong_loss};
-use super::workload::{DataSpec, Workload, WorkloadArgs, positive, sgd};
+use super::workload::{Workload, WorkloadArgs, positive, sgd};
 
 /// `--sync`'s long help: the built-in policies' table, one a line.
 fn policy_help() -> String {
@@ -330,23 +330,8 @@ impl Run<'_> {
     /// What makes two runs the same run, flag by flag: what a resume must match. --epochs may
     /// grow and --sync changes no result, so neither is here.
     fn description(&self) -> BTreeMap<String, String> {
-        let w = self.workload;
-        let mut flags = BTreeMap::from([
-            ("--data".to_string(), w.data.to_string()),
-            ("--model".to_string(), self.model.to_string()),
-            ("--batch-size".to_string(), w.batch_size.to_string()),
-            ("--lr".to_string(), w.lr.to_string()),
-            ("--seed".to_string(), w.seed.to_string()),
-        ]);
-        let (flag, devices) = match &w.devices {
-            Some(list) => ("--devices", list.to_string()),
-            None => ("--device", self.device_name.to_string()),
-        };
-        flags.insert(flag.to_string(), devices);
-        if w.data == DataSpec::Synthetic {
-            flags.insert("--batches".to_string(), w.batches.to_string());
-            flags.insert("--features".to_string(), w.features.to_string());
-        }
+        let mut flags = self.workload.description(self.device_name);
+        flags.insert("--model".to_string(), self.model.to_string());
         flags
     }
 }

@@ -1,5 +1,6 @@
 //! The chapter workload's options, shared by `train` and `bench`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::bail;
@@ -8,67 +9,59 @@ use ember::{DeviceList, DeviceName, DeviceSpec, Init, Loss, Optimizer, PickedDev
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs, Target};
 
+use super::devices;
+use super::flags::{Flag, Resume};
 use super::list::{self, List, Size};
 use super::model::ModelSpec;
 
-/// The chapter's MLP on the chapter's synthetic data.
+/// The chapter's MLP on the chapter's synthetic data. Each flag's name is [`Flag`]'s.
 #[derive(Debug, Args)]
 pub struct WorkloadArgs {
     #[arg(
-        long,
+        long = Flag::DEVICE.name,
         default_value = "auto",
-        value_parser = super::devices::parse_device::<DeviceSpec>,
-        help = super::devices::help("The device", true)
+        value_parser = devices::parse_device::<DeviceSpec>,
+        help = devices::help("The device", true)
     )]
     pub device: DeviceSpec,
     /// Data parallelism: each batch is split across these devices, comma separated, the first
     /// one main (it keeps the parameters and sums the gradients): `flex,flex`, `wgpu,wgpu`
     /// (several devices on the first wgpu adapter), `wgpu:0,wgpu:1` (two adapters).
-    #[arg(long, conflicts_with = "device", value_parser = super::devices::parse_device::<DeviceList>)]
+    #[arg(
+        long = Flag::DEVICES.name,
+        conflicts_with = "device",
+        value_parser = devices::parse_device::<DeviceList>
+    )]
     pub devices: Option<DeviceList>,
     /// Batches per epoch, on synthetic data [default: 150].
-    #[arg(long)]
+    #[arg(long = Flag::BATCHES.name)]
     pub batches: Option<usize>,
     /// Examples per batch.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long = Flag::BATCH_SIZE.name, default_value_t = 1024)]
     pub batch_size: usize,
     /// Features per example, on synthetic data [default: 512].
-    #[arg(long)]
+    #[arg(long = Flag::FEATURES.name)]
     pub features: Option<usize>,
     /// Hidden layer sizes of the chapter's MLP on synthetic data, comma separated [default:
     /// 2048,512].
-    #[arg(long)]
+    #[arg(long = Flag::HIDDEN.name)]
     pub hidden: Option<List<Size>>,
     /// Learning rate (SGD).
-    #[arg(long, default_value_t = 0.01, allow_negative_numbers = true)]
+    #[arg(long = Flag::LR.name, default_value_t = 0.01, allow_negative_numbers = true)]
     pub lr: f64,
     /// Seed of the data (synthetic batches, shuffling) and of the weights' initialization.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long = Flag::SEED.name, default_value_t = 0)]
     pub seed: u64,
     /// Data: `synthetic` (the chapter's X ~ N(0,1), y = 1); `fashion-mnist[:DIR]` (IDX
     /// files, gzipped or raw; DIR defaults to Debian's /usr/share/datasets/fashion-mnist from
     /// `apt-get install dataset-fashion-mnist`); `csv:PATH` (numbers, the label in the last
     /// column, an optional header); or `npy:X.npy,Y.npy` (features of any shape, targets).
-    #[arg(long, default_value = "synthetic")]
+    #[arg(long = Flag::DATA.name, default_value = "synthetic")]
     pub data: DataSpec,
     /// With `csv:` or `npy:` data: the targets are class indices in 0..N (softmax
     /// cross-entropy); without it they are values to regress (L2).
-    #[arg(long)]
+    #[arg(long = Flag::CLASSES.name)]
     pub classes: Option<usize>,
-}
-
-impl WorkloadArgs {
-    /// The flags given that only synthetic data reads.
-    fn synthetic_flags(&self) -> Vec<&'static str> {
-        [
-            ("--batches", self.batches.is_some()),
-            ("--features", self.features.is_some()),
-            ("--hidden", self.hidden.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
-        .collect()
-    }
 }
 
 /// Where the examples come from.
@@ -135,7 +128,7 @@ pub struct Workload {
     /// With csv or npy data: the number of classes.
     pub classes: Option<usize>,
     /// The flags given that only synthetic data reads (`--features`, …).
-    pub synthetic_flags: Vec<&'static str>,
+    pub synthetic_flags: Vec<&'static Flag>,
 }
 
 /// A count that must be at least 1.
@@ -155,7 +148,10 @@ impl TryFrom<WorkloadArgs> for Workload {
             bail!("invalid --lr {}: must be a finite number above 0", args.lr);
         }
         let data = args.data.clone();
-        let synthetic_flags = args.synthetic_flags();
+        let synthetic_flags: Vec<&'static Flag> = Flag::ALL
+            .iter()
+            .filter(|flag| flag.synthetic_only.is_some_and(|given| given(&args)))
+            .collect();
         if data != DataSpec::Synthetic
             && let Some(flag) = synthetic_flags.first()
         {
@@ -172,7 +168,7 @@ impl TryFrom<WorkloadArgs> for Workload {
                     args.data
                 );
             }
-            positive("classes", classes)?;
+            positive(Flag::CLASSES.name, classes)?;
         }
         if let Some(devices) = &args.devices
             && args.batch_size < devices.len()
@@ -188,9 +184,9 @@ impl TryFrom<WorkloadArgs> for Workload {
             device: args.device,
             devices: args.devices,
             data,
-            batches: positive("batches", args.batches.unwrap_or(150))?,
-            batch_size: positive("batch-size", args.batch_size)?,
-            features: positive("features", args.features.unwrap_or(512))?,
+            batches: positive(Flag::BATCHES.name, args.batches.unwrap_or(150))?,
+            batch_size: positive(Flag::BATCH_SIZE.name, args.batch_size)?,
+            features: positive(Flag::FEATURES.name, args.features.unwrap_or(512))?,
             hidden,
             lr: args.lr,
             seed: args.seed,
@@ -222,26 +218,37 @@ impl Workload {
     /// The same workload as `ember` flags, for a child process: the flags that make it, the
     /// synthetic data's sizes only for synthetic data.
     pub fn to_args(&self) -> Vec<String> {
+        self.flags()
+            .flat_map(|(flag, value)| [flag.to_string(), value])
+            .collect()
+    }
+
+    /// What makes two runs of this workload the same run, flag by flag: what a checkpoint
+    /// records and a resumed run must match, with `opened`, what `--device` opened.
+    pub fn description(&self, opened: DeviceName) -> BTreeMap<String, String> {
+        self.flags()
+            .filter_map(|(flag, value)| match flag.resume {
+                Resume::Value => Some((flag.to_string(), value)),
+                Resume::Opened => Some((flag.to_string(), opened.to_string())),
+                Resume::Nothing => None,
+            })
+            .collect()
+    }
+
+    /// Each flag this workload reads, with its value, in [`Flag::ALL`]'s order.
+    fn flags(&self) -> impl Iterator<Item = (&'static Flag, String)> {
         let synthetic = self.data == DataSpec::Synthetic;
-        [
-            (
-                "--device",
-                self.devices.is_none().then(|| self.device.to_string()),
-            ),
-            ("--devices", self.devices.as_ref().map(ToString::to_string)),
-            ("--data", Some(self.data.to_string())),
-            ("--batch-size", Some(self.batch_size.to_string())),
-            ("--lr", Some(self.lr.to_string())),
-            ("--seed", Some(self.seed.to_string())),
-            ("--classes", self.classes.map(|n| n.to_string())),
-            ("--batches", synthetic.then(|| self.batches.to_string())),
-            ("--features", synthetic.then(|| self.features.to_string())),
-            ("--hidden", synthetic.then(|| list::join(&self.hidden))),
-        ]
-        .into_iter()
-        .filter_map(|(flag, value)| value.map(|value| [flag.to_string(), value]))
-        .flatten()
-        .collect()
+        Flag::ALL
+            .iter()
+            .filter(move |flag| flag.read_by(synthetic))
+            .filter_map(|flag| Some((flag, (flag.value)(self)?)))
+    }
+
+    /// Whether the command line gave `flag`, one that only synthetic data reads.
+    pub fn gave(&self, flag: &Flag) -> bool {
+        self.synthetic_flags
+            .iter()
+            .any(|given| given.name == flag.name)
     }
 
     /// Opens the devices: `--devices`' list, or `--device` alone.
