@@ -110,6 +110,17 @@ impl DeviceName {
     }
 }
 
+impl DeviceName {
+    /// What `NAME:N`'s index counts, for the backends that take one (`wgpu:1`, `cuda:1`).
+    pub fn indexed_by(self) -> Option<&'static str> {
+        match self {
+            Self::Wgpu => Some("adapter"),
+            Self::Cuda => Some("card"),
+            Self::Flex | Self::Ndarray | Self::Remote | Self::Auto => None,
+        }
+    }
+}
+
 impl PickedDevice {
     /// What the picked device's backend can do.
     pub fn capabilities(&self) -> Capabilities {

@@ -46,12 +46,7 @@ pub fn names(indexed: bool) -> String {
     let mut names = Vec::new();
     for name in DeviceName::ALL {
         names.push(name.to_string());
-        let counted = match name {
-            DeviceName::Wgpu => Some("adapter"),
-            DeviceName::Cuda => Some("card"),
-            _ => None,
-        };
-        if let Some(counted) = counted.filter(|_| indexed) {
+        if let Some(counted) = name.indexed_by().filter(|_| indexed) {
             names.push(format!("{name}:N (the N-th {counted})"));
         }
     }
