@@ -55,7 +55,10 @@ mod tests {
         .unwrap();
         let (after, reasons) = counts();
         assert_eq!(after, here);
-        assert!(!reasons.iter().any(|r| r == "a reason of another thread"), "{reasons:?}");
+        assert!(
+            !reasons.iter().any(|r| r == "a reason of another thread"),
+            "{reasons:?}"
+        );
         fell_back(&"twice");
         fell_back(&"twice");
         assert_eq!(counts().1.iter().filter(|r| *r == "twice").count(), 1);

@@ -15,6 +15,7 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::Tensor;
 
 use super::bridge::{self, AdTensor, Input, Inputs};
+use super::fallback;
 use super::format::Format;
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
@@ -103,6 +104,9 @@ struct State {
     mean: FlexTensor,
     variance: FlexTensor,
     format: Format,
+    /// What burn-flex's gradients need, where oneDNN's fail.
+    epsilon: f32,
+    given: bool,
 }
 
 impl std::fmt::Debug for State {
@@ -121,28 +125,39 @@ impl Backward<Flex, 3> for BatchNormBackward {
         let [px, pgamma, pbeta] = ops.parents;
         let s = ops.state;
         let p = &s.prims;
-        let grad =
-            arrange(&grads.consume::<Flex>(&ops.node), s.format).unwrap_or_else(|e| panic!("{e}"));
-        let channels = bridge::dims(&s.gamma);
-        let mut dx = bridge::Out::new(&bridge::dims(&s.x));
-        let mut dgamma = bridge::Out::new(&channels);
-        let mut dbeta = bridge::Out::new(&channels);
-        p.backward
-            .execute(&[
-                (DNNL_ARG_SRC, &p.data, bridge::read(&s.x)),
-                (DNNL_ARG_MEAN, &p.channels, bridge::read(&s.mean)),
-                (DNNL_ARG_VARIANCE, &p.channels, bridge::read(&s.variance)),
-                (DNNL_ARG_SCALE, &p.channels, bridge::read(&s.gamma)),
-                // Not read, but oneDNN 2.6 counts it among the backward pass's inputs.
-                (DNNL_ARG_SHIFT, &p.channels, bridge::read(&s.beta)),
-                (DNNL_ARG_DIFF_DST, &p.data, bridge::read(&grad)),
-                (DNNL_ARG_DIFF_SRC, &p.data, dx.ptr()),
-                (DNNL_ARG_DIFF_SCALE, &p.channels, dgamma.ptr()),
-                (DNNL_ARG_DIFF_SHIFT, &p.channels, dbeta.ptr()),
-            ])
-            .unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: the backward pass wrote all three.
-        let written = unsafe { [dx.written_in(s.format), dgamma.written(), dbeta.written()] };
+        let grad = grads.consume::<Flex>(&ops.node);
+        let written = fallback::or_flex(
+            || {
+                let grad = arrange(&grad, s.format)?;
+                let channels = bridge::dims(&s.gamma);
+                let mut dx = bridge::Out::new(&bridge::dims(&s.x));
+                let mut dgamma = bridge::Out::new(&channels);
+                let mut dbeta = bridge::Out::new(&channels);
+                p.backward.execute(&[
+                    (DNNL_ARG_SRC, &p.data, bridge::read(&s.x)),
+                    (DNNL_ARG_MEAN, &p.channels, bridge::read(&s.mean)),
+                    (DNNL_ARG_VARIANCE, &p.channels, bridge::read(&s.variance)),
+                    (DNNL_ARG_SCALE, &p.channels, bridge::read(&s.gamma)),
+                    // Not read, but oneDNN 2.6 counts it among the backward pass's inputs.
+                    (DNNL_ARG_SHIFT, &p.channels, bridge::read(&s.beta)),
+                    (DNNL_ARG_DIFF_DST, &p.data, bridge::read(&grad)),
+                    (DNNL_ARG_DIFF_SRC, &p.data, dx.ptr()),
+                    (DNNL_ARG_DIFF_SCALE, &p.channels, dgamma.ptr()),
+                    (DNNL_ARG_DIFF_SHIFT, &p.channels, dbeta.ptr()),
+                ])?;
+                // SAFETY: the backward pass wrote all three.
+                Ok(unsafe { [dx.written_in(s.format), dgamma.written(), dbeta.written()] })
+            },
+            || {
+                let stats = fallback::Stats {
+                    mean: &s.mean,
+                    variance: &s.variance,
+                    epsilon: s.epsilon.into(),
+                    given: s.given,
+                };
+                fallback::batch_norm(&s.x, &s.gamma, stats, &grad)
+            },
+        );
         for (parent, g) in [px, pgamma, pbeta].into_iter().zip(written) {
             if let Some(parent) = parent {
                 grads.register::<Flex>(parent.id, g);
@@ -237,6 +252,8 @@ pub fn batch_norm<const D: usize>(
             mean,
             variance,
             format,
+            epsilon: epsilon as f32,
+            given: given.is_some(),
         });
         Ok((y, state))
     })

@@ -12,7 +12,7 @@ use burn::backend::{Autodiff, BackendTypes, Flex};
 use burn::tensor::{DType, Shape, Tensor};
 
 use super::format::Format;
-use super::primitive::Result;
+use super::primitive::{Error, Result};
 
 /// burn's autodiff over burn-flex, as `Device::flex().autodiff()` makes it.
 pub type Ad = Autodiff<Flex>;
@@ -95,7 +95,7 @@ where
             {
                 OpsKind::Tracked(prep) => {
                     let (y, state) = forward(&arrays, true)?;
-                    let state = state.ok_or("a tracked operation ran without its backward pass")?;
+                    let state = state.ok_or(Error::NoBackwardState)?;
                     Ok(Tensor::from_primitive::<Ad>(prep.finish(state, y)))
                 }
                 OpsKind::UnTracked(prep) => {
@@ -178,7 +178,7 @@ pub fn cached<T: Send + Sync + 'static>(
     key: String,
     make: impl FnOnce() -> Result<T>,
 ) -> Result<Arc<T>> {
-    type Entry = std::result::Result<Arc<dyn Any + Send + Sync>, String>;
+    type Entry = std::result::Result<Arc<dyn Any + Send + Sync>, Error>;
     static CACHE: Mutex<Option<HashMap<String, Entry>>> = Mutex::new(None);
     if let Some(entry) = CACHE.lock().unwrap().get_or_insert_default().get(&key) {
         return match entry {

@@ -10,9 +10,10 @@ use burn::backend::flex::FlexTensor;
 use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
+use super::fallback;
 use super::format::Format;
 use super::library::*;
-use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
+use super::primitive::{Attr, Error, Md, Primitive, Result, forward_prop};
 use super::reorder::arrange;
 use crate::kernels::eltwise::Eltwise;
 
@@ -44,6 +45,7 @@ pub fn post_op(activation: Option<Eltwise>, training: bool) -> Result<(Attr, boo
 
 /// The backward pass of `activation` over an array of these dimensions, reading its output.
 pub struct FromOutput {
+    activation: Eltwise,
     primitive: Primitive,
     md: Md,
 }
@@ -54,22 +56,27 @@ impl FromOutput {
         let n = dims.iter().product::<usize>();
         bridge::cached(format!("eltwise-bwd-dst {activation} {n}"), || {
             let (alg, Some(bwd)) = algorithm(activation) else {
-                return Err(format!("{activation} needs its input to be differentiated"));
+                return Err(Error::NeedsInput(activation));
             };
             let md = Md::plain(&[n])?;
             let fwd = forward_primitive(alg, &md, true)?;
             let primitive = backward_primitive(bwd, &md, &fwd)?;
-            Ok(FromOutput { primitive, md })
+            Ok(FromOutput {
+                activation,
+                primitive,
+                md,
+            })
         })
     }
 
     /// The gradient before the activation, from the gradient after it and its output `y`, both
     /// in `format`.
     fn apply(&self, y: &FlexTensor, grad: &FlexTensor, format: Format) -> Result<FlexTensor> {
+        let grad = arrange(grad, format)?;
         let mut dx = bridge::Out::new(&bridge::dims(y));
         self.primitive.execute(&[
             (DNNL_ARG_DST, &self.md, bridge::read(y)),
-            (DNNL_ARG_DIFF_DST, &self.md, bridge::read(grad)),
+            (DNNL_ARG_DIFF_DST, &self.md, bridge::read(&grad)),
             (DNNL_ARG_DIFF_SRC, &self.md, dx.ptr()),
         ])?;
         // SAFETY: the backward pass wrote it.
@@ -78,19 +85,20 @@ impl FromOutput {
 }
 
 /// The gradient before an activation fused into a primitive's output `y` (with `act`), or
-/// the gradient itself (without), in the output's `format`.
+/// the gradient itself (without). oneDNN's is in `format`; burn-flex's, where oneDNN failed,
+/// may not be, so a primitive reading it arranges it first.
 pub fn before_activation(
     act: Option<&FromOutput>,
     y: Option<&FlexTensor>,
     grad: &FlexTensor,
     format: Format,
 ) -> FlexTensor {
-    let grad = arrange(grad, format).unwrap_or_else(|e| panic!("{e}"));
     match (act, y) {
-        (Some(act), Some(y)) => act
-            .apply(y, &grad, format)
-            .unwrap_or_else(|e| panic!("{e}")),
-        _ => grad,
+        (Some(act), Some(y)) => fallback::or_flex(
+            || act.apply(y, grad, format),
+            || fallback::activation(act.activation, y, true, grad),
+        ),
+        _ => grad.clone(),
     }
 }
 
@@ -118,6 +126,7 @@ struct Prims {
     backward: Primitive,
     /// The backward pass reads the output (else the input).
     from_dst: bool,
+    activation: Eltwise,
 }
 
 /// Element-wise, so over the array's memory in whichever order it is: one dimension of `n`.
@@ -132,6 +141,7 @@ fn prims(activation: Eltwise, n: usize) -> Result<Arc<Prims>> {
             training,
             backward,
             from_dst: dst.is_some(),
+            activation,
             md,
         })
     })
@@ -150,10 +160,11 @@ impl Backward<Flex, 1> for EltwiseBackward {
         let grad = grads.consume::<Flex>(&ops.node);
         if let Some(parent) = parent {
             let (prims, data, format) = ops.state;
-            let dx = prims
-                .0
-                .differentiate(&data, &grad, format)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let p = &prims.0;
+            let dx = fallback::or_flex(
+                || p.differentiate(&data, &grad, format),
+                || fallback::activation(p.activation, &data, p.from_dst, &grad),
+            );
             grads.register::<Flex>(parent.id, dx);
         }
     }

@@ -4,7 +4,7 @@
 //! arrays through its slots.
 
 use super::library::*;
-use super::primitive::{Attr, Md, Primitive, Result, to_dims};
+use super::primitive::{Attr, Error, Md, Primitive, Result, to_dims};
 
 impl Md {
     /// Dimensions whose layout the primitive chooses (`format_tag_any`): blocked channels for a
@@ -163,7 +163,7 @@ impl Pass {
                 .iter()
                 .find(|(a, _)| *a == arg)
                 .map(|(_, s)| s)
-                .ok_or_else(|| format!("oneDNN: argument {arg} has no slot"))
+                .ok_or(Error::NoSlot(arg))
         };
         let mut buffers = Vec::with_capacity(inputs.len() + outputs.len());
         for &(arg, data) in inputs {

@@ -13,6 +13,8 @@
 
 use std::sync::OnceLock;
 
+use super::error::Error;
+
 include!(concat!(env!("OUT_DIR"), "/dnnl.rs"));
 
 /// The file opened: oneDNN 2.x's ABI (Debian's `libdnnl2`), the API the bindings were made from.
@@ -41,17 +43,18 @@ unsafe impl Send for Runtime {}
 unsafe impl Sync for Runtime {}
 
 /// The library, opened once; the error says why it cannot be used.
-pub fn runtime() -> Result<&'static Runtime, &'static str> {
-    static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
-    RUNTIME.get_or_init(open).as_ref().map_err(String::as_str)
+pub fn runtime() -> Result<&'static Runtime, &'static Error> {
+    static RUNTIME: OnceLock<Result<Runtime, Error>> = OnceLock::new();
+    RUNTIME.get_or_init(open).as_ref()
 }
 
-fn open() -> Result<Runtime, String> {
+fn open() -> Result<Runtime, Error> {
     crate::kernels::keep_freed_memory();
     // SAFETY: opening a shared library runs its initializers; oneDNN's have no preconditions.
     let name = library_name();
-    let api = unsafe { Dnnl::new(&name) }.map_err(|e| {
-        format!("{name} could not be loaded ({e}); install oneDNN 2.x with `apt-get install -y libdnnl-dev`")
+    let api = unsafe { Dnnl::new(&name) }.map_err(|e| Error::Load {
+        library: name.clone(),
+        reason: e.to_string(),
     })?;
     let mut engine = std::ptr::null_mut();
     // SAFETY: `engine` is a valid out-pointer.
@@ -87,7 +90,7 @@ fn isa_name(isa: dnnl_cpu_isa_t) -> &'static str {
 }
 
 /// This thread's stream on the engine (oneDNN's streams are not shared between threads).
-pub fn stream(runtime: &Runtime) -> Result<dnnl_stream_t, String> {
+pub fn stream(runtime: &Runtime) -> Result<dnnl_stream_t, Error> {
     thread_local! {
         static STREAM: std::cell::Cell<Option<dnnl_stream_t>> = const { std::cell::Cell::new(None) };
     }
@@ -113,7 +116,7 @@ pub fn stream(runtime: &Runtime) -> Result<dnnl_stream_t, String> {
 }
 
 /// oneDNN's status as a `Result`, naming what was being done.
-pub fn check(status: dnnl_status_t, what: &str) -> Result<(), String> {
+pub fn check(status: dnnl_status_t, what: &str) -> Result<(), Error> {
     let reason = match status {
         dnnl_success => return Ok(()),
         dnnl_out_of_memory => "out of memory",
@@ -124,5 +127,9 @@ pub fn check(status: dnnl_status_t, what: &str) -> Result<(), String> {
         dnnl_not_required => "not required",
         _ => "unknown status",
     };
-    Err(format!("oneDNN: {what}: {reason} (status {status})"))
+    Err(Error::Status {
+        what: what.to_string(),
+        status: status as i64,
+        reason,
+    })
 }

@@ -12,6 +12,7 @@ use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
+use super::fallback;
 use super::format::Format;
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result};
@@ -166,45 +167,62 @@ impl Backward<Flex, 3> for DenseBackward {
         let p = &s.prims;
         let grad =
             eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad, Format::Plain);
+        // Row-major from its first element, as the products read it (a copy, never oneDNN's).
+        let grad = bridge::dense(&grad);
         let [n, o] = [bridge::dims(&grad)[0], bridge::dims(&grad)[1]];
         let i = bridge::dims(&s.x)[1];
         if let Some(px) = px {
-            let mut dx = bridge::Out::new(&[n, i]);
-            p.dx.execute(&[
-                (DNNL_ARG_SRC, &p.d.y, bridge::read(&grad)),
-                (DNNL_ARG_WEIGHTS, &p.wt, bridge::read(&s.w)),
-                (DNNL_ARG_DST, &p.d.x, dx.ptr()),
-            ])
-            .unwrap_or_else(|e| panic!("{e}"));
-            // SAFETY: the product above wrote it.
-            grads.register::<Flex>(px.id, unsafe { dx.written() });
+            let dx = fallback::or_flex(
+                || {
+                    let mut dx = bridge::Out::new(&[n, i]);
+                    p.dx.execute(&[
+                        (DNNL_ARG_SRC, &p.d.y, bridge::read(&grad)),
+                        (DNNL_ARG_WEIGHTS, &p.wt, bridge::read(&s.w)),
+                        (DNNL_ARG_DST, &p.d.x, dx.ptr()),
+                    ])?;
+                    // SAFETY: the product above wrote it.
+                    Ok(unsafe { dx.written() })
+                },
+                || fallback::dense_x(&s.w, &grad),
+            );
+            grads.register::<Flex>(px.id, dx);
         }
         if let Some(pw) = pw {
-            let mut dw = bridge::Out::new(&[i, o]);
-            p.dw.execute(&[
-                (DNNL_ARG_SRC, &p.xt, bridge::read(&s.x)),
-                (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
-                (DNNL_ARG_DST, &p.d.w, dw.ptr()),
-            ])
-            .unwrap_or_else(|e| panic!("{e}"));
-            // SAFETY: the product above wrote it.
-            grads.register::<Flex>(pw.id, unsafe { dw.written() });
+            let dw = fallback::or_flex(
+                || {
+                    let mut dw = bridge::Out::new(&[i, o]);
+                    p.dw.execute(&[
+                        (DNNL_ARG_SRC, &p.xt, bridge::read(&s.x)),
+                        (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
+                        (DNNL_ARG_DST, &p.d.w, dw.ptr()),
+                    ])?;
+                    // SAFETY: the product above wrote it.
+                    Ok(unsafe { dw.written() })
+                },
+                || fallback::dense_w(&s.x, &grad),
+            );
+            grads.register::<Flex>(pw.id, dw);
         }
         if let Some(pb) = pb {
-            let ones = FlexTensor::filled_typed(
-                burn::tensor::Shape::from(vec![1, n]),
-                burn::tensor::DType::F32,
-                1.0f32,
+            let db = fallback::or_flex(
+                || {
+                    let ones = FlexTensor::filled_typed(
+                        burn::tensor::Shape::from(vec![1, n]),
+                        burn::tensor::DType::F32,
+                        1.0f32,
+                    );
+                    let mut db = bridge::Out::new(&[o]);
+                    p.db.execute(&[
+                        (DNNL_ARG_SRC, &p.ones, bridge::read(&ones)),
+                        (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
+                        (DNNL_ARG_DST, &p.db_md, db.ptr()),
+                    ])?;
+                    // SAFETY: the product above wrote it.
+                    Ok(unsafe { db.written() })
+                },
+                || fallback::dense_b(&grad),
             );
-            let mut db = bridge::Out::new(&[o]);
-            p.db.execute(&[
-                (DNNL_ARG_SRC, &p.ones, bridge::read(&ones)),
-                (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
-                (DNNL_ARG_DST, &p.db_md, db.ptr()),
-            ])
-            .unwrap_or_else(|e| panic!("{e}"));
-            // SAFETY: the product above wrote it.
-            grads.register::<Flex>(pb.id, unsafe { db.written() });
+            grads.register::<Flex>(pb.id, db);
         }
     }
 }

@@ -6,6 +6,8 @@ pub(super) mod batch_norm;
 mod bridge;
 pub(super) mod conv;
 pub(super) mod eltwise;
+mod error;
+mod fallback;
 mod format;
 mod layout;
 pub(super) mod library;

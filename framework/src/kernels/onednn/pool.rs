@@ -6,9 +6,11 @@ use burn::backend::Flex;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
 use burn::backend::autodiff::grads::Gradients;
 use burn::backend::autodiff::ops::{Backward, Ops};
+use burn::backend::flex::FlexTensor;
 use burn::tensor::Tensor;
 
 use super::bridge::{self, Inputs};
+use super::fallback;
 use super::format::Format;
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
@@ -117,6 +119,10 @@ struct State {
     workspace: Arc<Vec<f32>>,
     input: Vec<usize>,
     format: Format,
+    /// What burn-flex's gradient needs, where oneDNN's fails: the window, and for max pooling
+    /// the input, to find the maxima again.
+    window: Window,
+    max_of: Option<FlexTensor>,
 }
 
 impl std::fmt::Debug for State {
@@ -134,27 +140,41 @@ impl Backward<Flex, 1> for PoolBackward {
     fn backward(self, ops: Ops<State, 1>, grads: &mut Gradients, _: &mut Checkpointer) {
         let [parent] = ops.parents;
         let s = ops.state;
-        let grad =
-            arrange(&grads.consume::<Flex>(&ops.node), s.format).unwrap_or_else(|e| panic!("{e}"));
+        let grad = grads.consume::<Flex>(&ops.node);
         let Some(parent) = parent else { return };
         let p = &s.prims;
-        let mut dx = bridge::Out::new(&s.input);
-        let mut args = vec![
-            (DNNL_ARG_DIFF_DST, &p.dst, bridge::read(&grad)),
-            (DNNL_ARG_DIFF_SRC, &p.src, dx.ptr()),
-        ];
-        if let Some(ws) = &p.workspace {
-            args.push((DNNL_ARG_WORKSPACE, ws, s.workspace.as_ptr() as *mut f32));
-        }
-        p.backward.execute(&args).unwrap_or_else(|e| panic!("{e}"));
-        // SAFETY: the backward pass wrote it.
-        grads.register::<Flex>(parent.id, unsafe { dx.written_in(s.format) });
+        let dx = fallback::or_flex(
+            || {
+                let grad = arrange(&grad, s.format)?;
+                let mut dx = bridge::Out::new(&s.input);
+                let mut args = vec![
+                    (DNNL_ARG_DIFF_DST, &p.dst, bridge::read(&grad)),
+                    (DNNL_ARG_DIFF_SRC, &p.src, dx.ptr()),
+                ];
+                if let Some(ws) = &p.workspace {
+                    args.push((DNNL_ARG_WORKSPACE, ws, s.workspace.as_ptr() as *mut f32));
+                }
+                p.backward.execute(&args)?;
+                // SAFETY: the backward pass wrote it.
+                Ok(unsafe { dx.written_in(s.format) })
+            },
+            || {
+                // Average pooling reads only the input's shape.
+                let x = s.max_of.clone().unwrap_or_else(|| bridge::output(&s.input));
+                fallback::pool(&x, s.max_of.is_some(), &s.window, &grad)
+            },
+        );
+        grads.register::<Flex>(parent.id, dx);
     }
 }
 
 /// Pooling of `x` (`[batch, channels, spatial…]`) through oneDNN; `None` where `x` is not a
 /// burn-flex f32 tensor or oneDNN cannot run it.
 pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Option<Tensor<D>> {
+    // One or two spatial axes: burn-flex's gradients, the backward pass's fallback, have no more.
+    if !(1..=2).contains(&window.kernel.len()) {
+        return None;
+    }
     let input = x.dims().to_vec();
     let mut output = input[..2].to_vec();
     output.extend(window.output(&input[2..])?);
@@ -163,7 +183,7 @@ pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Opt
         input: input.clone(),
         output: output.clone(),
         kind,
-        window,
+        window: window.clone(),
         format,
     };
     let inputs: Inputs<1> = bridge::same_kind([bridge::input(x)?])?;
@@ -198,6 +218,8 @@ pub fn pool<const D: usize>(x: &Tensor<D>, kind: Pooling, window: Window) -> Opt
                 workspace: Arc::new(workspace),
                 input: input.clone(),
                 format,
+                window: window.clone(),
+                max_of: (kind == Pooling::Max).then_some(x),
             }),
         ))
     })

@@ -5,7 +5,10 @@ use std::ffi::c_void;
 
 use super::library::*;
 
-pub type Result<T> = std::result::Result<T, String>;
+pub use super::error::Error;
+
+/// What the oneDNN path returns: its value, or why it cannot run.
+pub type Result<T> = std::result::Result<T, Error>;
 
 /// The layout of a plain f32 array: its dimensions and the stride of each, in elements.
 #[derive(Clone)]
@@ -222,6 +225,14 @@ impl Primitive {
     /// Runs it on this thread's stream and waits for it; each argument is oneDNN's argument
     /// index, the layout of its memory, and a pointer to that memory.
     pub fn execute(&self, args: &[(u32, &Md, *mut f32)]) -> Result<()> {
+        #[cfg(test)]
+        if tests::FAIL.with(std::cell::Cell::get) {
+            return Err(Error::Status {
+                what: "executing (made to fail by a test)".to_string(),
+                status: dnnl_runtime_error as i64,
+                reason: "runtime error",
+            });
+        }
         thread_local! {
             static SCRATCH: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
         }
@@ -307,5 +318,13 @@ impl Drop for Primitive {
                 rt.api.dnnl_primitive_desc_destroy(self.pd);
             }
         }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    thread_local! {
+        /// Every execution on this thread fails, as one may at run time (out of memory).
+        pub static FAIL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     }
 }

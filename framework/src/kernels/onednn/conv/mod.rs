@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use burn::backend::Flex;
-use burn::backend::autodiff::checkpoint::base::Checkpointer;
-use burn::backend::autodiff::grads::Gradients;
-use burn::backend::autodiff::ops::{Backward, Ops};
 use burn::backend::flex::FlexTensor;
 use burn::tensor::Tensor;
+
+mod backward;
+
+use backward::{ConvBackward, State};
 
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
@@ -266,80 +266,6 @@ fn inference(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Inferen
     })
 }
 
-/// `Training` in the graph's state.
-#[derive(Clone)]
-struct State {
-    prims: Arc<Training>,
-    x: FlexTensor,
-    w: FlexTensor,
-    /// The input's order (its gradient's too).
-    src: Format,
-    has_bias: bool,
-    /// The output, where the activation's backward pass reads it.
-    y: Option<FlexTensor>,
-}
-
-impl std::fmt::Debug for State {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("oneDNN convolution")
-    }
-}
-
-#[derive(Debug)]
-struct ConvBackward;
-
-impl Backward<Flex, 3> for ConvBackward {
-    type State = State;
-
-    fn backward(self, ops: Ops<State, 3>, grads: &mut Gradients, _: &mut Checkpointer) {
-        let [px, pw, pb] = ops.parents;
-        let grad = grads.consume::<Flex>(&ops.node);
-        let s = ops.state;
-        let p = &s.prims;
-        let grad =
-            eltwise::before_activation(p.activation.as_deref(), s.y.as_ref(), &grad, p.output);
-        if let Some(px) = px {
-            let mut dx = bridge::Out::new(&bridge::dims(&s.x));
-            p.data
-                .run(
-                    &[
-                        (DNNL_ARG_DIFF_DST, bridge::read(&grad)),
-                        (DNNL_ARG_WEIGHTS, bridge::read(&s.w)),
-                    ],
-                    &[(DNNL_ARG_DIFF_SRC, dx.ptr())],
-                )
-                .unwrap_or_else(|e| panic!("{e}"));
-            // SAFETY: the data-gradient pass wrote it.
-            grads.register::<Flex>(px.id, unsafe { dx.written_in(s.src) });
-        }
-        if pw.is_some() || pb.is_some() {
-            let mut dw = bridge::Out::new(&bridge::dims(&s.w));
-            let mut db = bridge::Out::new(&bridge::dims(&s.w)[..1]);
-            let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, dw.ptr())];
-            if s.has_bias {
-                outputs.push((DNNL_ARG_DIFF_BIAS, db.ptr()));
-            }
-            p.weights
-                .run(
-                    &[
-                        (DNNL_ARG_SRC, bridge::read(&s.x)),
-                        (DNNL_ARG_DIFF_DST, bridge::read(&grad)),
-                    ],
-                    &outputs,
-                )
-                .unwrap_or_else(|e| panic!("{e}"));
-            // SAFETY: the weight-gradient pass wrote both (the bias's where there is one, and
-            // only then has the bias a parent).
-            if let Some(pw) = pw {
-                grads.register::<Flex>(pw.id, unsafe { dw.written() });
-            }
-            if let Some(pb) = pb {
-                grads.register::<Flex>(pb.id, unsafe { db.written() });
-            }
-        }
-    }
-}
-
 /// The convolution of `x` (`[batch, channels, spatial…]`) with `weight` (`[out, in / groups,
 /// kernel…]`) and `bias`, then `activation`, through oneDNN, and whether the activation was applied (fused as a
 /// post-op; else the caller applies it); `None` where the tensors are not
@@ -353,6 +279,10 @@ pub fn conv<const D: usize>(
     window: Window,
     activation: Option<Eltwise>,
 ) -> Option<(Tensor<D>, bool)> {
+    // One or two spatial axes: burn-flex's gradients, the backward pass's fallback, have no more.
+    if !(1..=2).contains(&window.kernel.len()) {
+        return None;
+    }
     let input = x.dims().to_vec();
     let spatial = window.output(&input[2..])?;
     let weight_dims = weight.dims().to_vec();
@@ -393,7 +323,6 @@ pub fn conv<const D: usize>(
         // SAFETY: the forward pass wrote it.
         let y = unsafe { y.written_in(prims.output) };
         let keep = prims.activation.as_ref().map(|_| y.clone());
-        let has_bias = config.bias;
         Ok((
             y,
             Some(State {
@@ -401,7 +330,9 @@ pub fn conv<const D: usize>(
                 x,
                 w,
                 src: config.src,
-                has_bias,
+                has_bias: config.bias,
+                window: config.window,
+                groups,
                 y: keep,
             }),
         ))
