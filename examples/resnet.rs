@@ -1,5 +1,6 @@
-//! A small residual network (d2l 8.6) on Fashion-MNIST: the user's own `Residual` block, built
-//! from ember's layers, goes into a `Sequential` beside the built-in ones.
+//! A small residual network (d2l 8.6) on Fashion-MNIST: `ember::models::small_resnet`, whose
+//! `Residual` block is written as a user's own block is, goes into a `Sequential` beside the
+//! built-in layers.
 //!
 //! ```text
 //! cargo run --release --example resnet -- [DIR] [DEVICE] [EPOCHS]
@@ -9,17 +10,15 @@
 
 #[path = "common/d2l.rs"]
 mod d2l;
-#[path = "common/residual.rs"]
-mod residual;
 
-use ember::{Block, Export, Init};
+use ember::{Block, Export, Init, models};
 
 fn main() -> anyhow::Result<()> {
     let args = d2l::args(3)?;
     let device = &args.device;
 
     // A small ResNet for 28×28 images, sized for a CPU.
-    let net = residual::small_resnet();
+    let net = models::small_resnet();
     let net = net.initialize(Init::Xavier, device);
 
     // d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr=0.05)

@@ -36,7 +36,7 @@ def lenet():
 
 
 class Residual(nn.Module):
-    """d2l 8.6's block, as examples/common/residual.rs writes it."""
+    """d2l 8.6's block, as framework/src/models/resnet.rs writes it."""
 
     def __init__(self, in_channels, channels, use_1x1conv, strides):
         super().__init__()
@@ -52,7 +52,7 @@ class Residual(nn.Module):
 
 
 def small_resnet():
-    """examples/common/residual.rs's `small_resnet`."""
+    """framework/src/models/resnet.rs's `small_resnet`."""
     return nn.Sequential(
         nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
         Residual(8, 8, False, 1), Residual(8, 16, True, 2),

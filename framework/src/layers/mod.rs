@@ -2,15 +2,43 @@
 //! that chains them. Each layer with an input size takes it from the first batch (deferred
 //! initialization, [`crate::deferred`]) and runs on ember's CPU kernels where they apply
 //! ([`crate::kernels`]).
+//!
+//! A new layer is its file here and its line in the list below, which declares the file,
+//! re-exports its types at the crate root (`ember::Dense`) and makes them children a
+//! [`Sequential`] holds; then its ONNX operators in `onnx/layers.rs`, and its kernel in
+//! `kernels/` if it has one.
 
-pub mod activation;
-pub mod conv;
-pub mod conv1d;
-pub mod conv2d;
-pub mod dense;
-pub mod dropout;
-pub mod embedding;
-pub mod flatten;
-pub mod norm;
-pub mod pool;
-pub mod sequential;
+/// Each layer's file and the layers it defines: the one list of ember's layers.
+macro_rules! layers {
+    ($($file:ident: $($kind:ident),+;)*) => {
+        $(
+            pub(crate) mod $file;
+            pub use $file::{$($kind),+};
+        )*
+
+        /// Calls `$m!` with every layer's type, for [`sequential`]'s kinds of child.
+        macro_rules! with_every_layer {
+            ($m:ident) => {
+                $m!($($($kind),+),*);
+            };
+        }
+    };
+}
+
+layers! {
+    dense: Dense;
+    conv1d: Conv1D;
+    conv2d: Conv2D;
+    pool: MaxPool2D, AvgPool2D, GlobalAvgPool2D;
+    norm: BatchNorm, LayerNorm;
+    dropout: Dropout;
+    flatten: Flatten;
+    embedding: Embedding;
+    activation: Activation;
+}
+
+pub(crate) mod conv;
+pub(crate) mod sequential;
+
+pub use conv::Pair;
+pub use sequential::{Layer, NoBlock, Sequential};

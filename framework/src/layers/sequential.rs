@@ -36,10 +36,6 @@ use crate::block::Block;
 use crate::error::Result;
 use crate::init::Init;
 use crate::ndtensor::NdTensor;
-use crate::{
-    Activation, AvgPool2D, BatchNorm, Conv1D, Conv2D, Dense, Dropout, Embedding, Flatten,
-    GlobalAvgPool2D, LayerNorm, MaxPool2D,
-};
 
 /// A chain of blocks applied in order.
 ///
@@ -206,7 +202,7 @@ macro_rules! layers {
         pub enum Layer<U: Block = NoBlock> {
             $(
                 #[doc = concat!("A [`", stringify!($kind), "`](crate::", stringify!($kind), ").")]
-                $kind($kind),
+                $kind(super::$kind),
             )*
             /// A nested chain.
             Sequential(Sequential<U>),
@@ -215,8 +211,8 @@ macro_rules! layers {
         }
 
         $(
-            impl<U: Block> From<$kind> for Layer<U> {
-                fn from(layer: $kind) -> Self {
+            impl<U: Block> From<super::$kind> for Layer<U> {
+                fn from(layer: super::$kind) -> Self {
                     Layer::$kind(layer)
                 }
             }
@@ -257,20 +253,7 @@ macro_rules! layers {
     };
 }
 
-layers!(
-    Dense,
-    Conv1D,
-    Conv2D,
-    MaxPool2D,
-    AvgPool2D,
-    GlobalAvgPool2D,
-    BatchNorm,
-    LayerNorm,
-    Dropout,
-    Flatten,
-    Embedding,
-    Activation,
-);
+with_every_layer!(layers);
 
 // The dispatch over every kind of child, for the ONNX export's `Export for Layer`.
 pub(crate) use each;

@@ -1,12 +1,13 @@
-//! d2l's residual block (8.6) as a user's own `Block`, built from ember's layers: it passes
-//! `initialize` and the example of `infer` on to them, and describes itself for ONNX export.
-//! Shared by `examples/resnet.rs` and `tests/onnx.rs`.
+//! d2l's residual block (8.6) and a small ResNet of it. The block is written as a user writes
+//! a `Block` of their own from ember's layers: it passes `initialize` and the example of
+//! `infer` on to them, and describes itself for ONNX export.
 
 use burn::prelude::*;
-use ember::onnx::{OnnxGraph, Value};
-use ember::{
-    Activation, BatchNorm, Block, Conv2D, Dense, Export, GlobalAvgPool2D, Init, NdTensor, Result,
-    Sequential,
+
+use crate::error::Result;
+use crate::onnx::{Export, OnnxGraph, Value};
+use crate::{
+    Activation, BatchNorm, Block, Conv2D, Dense, GlobalAvgPool2D, Init, NdTensor, Sequential,
 };
 
 // class Residual(nn.Block):
@@ -24,6 +25,8 @@ use ember::{
 //         if self.conv3:
 //             X = self.conv3(X)
 //         return npx.relu(Y + X)
+/// d2l's residual block: two 3×3 convolutions with BatchNorm, and a 1×1 convolution on the
+/// shortcut where the shape changes.
 #[derive(Module, Debug)]
 pub struct Residual {
     conv1: Conv2D,
@@ -34,6 +37,8 @@ pub struct Residual {
 }
 
 impl Residual {
+    /// `num_channels` out; `use_1x1conv` for a shortcut that changes the channels or, with
+    /// `strides`, the size.
     pub fn new(num_channels: usize, use_1x1conv: bool, strides: usize) -> Self {
         Self {
             conv1: Conv2D::new(num_channels, 3).padding(1).strides(strides),

@@ -1,5 +1,6 @@
 //! Networks by name, built from ember's layers with their input sizes deferred: the ones the
-//! `ember` CLI trains (`--model`), the examples and the tests share them from here.
+//! `ember` CLI trains (`--model`), the examples and the tests share them from here, and d2l's
+//! small ResNet ([`small_resnet`], with its [`Residual`] block).
 //!
 //! ```
 //! use burn::prelude::*;
@@ -13,6 +14,10 @@
 //! // d2l 3.6's MLP: one hidden layer of 256.
 //! assert_eq!(models::mlp(&[256], 10).len(), 2);
 //! ```
+
+mod resnet;
+
+pub use resnet::{Residual, small_resnet};
 
 use crate::layers::sequential::Layer;
 use crate::{Activation, AvgPool2D, Conv2D, Dense, MaxPool2D, Sequential};
