@@ -107,6 +107,23 @@ pub enum Error {
         /// The value.
         value: f32,
     },
+    /// A parameter is NaN or infinite: nothing is written from it (it would replace a good
+    /// file with one that trains to NaN), and no file holding one is loaded.
+    #[error(
+        "parameter {name} holds {value} (value {index}, row-major){}: training diverged or \
+         the file is damaged; parameters are saved and loaded only when finite",
+        path.as_ref().map_or(String::new(), |p| format!(" in {}", p.display()))
+    )]
+    NonFiniteParameter {
+        /// The file read, if the parameter came from one.
+        path: Option<PathBuf>,
+        /// Its structural name (`0.weight`).
+        name: String,
+        /// Where in it, row-major.
+        index: usize,
+        /// The value: NaN, inf or -inf.
+        value: f32,
+    },
     /// A parameter file does not match the network.
     #[error("parameter file {path} does not match the network:\n{details}")]
     ParameterMismatch {
@@ -269,6 +286,14 @@ impl Error {
             Error::NotRun(source) => source.root(),
             other => other,
         }
+    }
+
+    /// Whether the run diverged: a loss or a parameter went NaN or infinite.
+    pub fn diverged(&self) -> bool {
+        matches!(
+            self.root(),
+            Error::NonFiniteLoss { .. } | Error::NonFiniteParameter { path: None, .. }
+        )
     }
 
     /// The same error, said to come from child `index` of a `Sequential`.

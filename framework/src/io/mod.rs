@@ -3,6 +3,7 @@
 //! ([`safetensors`]).
 
 pub mod atomic;
+pub mod header;
 pub mod output;
 pub mod safetensors;
 mod temporary;
@@ -11,5 +12,5 @@ pub use atomic::{
     remove_stale_in, remove_temporaries, running, write_atomic, write_atomic_bytes,
     write_atomic_dir,
 };
-pub use output::{check, check_dir, describe, place};
+pub use output::{Identity, check, check_dir, describe, identity, place};
 pub use temporary::is_temporary;

@@ -129,6 +129,34 @@ pub fn place(path: &Path) -> PathBuf {
     }
 }
 
+/// What makes two paths one file: its device and inode where it exists (so hard links and
+/// symbolic links to it are the same file), else where it would be made ([`place`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// An existing file or directory.
+    Inode {
+        /// The device it is on.
+        device: u64,
+        /// Its inode on that device.
+        inode: u64,
+    },
+    /// A path with nothing there yet.
+    New(PathBuf),
+}
+
+/// `path`'s [`Identity`], following symbolic links.
+pub fn identity(path: &Path) -> Identity {
+    #[cfg(unix)]
+    if let Ok(meta) = fs::metadata(path) {
+        use std::os::unix::fs::MetadataExt;
+        return Identity::Inode {
+            device: meta.dev(),
+            inode: meta.ino(),
+        };
+    }
+    Identity::New(place(path))
+}
+
 pub(super) fn directory_of(path: &Path) -> &Path {
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,

@@ -56,26 +56,47 @@ use crate::params::{ParamDict, collect_params};
 /// save fails).
 ///
 /// # Errors
-/// [`Error::DeferredInitialization`] naming the layers still deferred; [`Error::Output`] for a
-/// path that cannot take the file; [`Error::ParameterFile`] when writing fails.
+/// [`Error::DeferredInitialization`] naming the layers still deferred;
+/// [`Error::NonFiniteParameter`] for a NaN or infinite parameter (the file keeps its old
+/// content); [`Error::Output`] for a path that cannot take the file; [`Error::ParameterFile`]
+/// when writing fails.
 pub fn save_parameters<M: Module>(net: &M, path: impl AsRef<Path>) -> Result<()> {
+    save_parameters_with(net, path, &BTreeMap::new())
+}
+
+/// [`save_parameters`], with `metadata` in the file's header beside PyTorch's `format: pt`
+/// (`ember train --save` records the model, the input shape and the outputs there, which
+/// `ember export` reads back: [`super::header::metadata`]).
+///
+/// # Errors
+/// As [`save_parameters`].
+pub fn save_parameters_with<M: Module>(
+    net: &M,
+    path: impl AsRef<Path>,
+    metadata: &BTreeMap<String, String>,
+) -> Result<()> {
     let path = path.as_ref();
     refuse_deferred(&collect_params(net))?;
+    if let Some(e) = non_finite(net) {
+        return Err(e);
+    }
     atomic::write_atomic(path, |tmp| {
-        // One metadata entry, PyTorch's own: safetensors writes the metadata from a hash map,
-        // whose order changes from process to process, so with two entries the same
-        // parameters gave different bytes.
         let mut store = SafetensorsStore::from_file(tmp)
             .overwrite(true)
             .skip_enum_variants(true)
             .with_to_adapter(BurnToPyTorchAdapter)
             .clear_metadata()
             .metadata("format", "pt");
+        for (key, value) in metadata {
+            store = store.metadata(key, value);
+        }
         // The inference copy: burn folds every pending update of a running statistic
         // (BatchNorm's) into its value there, and the file gets the value as it stands.
         net.valid()
             .save_into(&mut store)
-            .map_err(|e| file_error(path, e.to_string()))
+            .map_err(|e| file_error(path, e.to_string()))?;
+        // The same parameters and metadata, the same bytes.
+        super::header::sort_metadata(tmp)
     })
 }
 
@@ -93,6 +114,9 @@ pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Devic
     let path = path.as_ref();
     refuse_special(path)?;
     refuse_pickle(path)?;
+    // A header that cannot be one (a NumPy file, a text file) is named as such, not as
+    // whatever the reader trips on first.
+    super::header::metadata(path)?;
     // Half, bfloat16 and double parameters are cast to the network's f32, as PyTorch's
     // `load_state_dict` copies into the module's dtype.
     let mut store = SafetensorsStore::from_file(path)
@@ -124,7 +148,17 @@ pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Devic
             details: result.to_string(),
         });
     }
-    refuse_non_finite(path, &net)?;
+    if let Some(Error::NonFiniteParameter {
+        name, index, value, ..
+    }) = non_finite(&net)
+    {
+        return Err(Error::NonFiniteParameter {
+            path: Some(path.to_path_buf()),
+            name,
+            index,
+            value,
+        });
+    }
     Ok(net)
 }
 
@@ -185,31 +219,30 @@ fn check_names_and_shapes(
 
 /// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
 /// safetensors reader can take: say so rather than report a malformed header.
-/// A NaN or an infinity among the loaded parameters: named, with the file, before it turns
-/// every loss into NaN (where it would be blamed on the learning rate).
-fn refuse_non_finite<M: Module>(path: &Path, net: &M) -> Result<()> {
+/// The first NaN or infinity among `net`'s parameters, as [`Error::NonFiniteParameter`]
+/// (without a file): a file of them would turn every loss into NaN, where it would be blamed on
+/// the learning rate. Every parameter is read back to the host.
+pub fn non_finite<M: Module>(net: &M) -> Option<Error> {
     for tensor in net.collect(None, Some(Box::new(BurnToPyTorchAdapter)), true) {
         let name = tensor.name.clone();
         let values = burn::store::bridge::into_data(tensor)
             .ok()
             .and_then(|data| data.convert::<f32>().try_to_vec::<f32>().ok());
-        if let Some((at, value)) = values
+        if let Some((index, &value)) = values
             .iter()
             .flatten()
             .enumerate()
             .find(|(_, v)| !v.is_finite())
         {
-            return Err(file_error(
-                path,
-                format!(
-                    "parameter {} holds {value} (value {at}, row-major): training from it \
-                     gives NaN losses",
-                    name
-                ),
-            ));
+            return Some(Error::NonFiniteParameter {
+                path: None,
+                name,
+                index,
+                value,
+            });
         }
     }
-    Ok(())
+    None
 }
 
 /// Parameters are read only from a regular file: a FIFO would wait for a writer, a device
