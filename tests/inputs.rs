@@ -198,6 +198,13 @@ fn sparse_giants_are_refused_by_their_header_before_they_are_read() {
 fn a_gzip_bomb_is_decompressed_no_further_than_its_header_says() {
     let dir = tempfile::tempdir().unwrap();
     let images = mnist(dir.path(), true);
+    // Ten labels, as the bomb's header has ten images: the counts agree, and its data is read.
+    let labels = images.with_file_name("train-labels-idx1-ubyte");
+    std::fs::write(
+        &labels,
+        [&[0u8, 0, 8, 1, 0, 0, 0, 10][..], &[3; 10]].concat(),
+    )
+    .unwrap();
     let mut encoder = flate2::write::GzEncoder::new(
         std::fs::File::create(&images).unwrap(),
         flate2::Compression::best(),

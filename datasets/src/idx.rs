@@ -40,7 +40,16 @@ const GZIP_MAX_RATIO: u64 = 1032;
 /// gzipped file is decompressed no further than its header's size (and one byte more, to tell
 /// a stream that goes on).
 pub fn read_idx(path: impl AsRef<Path>, rank: usize) -> Result<IdxArray> {
-    let mut input = Input::open(path.as_ref())?;
+    read_checked(path.as_ref(), rank, |_| Ok(()))
+}
+
+/// [`read_idx`], with the header's dimensions given to `check` before any data is read.
+fn read_checked(
+    path: &Path,
+    rank: usize,
+    check: impl FnOnce(&[usize]) -> Result<()>,
+) -> Result<IdxArray> {
+    let mut input = Input::open(path)?;
     let mut magic = [0u8; 2];
     let gzipped = input.len >= 2 && {
         input
@@ -156,6 +165,8 @@ pub fn read_idx(path: impl AsRef<Path>, rank: usize) -> Result<IdxArray> {
             ),
         ));
     }
+    // The header is sound: what it says is checked against the caller's before the data is read.
+    check(&dims)?;
     let data = read(&mut stream, count + 1)?;
     let body = data.len() as u64;
     if body != count {
@@ -177,17 +188,19 @@ pub fn read_idx(path: impl AsRef<Path>, rank: usize) -> Result<IdxArray> {
 /// `ToTensor` gives it), labels as class indices (10 classes).
 pub fn read_pair(images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Result<Examples> {
     let (images, labels) = (images.as_ref(), labels.as_ref());
-    let x = read_idx(images, 3)?;
+    // The labels first, and the images' count against theirs before the images' data is
+    // read: a giant images file is refused by its header.
     let y = read_idx(labels, 1)?;
-    if x.dims[0] != y.dims[0] {
-        return Err(DatasetError::Mismatch {
+    let x = read_checked(images, 3, |dims| match dims[0] == y.dims[0] {
+        true => Ok(()),
+        false => Err(DatasetError::Mismatch {
             what: "examples",
             first: images.to_path_buf(),
-            first_count: x.dims[0],
+            first_count: dims[0],
             second: labels.to_path_buf(),
             second_count: y.dims[0],
-        });
-    }
+        }),
+    })?;
     let features = x.dims[1] * x.dims[2];
     Examples::classification(
         x.data.iter().map(|&p| f32::from(p) / 255.0).collect(),
