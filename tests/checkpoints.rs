@@ -104,30 +104,127 @@ fn a_run_shorter_than_checkpoint_every_still_ends_with_a_checkpoint() {
     assert_eq!(newest(&ck).file_name().unwrap(), "step-0000000008");
 }
 
-/// A checkpoint that cannot be written (here its name is taken by a dangling symlink) fails
-/// the run, and `--save` and `--metrics` are still written, with the message saying so:
-/// b70e607 wrote neither, although its README promised they were independent.
+/// A name the run's checkpoints would take, held by something not ember's (a dangling symlink,
+/// a file, a user's directory), is refused at the start, before any training, and left as it
+/// was: b70e607 skipped such a checkpoint in silence (exit 0, nothing written).
 #[test]
-fn a_failing_checkpoint_write_still_writes_save_and_metrics() {
+fn a_checkpoint_name_held_by_something_else_is_refused_at_the_start() {
     let dir = tempfile::tempdir().unwrap();
     let ck = dir.path().join("ck");
     std::fs::create_dir(&ck).unwrap();
-    std::os::unix::fs::symlink(dir.path().join("nowhere"), ck.join("step-0000000002")).unwrap();
     let save = dir.path().join("m.safetensors");
-    let metrics = dir.path().join("m.csv");
-    let more = ["--checkpoint-every", "2", "--save", save.to_str().unwrap()];
-    let args = run(
-        &ck,
-        "1",
-        &[&more[..], &["--metrics", metrics.to_str().unwrap()]].concat(),
+    let name = ck.join("step-0000000002");
+    let holders: [(&str, &dyn Fn()); 3] = [
+        ("a symbolic link", &|| {
+            std::os::unix::fs::symlink(dir.path().join("nowhere"), &name).unwrap()
+        }),
+        ("a regular file", &|| std::fs::write(&name, "mine").unwrap()),
+        ("a directory that holds none", &|| {
+            std::fs::create_dir(&name).unwrap();
+            std::fs::write(name.join("notes.txt"), "mine").unwrap();
+        }),
+    ];
+    for (what, make) in holders {
+        make();
+        let more = ["--checkpoint-every", "2", "--save", save.to_str().unwrap()];
+        let stderr = fails_with(&strs(&run(&ck, "1", &more)), "step-0000000002");
+        assert!(stderr.contains(what), "{stderr}");
+        assert!(!save.exists(), "trained although refused");
+        let meta = std::fs::symlink_metadata(&name).unwrap();
+        if meta.is_dir() {
+            assert_eq!(std::fs::read(name.join("notes.txt")).unwrap(), b"mine");
+            std::fs::remove_dir_all(&name).unwrap();
+        } else {
+            std::fs::remove_file(&name).unwrap();
+        }
+    }
+}
+
+/// A run that does not resume is refused a directory that holds another run's checkpoints
+/// (its own, which pruning would then remove, would mix with them).
+#[test]
+fn a_fresh_run_is_refused_a_directory_with_checkpoints() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    succeeds(&strs(&run(&ck, "1", &[])));
+    let stderr = fails_with(&strs(&run(&ck, "1", &[])), "checkpoints of another run");
+    assert!(stderr.contains("--resume"), "{stderr}");
+    assert_eq!(newest(&ck).file_name().unwrap(), "step-0000000004");
+}
+
+/// `--resume DIR/step-N` goes on from that checkpoint (b70e607 started over and nested new
+/// checkpoints inside it); newer ones in DIR are refused rather than overwritten, unless the
+/// run writes its checkpoints elsewhere.
+#[test]
+fn resume_takes_a_step_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    succeeds(&strs(&run(&ck, "2", &["--checkpoint-every", "2"])));
+    let step = ck.join("step-0000000006");
+    assert!(step.is_dir());
+    let base = args(
+        &TINY,
+        &["--epochs", "2", "--resume", step.to_str().unwrap()],
     );
-    let out = common::cli::ember(&strs(&args));
-    let (stdout, stderr) = common::cli::text(&out);
-    assert!(!out.status.success(), "{stdout}{stderr}");
-    assert!(stderr.contains("step-0000000002"), "{stderr}");
+    let stderr = fails_with(&base, "step-0000000008");
+    assert!(stderr.contains("goes on from step 6"), "{stderr}");
+    let other = dir.path().join("other");
+    let more = ["--checkpoint", other.to_str().unwrap()];
+    let stdout = succeeds(&args(&base, &more));
     assert!(
-        stdout.contains("the run failed after batch 2 of epoch 1"),
+        stdout.contains("resuming from") && stdout.contains("step-0000000006"),
         "{stdout}"
     );
-    assert!(save.exists() && metrics.exists(), "{stdout}");
+    assert!(stdout.contains("epoch 2, batch 2"), "{stdout}");
+    assert_eq!(newest(&other).file_name().unwrap(), "step-0000000008");
+    assert!(
+        std::fs::read_dir(&step)
+            .unwrap()
+            .flatten()
+            .all(|e| !e.path().is_dir())
+    );
+}
+
+/// Each file of the newest checkpoint missing or changed: the resume falls back to the one
+/// before, saying why, and keeps the damaged one aside (b70e607 failed on a missing
+/// `model.bpk` with a bare "No such file", and fell back in silence on a missing `state.json`).
+#[test]
+fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
+    for (file, change) in [
+        ("model.bpk", "remove"),
+        ("optimizer.bpk", "remove"),
+        ("trace.jsonl", "remove"),
+        ("state.json", "remove"),
+        ("model.bpk", "flip"),
+        ("state.json", "garble"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = dir.path().join("ck");
+        succeeds(&strs(&run(&ck, "2", &[])));
+        let damaged = ck.join("step-0000000008").join(file);
+        match change {
+            "remove" => std::fs::remove_file(&damaged).unwrap(),
+            "flip" => {
+                let mut bytes = std::fs::read(&damaged).unwrap();
+                let at = bytes.len() - 5;
+                bytes[at] ^= 0x10;
+                std::fs::write(&damaged, bytes).unwrap();
+            }
+            _ => std::fs::write(&damaged, "{").unwrap(),
+        }
+        let stdout = succeeds(&strs(&run(&ck, "3", &["--resume", ck.to_str().unwrap()])));
+        let case = format!("{file} {change}: {stdout}");
+        assert!(stdout.contains("step-0000000008 is damaged"), "{case}");
+        assert!(stdout.contains(file), "{case}");
+        assert!(
+            stdout.contains("resuming from") && stdout.contains("step-0000000004"),
+            "{case}"
+        );
+        assert!(ck.join("damaged-step-0000000008").is_dir(), "{case}");
+        assert_eq!(
+            newest(&ck).file_name().unwrap(),
+            "step-0000000012",
+            "{case}"
+        );
+    }
 }

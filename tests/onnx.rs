@@ -6,8 +6,8 @@
 
 mod common;
 
-#[path = "../examples/common/residual.rs"]
-mod residual;
+#[path = "onnx/cli.rs"]
+mod cli;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +39,7 @@ fn python() -> PathBuf {
 }
 
 /// Runs `tests/onnx/check.py` and returns the JSON it printed.
-fn check_py(args: &[&str]) -> serde_json::Value {
+pub(crate) fn check_py(args: &[&str]) -> serde_json::Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/onnx/check.py");
     let output = Command::new(python())
         .arg(script)
@@ -54,7 +54,7 @@ fn check_py(args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
-fn write_f32(path: &Path, values: &[f32]) {
+pub(crate) fn write_f32(path: &Path, values: &[f32]) {
     let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
     std::fs::write(path, bytes).unwrap();
 }
@@ -160,7 +160,7 @@ fn lenet_and_lenet_relu_run_in_onnx_runtime_as_in_ember() {
 
 #[test]
 fn the_small_resnet_with_batchnorm_runs_in_onnx_runtime_as_in_ember() {
-    let net = built(residual::small_resnet(), &[1, 28, 28]);
+    let net = built(ember::models::small_resnet(), &[1, 28, 28]);
     let net = with_running_statistics(net, &[1, 28, 28]);
     let stats = net.collect_params();
     assert!(stats.get("1.running_mean").is_some(), "{}", net.summary());
@@ -305,133 +305,4 @@ fn a_network_with_unresolved_sizes_or_a_wrong_example_is_refused() {
     let err = net.export(dir.path(), &[5]).unwrap_err();
     assert!(matches!(err, Error::Output { .. }), "{err}");
     assert!(!path.exists());
-}
-
-/// The README's train → export → ONNX Runtime, on the real Fashion-MNIST (Debian's
-/// `dataset-fashion-mnist`, which CI installs): the accuracy ONNX Runtime computes from the IDX
-/// files is the test accuracy `ember train` printed.
-#[test]
-fn lenet_relu_trained_on_fashion_mnist_keeps_its_test_accuracy_in_onnx_runtime() {
-    let data = ember_datasets::fashion_mnist::DEFAULT_DIR;
-    assert!(
-        Path::new(data).join("t10k-labels-idx1-ubyte.gz").exists(),
-        "this test needs Fashion-MNIST in {data}: apt-get install dataset-fashion-mnist"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let params = dir.path().join("lenet.safetensors");
-    let model = dir.path().join("lenet.onnx");
-    let (params_arg, model_arg) = (params.to_str().unwrap(), model.to_str().unwrap());
-    let flags = [
-        "--device",
-        "flex",
-        "--data",
-        "fashion-mnist",
-        "--model",
-        "lenet-relu",
-    ];
-    let mut train = flags.to_vec();
-    train.extend(["--lr", "0.1", "--batch-size", "256", "--save", params_arg]);
-    let printed = common::cli::succeeds(&[&["train"], &train[..]].concat());
-    // The epoch line: "epoch 1: loss 0.6 · train acc 0.78 · test_acc 0.8264 · …".
-    let ember_accuracy: f64 = printed
-        .split("test_acc")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|value| value.trim_end_matches(',').parse().ok())
-        .unwrap_or_else(|| panic!("no test_acc in:\n{printed}"));
-    let mut export = flags.to_vec();
-    export.extend(["--load", params_arg, "--out", model_arg]);
-    let printed = common::cli::succeeds(&[&["export"], &export[..]].concat());
-    assert!(printed.contains("ONNX opset 17"), "{printed}");
-    let report = check_py(&["accuracy", model_arg, data]);
-    let onnx_accuracy = report["accuracy"].as_f64().unwrap();
-    eprintln!("test accuracy: ember {ember_accuracy}, ONNX Runtime {onnx_accuracy}");
-    assert_eq!(report["examples"], 10_000);
-    assert!(ember_accuracy > 0.5, "{ember_accuracy}");
-    assert!(
-        (ember_accuracy - onnx_accuracy).abs() <= 0.001,
-        "{ember_accuracy} vs {onnx_accuracy}"
-    );
-}
-
-/// `ember export` with bad input: a clear error naming the value, a non-zero exit, and
-/// nothing written or replaced.
-#[test]
-fn ember_export_refuses_bad_input_and_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-    let params = path("mlp.safetensors");
-    common::cli::succeeds(&[
-        "train",
-        "--device",
-        "flex",
-        "--batches",
-        "2",
-        "--batch-size",
-        "8",
-        "--features",
-        "6",
-        "--hidden",
-        "5",
-        "--save",
-        &params,
-    ]);
-    // `ember export` of the network `--hidden H` on 6 features, from `load` to `out`.
-    let export = |hidden: &str, load: &str, out: &str| -> Vec<String> {
-        let args = [
-            "export",
-            "--device",
-            "flex",
-            "--features",
-            "6",
-            "--hidden",
-            hidden,
-        ];
-        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        args.extend(["--load", load, "--out", out].map(String::from));
-        args
-    };
-    // The output is the parameter file itself: it would be replaced.
-    let before = std::fs::read(&params).unwrap();
-    let stderr = common::cli::fails_with(
-        &common::cli::strs(&export("5", &params, &params)),
-        "is the --load file",
-    );
-    assert!(stderr.contains(&params), "{stderr}");
-    assert_eq!(std::fs::read(&params).unwrap(), before);
-    // A directory.
-    let dir_arg = dir.path().to_str().unwrap();
-    common::cli::fails_with(
-        &common::cli::strs(&export("5", &params, dir_arg)),
-        "a directory",
-    );
-    // Parameters that do not fit the network named: --hidden 7 is not what was trained.
-    let out = path("mlp.onnx");
-    common::cli::fails_with(
-        &common::cli::strs(&export("7", &params, &out)),
-        "does not match the network",
-    );
-    // A missing parameter file.
-    let missing = path("missing.safetensors");
-    let stderr = common::cli::fails_with(
-        &common::cli::strs(&export("5", &missing, &out)),
-        "missing.safetensors",
-    );
-    assert!(!stderr.is_empty());
-    assert!(!Path::new(&out).exists());
-    // And the right one writes a file ONNX Runtime runs.
-    let printed = common::cli::succeeds(&common::cli::strs(&export("5", &params, &out)));
-    assert!(printed.contains("input [batch, 6], 1 outputs"), "{printed}");
-    let x = dir.path().join("x.f32");
-    write_f32(&x, &[0.5; 18]);
-    let y = dir.path().join("y.f32");
-    write_f32(&y, &[0.0; 3]);
-    let report = check_py(&[
-        "compare",
-        &out,
-        x.to_str().unwrap(),
-        "3,6",
-        y.to_str().unwrap(),
-    ]);
-    assert_eq!(report["shape"], serde_json::json!([3, 1]));
 }

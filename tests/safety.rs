@@ -8,8 +8,12 @@
 
 mod common;
 
+#[path = "safety/clashes.rs"]
+mod clashes;
 #[path = "safety/data.rs"]
 mod data;
+#[path = "safety/divergence.rs"]
+mod divergence;
 #[path = "safety/outputs.rs"]
 mod outputs;
 #[path = "safety/parameter_files.rs"]

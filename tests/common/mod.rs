@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod fashion;
 pub mod memory;
+pub mod npy;
 
 use burn::prelude::*;
 use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Optimizer, Sequential};

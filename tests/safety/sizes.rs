@@ -34,3 +34,57 @@ fn sizes_that_cannot_fit_in_memory_are_errors_naming_the_flag() {
         "too large: a size is at most",
     );
 }
+
+/// What the sync policy lets pile up counts: under `none` every batch of an epoch waits in
+/// the queue (b70e607 counted one batch, and aborted with "memory allocation failed" under a
+/// memory limit). The error names --sync and suggests a policy that bounds the queue.
+#[test]
+fn the_queue_a_policy_lets_grow_counts_in_the_memory_check() {
+    let base = [
+        "train",
+        "--device",
+        "flex",
+        "--batches",
+        "100000",
+        "--batch-size",
+        "4096",
+        "--features",
+        "4096",
+        "--hidden",
+        "8",
+    ];
+    for (sync, depth) in [("none", "100000"), ("window:50000", "50000")] {
+        let stderr = fails_with(
+            &args(&base, &["--sync", sync]),
+            &format!("--sync {sync} (it lets {depth} batches pile up"),
+        );
+        assert!(stderr.contains("is too large for this machine"), "{stderr}");
+        assert!(stderr.contains("--sync memory:MB"), "{stderr}");
+        if sync == "none" {
+            assert!(stderr.contains("every one of --batches 100000"), "{stderr}");
+        }
+    }
+}
+
+/// A size is blamed on the flag or the file that set it, never on a default (b70e607 said
+/// `--model mlp:256 is too large` for `--classes 100000000`).
+#[test]
+fn a_size_error_names_classes_or_the_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("d.csv");
+    std::fs::write(&csv, "1,2,0\n3,4,1\n").unwrap();
+    let data = format!("csv:{}", csv.display());
+    let base = [
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--batch-size",
+        "2",
+    ];
+    fails_with(
+        &args(&base, &["--classes", "100000000000"]),
+        "--classes 100000000000 is too large",
+    );
+}

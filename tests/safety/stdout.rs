@@ -78,3 +78,65 @@ fn a_closed_stdout_stops_the_printing_not_the_saving() {
         &trace[..200.min(trace.len())]
     );
 }
+
+/// A character device with /dev/full's numbers, in `dir`: every write to it fails (ENOSPC).
+fn full(dir: &std::path::Path) -> std::fs::File {
+    let path = dir.join("full-like");
+    let _ = std::fs::remove_file(&path);
+    let made = std::process::Command::new("mknod")
+        .args([path.to_str().unwrap(), "c", "1", "7"])
+        .status()
+        .unwrap();
+    assert!(made.success(), "mknod");
+    std::fs::OpenOptions::new().write(true).open(&path).unwrap()
+}
+
+/// An output that cannot be written (`2> /dev/full`, `> /dev/full`) is never a panic (b70e607
+/// exited 101, "failed printing to stderr"), and never an exit 0 that hides lost lines; what
+/// training writes is written all the same.
+#[test]
+fn a_full_stdout_or_stderr_is_an_exit_status_not_a_panic() {
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let ember = || Command::new(env!("CARGO_BIN_EXE_ember"));
+    let tiny = crate::common::cli::TINY;
+    // An error, to a full stderr.
+    let out = ember()
+        .args(["train", "--device", "flex", "--batches", "20", "--lr", "0"])
+        .stderr(full(dir.path()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // A diverging run, to a full stderr.
+    let out = ember()
+        .args(tiny)
+        .args(["--lr", "1e30"])
+        .stderr(full(dir.path()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // A good run, to a full stdout: trained and saved, and the exit says the lines were lost.
+    let save = dir.path().join("m.safetensors");
+    let out = ember()
+        .args(tiny)
+        .args(["--save", save.to_str().unwrap()])
+        .stdout(full(dir.path()))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("standard output could not be written"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(save.exists());
+    // `devices` too.
+    let out = ember()
+        .arg("devices")
+        .stdout(full(dir.path()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}

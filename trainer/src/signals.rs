@@ -1,6 +1,7 @@
-//! SIGINT and SIGTERM: a run in [`fit`](crate::fit) finishes the batch in flight, writes a
-//! checkpoint when it keeps them, and returns [`FitRun::stopped`](crate::fit::FitRun); the
-//! `ember` binary then exits with 130 or 143.
+//! SIGINT and SIGTERM (and SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): a run in [`fit`](crate::fit)
+//! finishes the batch in flight, writes a checkpoint when it keeps them, and returns
+//! [`FitRun::stopped`](crate::fit::FitRun); the `ember` binary then exits with 128 + the
+//! signal's number (130 for SIGINT, 143 for SIGTERM).
 //!
 //! [`install`] starts a thread that receives the signals (signal-hook). While a run is in
 //! progress, the first signal only asks it to stop; a second one, or a signal outside a run,
@@ -9,10 +10,11 @@
 //! default action and `fit` never sees a request.
 
 use std::fmt;
+use std::io::Write;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::Signals;
 
 /// The signal a run was asked to stop by, 0 for none.
@@ -20,6 +22,10 @@ static REQUESTED: AtomicI32 = AtomicI32::new(0);
 /// How many runs are in progress and will stop by themselves.
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+
+/// The signals received: SIGINT and SIGTERM, and the others whose default action ends the
+/// process (a hang-up, SIGQUIT, the user signals).
+const HANDLED: [i32; 6] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2];
 
 /// A signal that asked the run to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +44,10 @@ impl fmt::Display for Signal {
         match self.0 {
             SIGINT => write!(f, "SIGINT"),
             SIGTERM => write!(f, "SIGTERM"),
+            SIGHUP => write!(f, "SIGHUP"),
+            SIGQUIT => write!(f, "SIGQUIT"),
+            SIGUSR1 => write!(f, "SIGUSR1"),
+            SIGUSR2 => write!(f, "SIGUSR2"),
             n => write!(f, "signal {n}"),
         }
     }
@@ -51,7 +61,9 @@ impl fmt::Display for Signal {
 pub fn install() -> ember::Result<()> {
     INSTALLED
         .get_or_init(|| {
-            let mut signals = Signals::new([SIGINT, SIGTERM]).map_err(|e| e.to_string())?;
+            // Every signal whose default action ends the process: each would otherwise leave
+            // the temporaries of a write in flight behind.
+            let mut signals = Signals::new(HANDLED).map_err(|e| e.to_string())?;
             std::thread::Builder::new()
                 .name("ember-signals".to_string())
                 .spawn(move || {
@@ -60,12 +72,19 @@ pub fn install() -> ember::Result<()> {
                             .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
                             .is_ok();
                         if first && RUNS.load(Ordering::SeqCst) > 0 {
-                            eprintln!(
+                            // Never a panic here: with stderr full, the stop goes on quietly.
+                            let _ = writeln!(
+                                std::io::stderr(),
                                 "{}: finishing the batch in flight, then stopping (again to \
                                  stop at once)",
                                 Signal(signal)
                             );
                         } else {
+                            let _ = writeln!(
+                                std::io::stderr(),
+                                "{}: stopped at once; a file being written keeps its old content",
+                                Signal(signal)
+                            );
                             ember::io::remove_temporaries();
                             std::process::exit(i32::from(Signal(signal).exit_code()));
                         }

@@ -187,7 +187,7 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
     let train = args.device.resolve()?;
     let train_reason = train.reason.clone();
     if let Some(dir) = &args.report {
-        super::compare::prepare_out(dir, &["chapter.md"])?;
+        super::compare::prepare_out("--report", dir, &["chapter.md"])?;
     }
     let scratch = std::env::temp_dir().join(format!("ember-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;

@@ -20,6 +20,7 @@ use serde::Serialize;
 use ember_trainer::policy::PolicyKind;
 
 use super::child::Child;
+use super::clash::Files;
 use super::list::{List, Size};
 use super::workload::{Workload, WorkloadArgs, positive};
 
@@ -56,13 +57,13 @@ fn sweep_policies(sweep: &List<Size>) -> Vec<PolicyKind> {
         .collect()
 }
 
-/// Creates `out` if needed, and checks that it is a writable directory and that each of
-/// `files` in it can take an output (see [`ember::io::check`]).
-pub(super) fn prepare_out(out: &Path, files: &[&str]) -> anyhow::Result<()> {
-    ember::io::check_dir(out).with_context(|| format!("invalid --out {}", out.display()))?;
+/// Creates `out` (given as `flag`) if needed, and checks that it is a writable directory and
+/// that each of `files` in it can take an output (see [`ember::io::check`]).
+pub(super) fn prepare_out(flag: &str, out: &Path, files: &[&str]) -> anyhow::Result<()> {
+    let invalid = || format!("invalid {flag} {}", out.display());
+    ember::io::check_dir(out).with_context(invalid)?;
     for file in files {
-        ember::io::check(&out.join(file))
-            .with_context(|| format!("invalid --out {}", out.display()))?;
+        ember::io::check(&out.join(file)).with_context(invalid)?;
     }
     Ok(())
 }
@@ -88,7 +89,14 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     let epochs = positive("epochs", args.epochs)?;
     let main = args.policies.0;
     let sweep = args.sweep.as_ref().map(sweep_policies);
-    prepare_out(&args.out, &WRITTEN)?;
+    prepare_out("--out", &args.out, &WRITTEN)?;
+    let mut files = Files::default();
+    files.data(&workload.data);
+    for file in WRITTEN {
+        let path = args.out.join(file);
+        files.output(format!("--out {} (its {file})", args.out.display()), &path);
+    }
+    files.check()?;
     let device = match &workload.devices {
         Some(list) => list.to_string(),
         None => {

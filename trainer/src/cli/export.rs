@@ -1,56 +1,148 @@
 //! `ember export`: a trained network as an ONNX model, Gluon's `net.export`.
+//!
+//! A file `ember train --save` wrote records the model, the input shape and the outputs in its
+//! metadata ([`recorded`]), so `ember export --load m.safetensors --out m.onnx` needs nothing
+//! else. A file without them (from an older ember, or from PyTorch) takes `--model` and
+//! `--data` (with `--classes` or `--features`) as `train` did.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use burn::tensor::Device;
 use clap::Args;
 use ember::io;
-use ember::{Block, Export, NdTensor};
+use ember::{Block, DeviceName, Export, NdTensor};
 
+use super::clash::Files;
+use super::list;
 use super::model::ModelSpec;
 use super::task::Task;
-use super::workload::{Workload, WorkloadArgs};
+use super::workload::{DataSpec, Workload};
 
-/// Options of `ember export`: `train`'s, so that a training command line with `export` and
-/// `--out` in it exports what it trained. `--data`, `--classes`, `--features`, `--hidden` and
-/// `--model` give the network and its input, as they did to `train`.
+/// Options of `ember export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    #[command(flatten)]
-    workload: WorkloadArgs,
-    /// The network, as `train --model` took it [default: as `train`].
-    #[arg(long)]
-    model: Option<ModelSpec>,
-    /// The trained parameters (safetensors, as `train --save` wrote them).
+    /// The trained parameters (safetensors): a file `ember train --save` wrote says what
+    /// network it holds; any other needs --model and --data.
     #[arg(long)]
     load: PathBuf,
     /// The ONNX file to write.
     #[arg(long)]
     out: PathBuf,
+    /// The network, as `train --model` took it: for a file that does not say [default: as
+    /// `train`].
+    #[arg(long)]
+    model: Option<ModelSpec>,
+    /// The data the network was trained on, as `train --data` took it: for a file that does
+    /// not say its input shape and outputs.
+    #[arg(long)]
+    data: Option<DataSpec>,
+    /// With `--data csv:` or `npy:`: the number of classes, as `train --classes` took it.
+    #[arg(long)]
+    classes: Option<usize>,
+    /// With synthetic `--data`: features per example [default: 512].
+    #[arg(long)]
+    features: Option<usize>,
+}
+
+/// The metadata keys `ember train --save` writes, each read back here.
+const MODEL: &str = "ember.model";
+const INPUT: &str = "ember.input";
+const OUTPUTS: &str = "ember.outputs";
+
+/// What `ember train --save` records of its network: all that `ember export` needs.
+pub fn recorded(model: &ModelSpec, example: &[usize], outputs: usize) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (MODEL.to_string(), model.to_string()),
+        (INPUT.to_string(), list::join(example)),
+        (OUTPUTS.to_string(), outputs.to_string()),
+    ])
+}
+
+/// The network a file's metadata records, or `None` for a file without ember's metadata.
+fn from_file(path: &Path) -> anyhow::Result<Option<(ModelSpec, Vec<usize>, usize)>> {
+    let meta = io::header::metadata(path)?;
+    let (Some(model), Some(input), Some(outputs)) =
+        (meta.get(MODEL), meta.get(INPUT), meta.get(OUTPUTS))
+    else {
+        return Ok(None);
+    };
+    let bad = |what: &str, value: &str| {
+        anyhow::anyhow!(
+            "invalid --load {}: its metadata's {what} is {value:?}",
+            path.display()
+        )
+    };
+    let model = model.parse().map_err(|_| bad(MODEL, model))?;
+    let input = input
+        .split(',')
+        .map(|d| d.parse::<usize>().ok().filter(|&d| d > 0))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| bad(INPUT, input))?;
+    let outputs = outputs
+        .parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| bad(OUTPUTS, outputs))?;
+    Ok(Some((model, input, outputs)))
+}
+
+/// The network, its input shape and its outputs, from `--model` and `--data` as `train` takes
+/// them.
+fn from_flags(args: &ExportArgs) -> anyhow::Result<(ModelSpec, Vec<usize>, usize)> {
+    let Some(data) = &args.data else {
+        bail!(
+            "--load {} does not say what network it holds (it was not written by `ember train \
+             --save`, or by an ember before 2026-11-25): give --model and --data as train had them",
+            args.load.display()
+        );
+    };
+    let mut workload = Workload::chapter(DeviceName::Flex);
+    workload.data = data.clone();
+    workload.classes = args.classes;
+    if let Some(features) = args.features {
+        workload.features = features;
+    }
+    let task = Task::load(&workload.data, workload.classes)?;
+    let model = task.model(args.model.clone(), &workload)?;
+    let (example, outputs) = task.example_and_outputs(&workload);
+    Ok((model, example, outputs))
 }
 
 pub fn run(args: ExportArgs) -> anyhow::Result<()> {
-    let workload = Workload::try_from(args.workload)?;
     let out =
         io::check(&args.out).with_context(|| format!("invalid --out {}", args.out.display()))?;
-    if io::place(&out) == io::place(&args.load) {
-        bail!(
-            "invalid --out {}: it is the --load file, which the ONNX model would replace; \
-             write it to another path",
-            args.out.display()
-        );
+    let mut files = Files::default();
+    if let Some(data) = &args.data {
+        files.data(data);
     }
-    let task = Task::load(&workload.data, workload.classes)?;
-    let model = task.model(args.model, &workload)?;
-    let (example, outputs) = task.example_and_outputs(&workload);
-    let device = workload.one_device("ember export")?.open()?.device;
+    files
+        .input(format!("--load {}", args.load.display()), &args.load)
+        .output(format!("--out {}", out.display()), &out)
+        .check()?;
+    let (model, example, outputs) = match from_file(&args.load)? {
+        Some((recorded, example, outputs)) => {
+            if let Some(given) = &args.model
+                && *given != recorded
+            {
+                bail!(
+                    "--model {given}: --load {} holds {recorded}; leave --model out",
+                    args.load.display()
+                );
+            }
+            (recorded, example, outputs)
+        }
+        None => from_flags(&args)?,
+    };
+    let device = Device::flex();
     let net = model.build(outputs, model.init(), &device);
     let mut shape = vec![1];
     shape.extend(&example);
     let x = NdTensor::zeros(&shape, &device)?;
     let net = net
         .infer_shape(x)
-        .with_context(|| format!("--model {model} cannot take --data {}", workload.data))?
+        .with_context(|| format!("--model {model} cannot take inputs of shape {example:?}"))?
         .load_parameters(&args.load, &device)?;
     net.export(&args.out, &example)?;
     say!(

@@ -25,8 +25,11 @@ pub struct Flag {
 /// What a checkpoint records of a flag, for `--resume` to compare.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Resume {
-    /// Its value.
+    /// Its value, which a resumed run must match.
     Value,
+    /// Its value, which a resumed run may change (the learning rate: the way back from a run
+    /// that diverged); the change is printed.
+    Changeable,
     /// The device it opened (`--device auto` records what auto picked).
     Opened,
     /// Nothing.
@@ -65,7 +68,7 @@ impl Flag {
     pub const BATCH_SIZE: Flag = Flag::new("batch-size", Resume::Value, |w| {
         Some(w.batch_size.to_string())
     });
-    pub const LR: Flag = Flag::new("lr", Resume::Value, |w| Some(w.lr.to_string()));
+    pub const LR: Flag = Flag::new("lr", Resume::Changeable, |w| Some(w.lr.to_string()));
     pub const SEED: Flag = Flag::new("seed", Resume::Value, |w| Some(w.seed.to_string()));
     /// Not recorded: checkpoints have never held it, and a new key would refuse to resume the
     /// ones written so far.
@@ -206,4 +209,11 @@ mod tests {
             pairs("--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1")
         );
     }
+}
+
+/// Whether a resumed run may give `flag` (`--lr`) another value than the checkpoint's run.
+pub fn changeable(flag: &str) -> bool {
+    Flag::ALL
+        .iter()
+        .any(|f| f.resume == Resume::Changeable && flag == f.to_string())
 }

@@ -5,17 +5,28 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use ember_trainer::signals::Signal;
 
-/// `println!` for the CLI's output. A closed stdout (`ember train | head -1`) stops the
-/// printing, not the work: the run goes on and writes `--save`, `--metrics` and its
-/// checkpoints, and the exit status says whether they were written.
+/// `println!` for the CLI's output, which never panics. A closed stdout (`ember train | head
+/// -1`) stops the printing, not the work: the run goes on and writes `--save`, `--metrics` and
+/// its checkpoints, and the exit status says whether they were written. Any other failure to
+/// print (`> /dev/full`) stops the printing too, and makes the exit status non-zero at the end.
 macro_rules! say {
     ($($arg:tt)*) => {
         $crate::cli::say(format_args!($($arg)*))
     };
 }
 
-/// Set once stdout is a broken pipe: nothing is printed after that.
+/// `eprintln!` that never panics: a failure to write to stderr (`2> /dev/full`) is remembered
+/// for the exit status, and the work goes on.
+macro_rules! say_err {
+    ($($arg:tt)*) => {
+        $crate::cli::say_err(format_args!($($arg)*))
+    };
+}
+
+/// Set once stdout cannot be written: nothing is printed after that.
 static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// The first failure to print, other than a closed pipe on stdout, for the exit status.
+static PRINT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 pub(crate) fn say(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
@@ -28,8 +39,20 @@ pub(crate) fn say(line: std::fmt::Arguments<'_>) {
         .write_fmt(line)
         .and_then(|()| out.write_all(b"\n"))
         .and_then(|()| out.flush());
-    if written.is_err_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) {
+    if let Err(e) = written {
         STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = PRINT_FAILED.set(format!("standard output could not be written: {e}"));
+        }
+    }
+}
+
+pub(crate) fn say_err(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let written = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
+    if let Err(e) = written {
+        let _ = PRINT_FAILED.set(format!("standard error could not be written: {e}"));
     }
 }
 
@@ -50,6 +73,7 @@ mod bench;
 mod book_lines;
 mod chapter;
 mod child;
+mod clash;
 mod compare;
 mod devices;
 mod export;
@@ -101,7 +125,7 @@ pub fn run() -> ExitCode {
         Some(kernels) => ember::kernels::set_kernels(kernels),
         None => {
             if let Err(err) = ember::kernels::chosen() {
-                eprintln!("error: {err}");
+                say_err!("error: {err}");
                 return ExitCode::FAILURE;
             }
         }
@@ -114,6 +138,19 @@ pub fn run() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Compare(args) => compare::run(args),
     };
+    let status = exit_status(result);
+    // Everything is written by now: a failure to print changes only the exit status.
+    match PRINT_FAILED.get() {
+        Some(failed) if status == ExitCode::SUCCESS => {
+            say_err!("error: {failed}");
+            ExitCode::FAILURE
+        }
+        _ => status,
+    }
+}
+
+/// The exit status of a command's result, with its error printed.
+fn exit_status(result: anyhow::Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) if err.downcast_ref::<Interrupted>().is_some() => {
@@ -123,16 +160,23 @@ pub fn run() -> ExitCode {
             ExitCode::from(signal.exit_code())
         }
         Err(err) => {
-            eprintln!("error: {err}");
+            say_err!("error: {err}");
+            // An error that repeats its cause's message (an OS error, `{source}` in both) is
+            // printed once.
+            let mut shown = err.to_string();
             for cause in err.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                let text = cause.to_string();
+                if !shown.contains(&text) {
+                    say_err!("  caused by: {text}");
+                }
+                shown = text;
             }
             if let Some(advice) = err
                 .chain()
                 .find_map(|cause| cause.downcast_ref::<ember::Error>())
                 .and_then(devices::advice)
             {
-                eprintln!("  advice: {advice}");
+                say_err!("  advice: {advice}");
             }
             ExitCode::FAILURE
         }

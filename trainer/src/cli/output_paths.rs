@@ -1,14 +1,18 @@
 //! Where `ember train` writes and reads (parameters, the trace, checkpoints), checked before
 //! any work, and what it writes when the run ends.
 
-use std::path::PathBuf;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use ember::io;
 use ember::{Block, Sequential};
-use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
+use ember_trainer::checkpoint::{self, Checkpoint, Checkpointing, Entry};
 use ember_trainer::fit::FitRun;
 use ember_trainer::trace::Trace;
+
+use super::clash::Files;
+use super::workload::DataSpec;
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
 /// any work starts.
@@ -18,12 +22,15 @@ pub struct OutputPaths {
     pub load: Option<PathBuf>,
     pub checkpoint: Option<Checkpointing>,
     pub resume: Option<Checkpoint>,
+    /// What `--save` records of the network in its metadata, for `ember export`.
+    pub recorded: BTreeMap<String, String>,
 }
 
 impl OutputPaths {
     /// Checks every output path (a regular file, or new in a writable directory), prepares the
     /// checkpoint directory, and finds the checkpoint to resume from.
     pub fn check(
+        data: &DataSpec,
         load: Option<PathBuf>,
         save: Option<PathBuf>,
         metrics: Option<PathBuf>,
@@ -40,7 +47,6 @@ impl OutputPaths {
                     .with_context(|| format!("invalid --metrics {}", path.display()))?;
             }
         }
-        distinct(&save, &metrics, checkpoint.as_ref().or(resume.as_ref()))?;
         if let (Some(load), Some(dir)) = (&load, &resume) {
             bail!(
                 "--load {} and --resume {}: a resumed run goes on from its checkpoint's \
@@ -49,38 +55,35 @@ impl OutputPaths {
                 dir.display()
             );
         }
-        if let Some(dir) = &resume
-            && !dir.is_dir()
-        {
-            bail!(
-                "invalid --resume {}: no such directory of checkpoints",
-                dir.display()
-            );
-        }
-        let checkpoint = match checkpoint.or_else(|| resume.clone()) {
+        // `--resume DIR` goes on from DIR's newest sound checkpoint, `--resume DIR/step-N`
+        // from that one; checkpoints keep going to DIR unless --checkpoint names another.
+        let (resume, resume_dir) = match &resume {
+            Some(path) => {
+                let (found, dir) = find_resume(path)?;
+                (found, Some(dir))
+            }
+            None => (None, None),
+        };
+        let checkpoint_dir = checkpoint.or(resume_dir);
+        clashes(
+            data,
+            &load,
+            &save,
+            &metrics,
+            &checkpoint_dir,
+            resume.as_ref(),
+        )?;
+        let checkpoint = match checkpoint_dir {
             Some(dir) => {
                 let mut checkpointing = Checkpointing::new(dir);
                 checkpointing.every = every;
                 checkpointing
-                    .prepare()
+                    .prepare(resume.as_ref())
                     .with_context(|| "invalid --checkpoint".to_string())?;
                 Some(checkpointing)
             }
             None if every.is_some() => {
                 bail!("--checkpoint-every needs --checkpoint DIR (or --resume DIR)")
-            }
-            None => None,
-        };
-        let resume = match &resume {
-            Some(dir) => {
-                let found = Checkpoint::latest(dir)?;
-                if found.is_none() {
-                    say!(
-                        "no complete checkpoint in {} yet: starting from the beginning",
-                        dir.display()
-                    );
-                }
-                found
             }
             None => None,
         };
@@ -90,25 +93,128 @@ impl OutputPaths {
             load,
             checkpoint,
             resume,
+            recorded: BTreeMap::new(),
         })
     }
 }
 
-/// Refuses two outputs on one file: `--save X --metrics X`, or `--save k.epochs.csv
-/// --metrics k.csv` (the metrics' second file), or an output at the checkpoint directory:
-/// the later write would replace the earlier one.
-fn distinct(
+/// The checkpoint `--resume` names, and the directory the run's checkpoints go on in. A
+/// `step-N` directory is that checkpoint; a directory of checkpoints gives its newest sound
+/// one, and newer damaged ones are moved aside (never deleted), each with its reason said.
+fn find_resume(path: &Path) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
+    if !path.is_dir() {
+        bail!(
+            "invalid --resume {}: no such directory of checkpoints",
+            path.display()
+        );
+    }
+    let named_step = path
+        .file_name()
+        .is_some_and(|n| checkpoint::step_of(&n.to_string_lossy()).is_some());
+    if named_step || path.join("state.json").exists() {
+        let dir = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let dir = if dir.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            dir
+        };
+        return match checkpoint::classify(path) {
+            Entry::Sound(found) => Ok((Some(found), dir)),
+            Entry::Damaged { reason, .. } => bail!(
+                "invalid --resume {}: the checkpoint is damaged: {reason}",
+                path.display()
+            ),
+            Entry::Foreign { what, .. } => bail!(
+                "invalid --resume {}: it is {what}, not a checkpoint",
+                path.display()
+            ),
+        };
+    }
+    let entries = checkpoint::scan(path)?;
+    let newest = entries
+        .iter()
+        .rposition(|(_, e)| matches!(e, Entry::Sound(_)));
+    let damaged: Vec<(&PathBuf, &String)> = entries[newest.map_or(0, |i| i + 1)..]
+        .iter()
+        .filter_map(|(_, e)| match e {
+            Entry::Damaged { path, reason } => Some((path, reason)),
+            _ => None,
+        })
+        .collect();
+    let Some(newest) = newest else {
+        if !damaged.is_empty() {
+            let all: Vec<String> = damaged
+                .iter()
+                .map(|(p, why)| format!("{}: {why}", p.display()))
+                .collect();
+            bail!(
+                "invalid --resume {}: no checkpoint there can be resumed from:\n{}",
+                path.display(),
+                all.join("\n")
+            );
+        }
+        say!(
+            "no complete checkpoint in {} yet: starting from the beginning",
+            path.display()
+        );
+        return Ok((None, path.to_path_buf()));
+    };
+    let Entry::Sound(found) = &entries[newest].1 else {
+        unreachable!("found as sound")
+    };
+    for (bad, why) in damaged {
+        let aside = checkpoint::set_aside(bad, "damaged")
+            .with_context(|| format!("moving the damaged checkpoint {} aside", bad.display()))?;
+        say!(
+            "{} is damaged ({why}): resuming from the one before it, {}; the damaged one is kept \
+             as {}",
+            bad.display(),
+            found.dir.display(),
+            aside.display()
+        );
+    }
+    Ok((Some(found.clone()), path.to_path_buf()))
+}
+
+/// Refuses an output that is one of the run's inputs (the data, `--load`, the checkpoint
+/// resumed) or another of its outputs: `--save X --metrics X`, `--save k.epochs.csv
+/// --metrics k.csv` (the metrics' second file), `--metrics data.csv`, or an output at the
+/// checkpoint directory.
+fn clashes(
+    data: &DataSpec,
+    load: &Option<PathBuf>,
     save: &Option<PathBuf>,
     metrics: &Option<PathBuf>,
-    checkpoint: Option<&PathBuf>,
+    checkpoint: &Option<PathBuf>,
+    resume: Option<&Checkpoint>,
 ) -> anyhow::Result<()> {
-    let mut outputs: Vec<(String, PathBuf)> = Vec::new();
+    let mut files = Files::default();
+    files.data(data);
+    if let Some(path) = load {
+        files.input(format!("--load {}", path.display()), path);
+    }
+    if let Some(resumed) = resume {
+        for entry in std::fs::read_dir(&resumed.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name();
+            let what = format!(
+                "the checkpoint resumed ({})",
+                resumed.dir.join(&name).display()
+            );
+            files.input(what, &entry.path());
+        }
+    }
     if let Some(path) = save {
-        outputs.push((format!("--save {}", path.display()), path.clone()));
+        files.output(format!("--save {}", path.display()), path);
     }
     if let Some(path) = metrics {
         for file in Trace::paths(path) {
-            let flag = match &file == path {
+            let what = match &file == path {
                 true => format!("--metrics {}", path.display()),
                 false => format!(
                     "--metrics {} (its epochs, {})",
@@ -116,26 +222,13 @@ fn distinct(
                     file.display()
                 ),
             };
-            outputs.push((flag, file));
+            files.output(what, &file);
         }
     }
     if let Some(dir) = checkpoint {
-        outputs.push((
-            format!("the checkpoint directory {}", dir.display()),
-            dir.clone(),
-        ));
+        files.output(format!("the checkpoint directory {}", dir.display()), dir);
     }
-    for (i, (first, a)) in outputs.iter().enumerate() {
-        for (second, b) in &outputs[i + 1..] {
-            if io::place(a) == io::place(b) {
-                bail!(
-                    "{first} and {second} are the same file: the one written last would replace \
-                     the other; give each output a path of its own"
-                );
-            }
-        }
-    }
-    Ok(())
+    files.check()
 }
 
 /// Writes the parameters first, then the trace: a failure writing one never keeps the other
@@ -143,7 +236,13 @@ fn distinct(
 /// (its checkpoint holds them), and ends with the signal's exit status.
 pub fn finish(run: FitRun<Sequential>, outputs: &OutputPaths) -> anyhow::Result<()> {
     let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
-    let failures = write(&run.net, &run.trace, save, outputs.metrics.as_ref());
+    let failures = write(
+        &run.net,
+        &run.trace,
+        save,
+        &outputs.recorded,
+        outputs.metrics.as_ref(),
+    );
     if let Some(signal) = run.stopped {
         if let Some(path) = &outputs.save {
             say!(
@@ -179,12 +278,22 @@ fn write(
     net: &Sequential,
     trace: &Trace,
     save: Option<&PathBuf>,
+    recorded: &BTreeMap<String, String>,
     metrics: Option<&PathBuf>,
 ) -> Vec<String> {
     let mut failures = Vec::new();
     if let Some(path) = save {
-        match net.save_parameters(path) {
+        match io::safetensors::save_parameters_with(net, path, recorded) {
             Ok(()) => say!("parameters saved to {}", path.display()),
+            // A diverged network is never written over the user's file.
+            Err(e @ ember::Error::NonFiniteParameter { .. }) => failures.push(format!(
+                "--save {} not written: {e}; {}",
+                path.display(),
+                match path.exists() {
+                    true => "the file keeps its old content",
+                    false => "no file was made",
+                }
+            )),
             Err(e) => failures.push(format!("--save {}: {e}", path.display())),
         }
     }
@@ -202,30 +311,61 @@ fn write(
 }
 
 /// What `ember train` does when its run fails after training began (`Fit::rescue`): the
-/// network as the last completed step left it goes to `--save`, the trace so far to
-/// `--metrics`, and the place of the last checkpoint is said; the run's error follows, and
-/// the exit status is non-zero.
-pub fn rescue(outputs: &OutputPaths) -> impl FnOnce(&Sequential, &Trace) + 'static {
+/// network as the last completed step left it goes to `--save` (unless it diverged: NaN is
+/// never written over a file), the trace so far to `--metrics`, and where resuming can work,
+/// the way to go on; the run's error follows, and the exit status is non-zero.
+pub fn rescue(
+    outputs: &OutputPaths,
+    lr: f64,
+) -> impl FnOnce(&Sequential, &Trace, &ember::Error) + 'static {
     let save = outputs.save.clone();
+    let recorded = outputs.recorded.clone();
     let metrics = outputs.metrics.clone();
     let checkpoints = outputs.checkpoint.as_ref().map(|c| c.dir.clone());
-    move |net, trace| {
+    move |net, trace, error| {
         let at = trace.batches.last().map_or(String::new(), |b| {
             format!(" after batch {} of epoch {}", b.batch + 1, b.epoch + 1)
         });
-        say!("the run failed{at}: writing what it had trained");
-        for failure in write(net, trace, save.as_ref(), metrics.as_ref()) {
-            eprintln!("error: {failure}");
-        }
-        if let Some(dir) = checkpoints {
-            match Checkpoint::latest(&dir) {
-                Ok(Some(last)) => say!(
-                    "its last checkpoint is {}: go on with --resume {}",
-                    last.dir.display(),
-                    dir.display()
-                ),
-                _ => say!("no checkpoint of it is complete in {}", dir.display()),
+        // Parameters that gave a NaN or infinite loss are no model: the file keeps its old
+        // content.
+        let save = match (save, error.diverged()) {
+            (Some(path), true) => {
+                say_err!(
+                    "error: --save {} not written: the run diverged; {}",
+                    path.display(),
+                    match path.exists() {
+                        true => "the file keeps its old content",
+                        false => "no file was made",
+                    }
+                );
+                None
             }
+            (save, _) => save,
+        };
+        say!("the run failed{at}: writing what it had trained");
+        for failure in write(net, trace, save.as_ref(), &recorded, metrics.as_ref()) {
+            say_err!("error: {failure}");
+        }
+        let Some(dir) = checkpoints else { return };
+        match Checkpoint::latest(&dir) {
+            // Its parameters are finite: checkpoints are written only then.
+            Ok(Some(last)) if error.diverged() => say!(
+                "its last checkpoint is {}, from before the parameters diverged: go on from it \
+                 at a lower learning rate with --resume {} --lr R (this run had --lr {lr})",
+                last.dir.display(),
+                dir.display()
+            ),
+            Ok(Some(last)) => say!(
+                "its last checkpoint is {}: go on with --resume {}",
+                last.dir.display(),
+                dir.display()
+            ),
+            _ if error.diverged() => say!(
+                "no checkpoint in {} holds parameters that gave a finite loss: train again at a \
+                 lower learning rate (this run had --lr {lr})",
+                dir.display()
+            ),
+            _ => say!("no checkpoint of it is complete in {}", dir.display()),
         }
     }
 }

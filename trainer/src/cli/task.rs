@@ -6,6 +6,7 @@ use ember_datasets::Examples;
 use ember_datasets::csv::{CsvOptions, Label, read_csv};
 use ember_datasets::npy::read_npy_pair;
 use ember_trainer::memory::available_bytes;
+use ember_trainer::policy::PolicyKind;
 
 use super::flags::Flag;
 use super::list;
@@ -91,31 +92,40 @@ impl Task {
         }
     }
 
-    /// Refuses sizes whose parameters, one batch's data and activations, or the run's trace
-    /// cannot fit in this machine's memory, before anything is allocated; names the flag at
-    /// fault: the one that, made small, lets the run fit.
+    /// Refuses sizes whose parameters, one batch's data and activations, the batches the sync
+    /// policy lets pile up, or the run's trace cannot fit in this machine's memory, before
+    /// anything is allocated; names the flag at fault: the one that, made small, lets the run
+    /// fit (the data's own sizes are named as the data's).
     pub fn check_memory(
         &self,
         workload: &Workload,
         model: &ModelSpec,
+        policy: &PolicyKind,
         epochs: usize,
     ) -> anyhow::Result<()> {
         let Some(available) = available_bytes() else {
             return Ok(());
         };
         let available = u128::from(available);
-        let need = |w: &Workload, m: &ModelSpec, epochs: usize| self.memory(w, m, epochs);
-        let total = |n: &Need| n.params.saturating_add(n.batch).saturating_add(n.trace);
-        let needed = need(workload, model, epochs);
-        if total(&needed) <= available {
+        let (example, outputs) = self.example_and_outputs(workload);
+        let run = Sizes {
+            workload: workload.clone(),
+            model: model.clone(),
+            policy: policy.clone(),
+            epochs,
+            example,
+            outputs,
+        };
+        let needed = self.memory(&run);
+        if needed.total() <= available {
             return Ok(());
         }
         // Each flag in turn made as small as it goes: the first one that lets the run fit is
         // at fault.
         let small = |change: &Shrink| {
-            let (mut w, mut m, mut e) = (workload.clone(), model.clone(), epochs);
-            change(&mut w, &mut m, &mut e);
-            total(&need(&w, &m, e)) <= available
+            let mut smaller = run.clone();
+            change(&mut smaller);
+            self.memory(&smaller).total() <= available
         };
         let synthetic = self.is_synthetic();
         let hidden = match model {
@@ -127,19 +137,47 @@ impl Task {
         // A flag of the workload, where this data reads it.
         let sized =
             |flag: &Flag, value: usize| flag.read_by(synthetic).then(|| format!("{flag} {value}"));
-        let candidates: Vec<(Option<String>, &Shrink)> = vec![
-            (sized(&Flag::FEATURES, workload.features), &|w, _, _| {
-                w.features = 1
+        let classes = workload.classes.map(|n| format!("{} {n}", Flag::CLASSES));
+        let data = (!synthetic).then(|| {
+            format!(
+                "--data {} (examples of shape {:?})",
+                workload.data, run.example
+            )
+        });
+        let batches = self.batches(workload);
+        let queue = match queue_depth(policy, batches) {
+            Some(depth) if *policy == PolicyKind::NoSync && synthetic => format!(
+                "--sync {policy} (it lets {depth} batches pile up, every one of {} {})",
+                Flag::BATCHES,
+                workload.batches
+            ),
+            Some(depth) => format!("--sync {policy} (it lets {depth} batches pile up)"),
+            None => format!("--sync {policy} (its budget)"),
+        };
+        // Where the queue is most of it, the policy is at fault before any size.
+        let queue_first = needed.queue
+            > needed
+                .params
+                .saturating_add(needed.batch)
+                .saturating_add(needed.trace);
+        let policy_at_fault: (Option<String>, &Shrink) =
+            (Some(queue), &|r| r.policy = PolicyKind::Window(1));
+        let mut candidates: Vec<(Option<String>, &Shrink)> = vec![
+            (sized(&Flag::FEATURES, workload.features), &|r| {
+                r.workload.features = 1
             }),
-            (Some(hidden), &|_, m, _| *m = ModelSpec::Mlp(vec![1])),
-            (sized(&Flag::BATCH_SIZE, workload.batch_size), &|w, _, _| {
-                w.batch_size = 1
+            (classes, &|r| r.outputs = 2),
+            (data, &|r| r.example = vec![1]),
+            (Some(hidden), &|r| r.model = ModelSpec::Mlp(vec![1])),
+            (sized(&Flag::BATCH_SIZE, workload.batch_size), &|r| {
+                r.workload.batch_size = 1
             }),
-            (sized(&Flag::BATCHES, workload.batches), &|w, _, _| {
-                w.batches = 1
+            (sized(&Flag::BATCHES, workload.batches), &|r| {
+                r.workload.batches = 1
             }),
-            (Some(format!("--epochs {epochs}")), &|_, _, e| *e = 1),
+            (Some(format!("--epochs {epochs}")), &|r| r.epochs = 1),
         ];
+        candidates.insert(if queue_first { 0 } else { 4 }, policy_at_fault);
         let flag = candidates
             .into_iter()
             .filter_map(|(flag, change)| Some((flag?, change)))
@@ -148,27 +186,61 @@ impl Task {
                 || "these sizes together are".to_string(),
                 |(flag, _)| format!("{flag} is"),
             );
+        let advice = match policy {
+            PolicyKind::NoSync | PolicyKind::Window(_) | PolicyKind::EveryN(_)
+                if needed.queue > needed.batch =>
+            {
+                "; a policy that bounds the queue (--sync memory:MB, or barrier) fits where \
+                 this one does not"
+            }
+            _ => "",
+        };
         bail!(
             "{flag} too large for this machine: training needs about {} ({} of parameters, \
              gradients and optimizer state, {} for one batch and its activations, {} for the \
-             trace of every batch), and {} of memory is available",
-            bytes(total(&needed)),
+             batches --sync {policy} lets wait in the queue, {} for the trace of every batch), \
+             and {} of memory is available{advice}",
+            bytes(needed.total()),
             bytes(needed.params),
             bytes(needed.batch),
+            bytes(needed.queue),
             bytes(needed.trace),
             bytes(available)
         );
     }
 
-    /// The bytes a run needs, part by part.
-    fn memory(&self, workload: &Workload, model: &ModelSpec, epochs: usize) -> Need {
-        let (example, outputs) = self.example_and_outputs(workload);
-        let need = model.footprint(&example, outputs, workload.batch_size);
-        let batches = match self {
+    /// Batches in one epoch.
+    fn batches(&self, workload: &Workload) -> usize {
+        match self {
             Task::Synthetic => workload.batches,
             Task::Classify { train, .. } | Task::Regress { train } => {
                 train.len().div_ceil(workload.batch_size)
             }
+        }
+    }
+
+    /// The bytes a run needs, part by part.
+    fn memory(&self, run: &Sizes) -> Need {
+        let w = &run.workload;
+        // Synthetic examples are --features wide: shrinking the flag shrinks them.
+        let example = match self {
+            Task::Synthetic => vec![w.features],
+            _ => run.example.clone(),
+        };
+        let need = run.model.footprint(&example, run.outputs, w.batch_size);
+        let batches = match self {
+            Task::Synthetic => w.batches,
+            _ => self.batches(w),
+        };
+        // A batch waiting in the queue holds its examples and targets.
+        let example: u128 = example.iter().map(|&d| d as u128).product();
+        let one_batch = (example + run.outputs as u128)
+            .saturating_mul(w.batch_size as u128)
+            .saturating_mul(4);
+        let queue = match (&run.policy, queue_depth(&run.policy, batches)) {
+            (_, Some(depth)) => one_batch.saturating_mul(depth as u128),
+            (PolicyKind::MemoryBudget(mb), None) => (mb * 1e6) as u128,
+            _ => one_batch,
         };
         let record = std::mem::size_of::<ember_trainer::trace::BatchRecord>() as u128;
         Need {
@@ -176,9 +248,10 @@ impl Task {
             params: need.parameters.saturating_mul(3 * 4),
             // The batch, and activations kept for the backward pass with their gradients.
             batch: need.activations.saturating_mul(2 * 4),
+            queue,
             // One record per batch of every epoch, kept in memory until the run ends.
             trace: (batches as u128)
-                .saturating_mul(epochs as u128)
+                .saturating_mul(run.epochs as u128)
                 .saturating_mul(record),
         }
     }
@@ -204,14 +277,45 @@ impl Task {
     }
 }
 
-/// One flag of a run made as small as it goes, on copies of the run's settings.
-type Shrink = dyn Fn(&mut Workload, &mut ModelSpec, &mut usize);
+/// What sizes a run: its flags, and its data's example shape and outputs.
+#[derive(Clone)]
+struct Sizes {
+    workload: Workload,
+    model: ModelSpec,
+    policy: PolicyKind,
+    epochs: usize,
+    example: Vec<usize>,
+    outputs: usize,
+}
+
+/// One size of a run made as small as it goes, on a copy.
+type Shrink = dyn Fn(&mut Sizes);
 
 /// The memory a run needs, in bytes.
 struct Need {
     params: u128,
     batch: u128,
+    queue: u128,
     trace: u128,
+}
+
+impl Need {
+    fn total(&self) -> u128 {
+        self.params
+            .saturating_add(self.batch)
+            .saturating_add(self.queue)
+            .saturating_add(self.trace)
+    }
+}
+
+/// How many batches `policy` lets wait in the queue at most, of an epoch of `batches`;
+/// `None` for a budget in bytes (`memory:MB`) or a policy of the user's own.
+fn queue_depth(policy: &PolicyKind, batches: usize) -> Option<usize> {
+    match policy {
+        PolicyKind::Window(k) | PolicyKind::EveryN(k) => Some((*k).min(batches)),
+        PolicyKind::NoSync => Some(batches),
+        PolicyKind::MemoryBudget(_) | PolicyKind::Custom(_) => None,
+    }
 }
 
 /// The losses `--loss` names.

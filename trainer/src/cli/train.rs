@@ -67,9 +67,10 @@ pub struct TrainArgs {
     /// Write a checkpoint after every N batches rather than at the end of each epoch.
     #[arg(long)]
     checkpoint_every: Option<usize>,
-    /// Go on from the newest complete checkpoint in this directory, with the same flags as
-    /// the run that wrote it (--epochs may grow); checkpoints keep going there unless
-    /// --checkpoint names another directory.
+    /// Go on from the newest sound checkpoint in this directory (a damaged newer one is moved
+    /// aside, saying why), or from the checkpoint DIR/step-N names, with the flags of the run
+    /// that wrote it: --epochs may grow, and --lr may change (the way back from a run that
+    /// diverged). Checkpoints keep going to that directory unless --checkpoint names another.
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Start from the parameters (safetensors) in this file.
@@ -79,10 +80,12 @@ pub struct TrainArgs {
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
+    let policy_kind = args.sync.clone();
     let policy = args.sync.build()?;
     let epochs = positive("epochs", args.epochs)?;
     // Every output is checked before any work starts.
-    let outputs = OutputPaths::check(
+    let mut outputs = OutputPaths::check(
+        &workload.data,
         args.load,
         args.save,
         args.metrics,
@@ -96,7 +99,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         return Err(wrong_loss(loss, &task, &workload.data));
     }
     let model = task.model(args.model, &workload)?;
-    task.check_memory(&workload, &model, epochs)?;
+    task.check_memory(&workload, &model, &policy_kind, epochs)?;
+    let (example, classes) = task.example_and_outputs(&workload);
+    outputs.recorded = super::export::recorded(&model, &example, classes);
     let picked = workload.open_devices()?;
     for (index, device) in picked.iter().enumerate() {
         match picked.len() {
@@ -283,19 +288,26 @@ impl Run<'_> {
             .epochs(self.epochs)
             .progress(progress)
             .seed(self.workload.seed)
-            .rescue(rescue(self.outputs));
+            .rescue(rescue(self.outputs, self.workload.lr));
         if let Some(checkpointing) = &self.outputs.checkpoint {
             fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
         }
         if let Some(checkpoint) = &self.outputs.resume {
             // Every flag that differs, at once: one only the checkpoint's run had (--devices
-            // where this run has --device), or one whose value changed.
+            // where this run has --device), or one whose value changed. --lr may change.
             let before = checkpoint.description();
             let flags: std::collections::BTreeSet<&String> =
                 before.keys().chain(description.keys()).collect();
-            let differ: Vec<String> = flags
+            let (changed, differ): (Vec<&String>, Vec<&String>) = flags
                 .into_iter()
                 .filter(|flag| before.get(*flag) != description.get(*flag))
+                .partition(|flag| {
+                    super::flags::changeable(flag)
+                        && before.contains_key(*flag)
+                        && description.contains_key(*flag)
+                });
+            let differ: Vec<String> = differ
+                .into_iter()
                 .map(|flag| match (before.get(flag), description.get(flag)) {
                     (Some(b), Some(v)) => format!(
                         "it was written by a run with {flag} {b}, and this one has {flag} {v}"
@@ -311,9 +323,17 @@ impl Run<'_> {
                 .collect();
             if !differ.is_empty() {
                 bail!(
-                    "cannot resume from {}: {}; resume with the flags of that run",
+                    "cannot resume from {}: {}; resume with the flags of that run (only --lr \
+                     may change)",
                     checkpoint.dir.display(),
                     differ.join("; ")
+                );
+            }
+            for flag in changed {
+                say!(
+                    "resuming with {flag} {} (the checkpoint's run had {flag} {})",
+                    description[flag],
+                    before[flag]
                 );
             }
             say!(

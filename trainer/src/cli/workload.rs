@@ -228,7 +228,7 @@ impl Workload {
     pub fn description(&self, opened: DeviceName) -> BTreeMap<String, String> {
         self.flags()
             .filter_map(|(flag, value)| match flag.resume {
-                Resume::Value => Some((flag.to_string(), value)),
+                Resume::Value | Resume::Changeable => Some((flag.to_string(), value)),
                 Resume::Opened => Some((flag.to_string(), opened.to_string())),
                 Resume::Nothing => None,
             })

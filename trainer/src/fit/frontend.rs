@@ -43,6 +43,9 @@ where
     /// The clock's zero: the trace's times are seconds since then.
     pub(super) start: Instant,
     pub(super) stopped: Option<Signal>,
+    /// The checkpoint this run wrote last, and its steps: until a later step's loss comes
+    /// back finite, nothing shows that its parameters train on.
+    pub(super) last_checkpoint: Option<(std::path::PathBuf, u64)>,
 }
 
 impl<B, L> Frontend<'_, B, L>
@@ -70,6 +73,7 @@ where
             .issue_epoch(data, self.at.next_batch, &mut current)
             .and_then(|()| current.flight.wait_all());
         if let Err(error) = issued {
+            self.set_aside_if_diverged(&error, &current.records);
             // The batches issued so far stay in the trace, for what a failed run still writes.
             current.absorb(&|at| self.seconds(at));
             self.trace.batches.extend(current.records);
@@ -210,7 +214,32 @@ where
         so_far.batches.extend(records.iter().cloned());
         let dir = resume::write(&self.engine, checkpointing, &self.at, &so_far)?;
         self.progress.checkpointed(&dir);
+        self.last_checkpoint = Some((dir, self.at.steps));
         Ok(())
+    }
+
+    /// A loss that came back NaN or infinite at the step right after this run's last
+    /// checkpoint came from that checkpoint's parameters: a resume from it would diverge
+    /// again. It is moved aside as `diverged-step-N` (kept, never deleted), so that the newest
+    /// checkpoint is one whose parameters gave a finite loss. `records` are the current
+    /// epoch's, one a step, after the trace's.
+    fn set_aside_if_diverged(&mut self, error: &Error, records: &[BatchRecord]) {
+        let Error::NonFiniteLoss { at, .. } = error.root() else {
+            return;
+        };
+        let Some(index) = records
+            .iter()
+            .position(|r| r.epoch == at.epoch && r.batch == at.batch)
+        else {
+            return;
+        };
+        let step = (self.trace.batches.len() + index + 1) as u64;
+        if let Some((dir, steps)) = &self.last_checkpoint
+            && steps + 1 == step
+        {
+            crate::checkpoint::set_aside(dir, "diverged");
+            self.last_checkpoint = None;
+        }
     }
 
     /// The epoch's metrics: the training accuracy its steps counted, where the targets have

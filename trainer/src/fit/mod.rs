@@ -123,7 +123,7 @@ pub struct Fit<'a, B, L> {
 }
 
 /// What [`Fit::rescue`] is given.
-type Rescue<'a, B> = Box<dyn FnOnce(&B, &Trace) + 'a>;
+type Rescue<'a, B> = Box<dyn FnOnce(&B, &Trace, &ember::Error) + 'a>;
 
 impl<'a, B, L> Fit<'a, B, L>
 where
@@ -246,10 +246,10 @@ where
 
     /// What becomes of the network when the run fails after training began (a step, an
     /// evaluation, a checkpoint or the data failing): `rescue` gets it as the last completed
-    /// step left it, with the trace so far, before [`Fit::run`] returns the error. `ember
-    /// train` writes `--save` and `--metrics` there, so that a failure never loses what was
-    /// trained.
-    pub fn rescue(mut self, rescue: impl FnOnce(&B, &Trace) + 'a) -> Self {
+    /// step left it, with the trace so far and the error, before [`Fit::run`] returns the
+    /// error. `ember train` writes `--save` and `--metrics` there, so that a failure never
+    /// loses what was trained (and never writes parameters that diverged).
+    pub fn rescue(mut self, rescue: impl FnOnce(&B, &Trace, &ember::Error) + 'a) -> Self {
         self.rescue = Some(Box::new(rescue));
         self
     }
@@ -270,7 +270,7 @@ where
         ember::kernels::keep_freed_memory();
         let device = self.replicas.main().clone();
         if let Some(checkpointing) = &self.checkpointing {
-            checkpointing.prepare()?;
+            checkpointing.prepare(self.resume.as_ref())?;
         }
         let first = data.batches(0).next().transpose()?;
         let net = match &first {
@@ -302,6 +302,7 @@ where
             trace: start.trace,
             start: Instant::now(),
             stopped: None,
+            last_checkpoint: None,
         };
         if self.warmup
             && let Some(batch) = first
@@ -323,12 +324,16 @@ where
             }
         }
         drop(run_in_progress);
+        // The directory is free again for the next run (a resume, most likely).
+        if let Some(checkpointing) = &frontend.checkpointing {
+            checkpointing.unlock();
+        }
         if let Err(error) = trained {
             if let Some(rescue) = self.rescue
                 && frontend.at.steps > 0
                 && let Some(backend) = frontend.engine.salvage()
             {
-                rescue(&backend.net, &frontend.trace);
+                rescue(&backend.net, &frontend.trace, &error);
             }
             return Err(error);
         }

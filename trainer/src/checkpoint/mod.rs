@@ -30,6 +30,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::trace::Trace;
 
+mod lock;
+mod scan;
+
+pub use scan::{Entry, classify, scan, set_aside, step_of};
+
 /// Where and how often a run writes checkpoints.
 #[derive(Debug, Clone)]
 pub struct Checkpointing {
@@ -68,12 +73,16 @@ impl Checkpointing {
         self
     }
 
-    /// Creates the directory if needed, checks that it takes files, and removes what killed
-    /// runs left half-written there.
+    /// Creates the directory if needed, checks that it takes files, removes what killed
+    /// runs left half-written there, and makes sure that no checkpoint this run will write
+    /// has its name taken: by something not ember's, by a checkpoint of another run (a run
+    /// that does not `resume` needs a directory without checkpoints), or by a checkpoint newer
+    /// than the one `resume` goes on from.
     ///
     /// # Errors
-    /// [`Error::Output`] naming the directory and what is wrong with it.
-    pub fn prepare(&self) -> Result<()> {
+    /// [`Error::Output`] naming the directory and what is wrong with it;
+    /// [`Error::InvalidValue`] naming the `step-N` in the way.
+    pub fn prepare(&self, resume: Option<&Checkpoint>) -> Result<()> {
         if self.every == Some(0) {
             return Err(Error::InvalidValue {
                 name: "checkpoint interval",
@@ -82,34 +91,38 @@ impl Checkpointing {
             });
         }
         ember::io::check_dir(&self.dir)?;
+        // A resumed run writes its steps after the one it goes on from, in the same directory.
+        let same_dir = |c: &&Checkpoint| {
+            c.dir.parent().and_then(|p| p.canonicalize().ok()) == self.dir.canonicalize().ok()
+        };
+        let after = resume.filter(same_dir).map(|c| c.position.steps);
+        for (steps, entry) in scan(&self.dir)? {
+            let why = match &entry {
+                Entry::Foreign { what, .. } => format!(
+                    "it is {what}, under a name this run's checkpoints take; move it away, or \
+                     give the run another checkpoint directory"
+                ),
+                _ if after.is_some_and(|a| steps <= a) => continue,
+                Entry::Sound(_) | Entry::Damaged { .. } => match after {
+                    None => "the directory holds checkpoints of another run: go on with that \
+                             run with --resume, or give this one an empty directory"
+                        .to_string(),
+                    Some(a) => format!(
+                        "the run goes on from step {a}, and its checkpoints would take the \
+                         names of these newer ones; give it another checkpoint directory \
+                         (--checkpoint), or move them away"
+                    ),
+                },
+            };
+            return Err(Error::InvalidValue {
+                name: "checkpoint",
+                value: entry.path().display().to_string(),
+                reason: why,
+            });
+        }
         self.lock()?;
         ember::io::remove_stale_in(&self.dir);
         Ok(())
-    }
-
-    /// Takes the directory for this process: a file `lock` holding its pid. Another run that
-    /// still holds it is refused, naming its pid; a lock whose process is gone (a run that
-    /// ended or was killed) is taken over.
-    fn lock(&self) -> Result<()> {
-        let lock = self.dir.join(LOCK);
-        let me = std::process::id();
-        let holder = fs::read_to_string(&lock)
-            .ok()
-            .and_then(|text| text.trim().parse::<u32>().ok());
-        if let Some(pid) = holder
-            && pid != me
-            && ember::io::running(pid)
-        {
-            return Err(Error::InvalidValue {
-                name: "checkpoint directory",
-                value: self.dir.display().to_string(),
-                reason: format!(
-                    "another run (pid {pid}) is writing its checkpoints there; wait for it, \
-                     or give this run a directory of its own"
-                ),
-            });
-        }
-        ember::io::write_atomic_bytes(&lock, me.to_string().as_bytes())
     }
 }
 
@@ -149,16 +162,44 @@ const PREFIX: &str = "step-";
 const LOCK: &str = "lock";
 
 impl Checkpoint {
-    /// The newest complete checkpoint in `dir`, or `None` when there is none yet.
+    /// The newest sound checkpoint in `dir` (every file there, unchanged), or `None` when
+    /// there is none yet; [`scan`] says what was passed over and why.
     ///
     /// # Errors
-    /// [`Error::Io`] when `dir` cannot be read or the newest checkpoint's `state.json` is
-    /// unreadable.
+    /// [`Error::Io`] when `dir` cannot be read.
     pub fn latest(dir: &Path) -> Result<Option<Checkpoint>> {
-        match steps_in(dir)?.pop() {
-            Some(newest) => Checkpoint::open(&newest).map(Some),
-            None => Ok(None),
+        Ok(scan(dir)?
+            .into_iter()
+            .rev()
+            .find_map(|(_, entry)| match entry {
+                Entry::Sound(checkpoint) => Some(checkpoint),
+                _ => None,
+            }))
+    }
+
+    /// Every file is there, and unchanged since it was written (where the checkpoint recorded
+    /// checksums).
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming a missing file; [`Error::ParameterFile`] naming a changed one.
+    pub fn verify(&self) -> Result<()> {
+        for file in [MODEL, OPTIMIZER, TRACE] {
+            let path = self.dir.join(file);
+            let found = checksum(&path)?;
+            match self.position.checksums.get(file) {
+                Some(&recorded) if recorded != found => {
+                    return Err(Error::ParameterFile {
+                        path,
+                        message: format!(
+                            "its checksum is {found:08x}, and the checkpoint recorded \
+                             {recorded:08x}: the file changed after it was written"
+                        ),
+                    });
+                }
+                _ => {}
+            }
         }
+        Ok(())
     }
 
     /// The checkpoint in `dir`, one `step-N` directory (to go back to an earlier one than the
@@ -192,19 +233,7 @@ impl Checkpoint {
     /// # Errors
     /// [`Error::ParameterFile`] or [`Error::Io`] naming the file that does not fit.
     pub fn restore<B: Block>(&self, net: B, trainer: Optimizer) -> Result<(B, Optimizer, Trace)> {
-        for (file, recorded) in &self.position.checksums {
-            let path = self.dir.join(file);
-            let found = checksum(&path)?;
-            if found != *recorded {
-                return Err(Error::ParameterFile {
-                    path,
-                    message: format!(
-                        "its checksum is {found:08x}, and the checkpoint recorded {recorded:08x}: \
-                         the file changed after it was written; resume from another checkpoint"
-                    ),
-                });
-            }
-        }
+        self.verify()?;
         let model = self.dir.join(MODEL);
         let mut store = BurnpackStore::from_file(&model).auto_extension(false);
         let mut net = net;
@@ -274,9 +303,23 @@ pub(crate) fn write<B: Block>(
     trace: &Trace,
 ) -> Result<PathBuf> {
     let dir = settings.dir.join(format!("{PREFIX}{:010}", position.steps));
-    if dir.exists() {
-        // The same step again (a stop right after a periodic checkpoint): already written.
-        return Ok(dir);
+    if fs::symlink_metadata(&dir).is_ok() {
+        return match classify(&dir) {
+            // The same step again (a stop right after a periodic checkpoint): already written.
+            Entry::Sound(c) if c.position.steps == position.steps => Ok(dir),
+            _ => Err(Error::InvalidValue {
+                name: "checkpoint",
+                value: dir.display().to_string(),
+                reason: "something else took its name while the run went on; the checkpoint \
+                         was not written"
+                    .to_string(),
+            }),
+        };
+    }
+    // Never a checkpoint to resume from that trains to NaN: a run that diverged stops here,
+    // and its last checkpoint stays the last one whose parameters were finite.
+    if let Some(e) = ember::io::safetensors::non_finite(net) {
+        return Err(e);
     }
     ember::io::write_atomic_dir(&dir, |tmp| {
         let model = tmp.join(MODEL);
@@ -310,23 +353,16 @@ pub(crate) fn write<B: Block>(
     Ok(dir)
 }
 
-/// The complete checkpoints in `dir`, oldest first.
+/// The sound checkpoints in `dir`, oldest first: the ones pruning may remove (a damaged or
+/// foreign `step-N` is left as it is).
 fn steps_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = fs::read_dir(dir).map_err(|source| Error::io(dir, source))?;
-    let mut steps: Vec<(u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let steps = name.strip_prefix(PREFIX)?.parse::<u64>().ok()?;
-            entry
-                .path()
-                .join(STATE)
-                .is_file()
-                .then(|| (steps, entry.path()))
+    Ok(scan(dir)?
+        .into_iter()
+        .filter_map(|(_, entry)| match entry {
+            Entry::Sound(c) => Some(c.dir),
+            _ => None,
         })
-        .collect();
-    steps.sort();
-    Ok(steps.into_iter().map(|(_, path)| path).collect())
+        .collect())
 }
 
 /// The CRC-32 of a file's bytes.

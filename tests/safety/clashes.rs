@@ -1,0 +1,175 @@
+//! No output is one of the run's inputs: every output flag against every input kind, by the
+//! same path, another spelling, a symbolic link and a hard link, is refused before any work,
+//! naming both, and the input is left as it was. Before 2026-11-25 only `export --out` equal
+//! to `--load` by name was refused: `--metrics data.csv` overwrote the data with exit 0.
+
+use std::path::{Path, PathBuf};
+
+use common::cli::{TINY, args, fails_with, succeeds};
+use common::npy::write_npy;
+
+use crate::common;
+
+/// The ways of naming `file` again: itself, with `./` inside, a symbolic link, a hard link.
+fn aliases(file: &Path) -> Vec<(PathBuf, &'static str)> {
+    let dir = file.parent().unwrap();
+    let name = file.file_name().unwrap().to_string_lossy().into_owned();
+    let symlink = dir.join(format!("symlink-to-{name}"));
+    let hard = dir.join(format!("hard-link-to-{name}"));
+    let _ = std::fs::remove_file(&symlink);
+    let _ = std::fs::remove_file(&hard);
+    std::os::unix::fs::symlink(file, &symlink).unwrap();
+    std::fs::hard_link(file, &hard).unwrap();
+    vec![
+        (file.to_path_buf(), "the same path"),
+        (dir.join(".").join(&name), "another spelling"),
+        (symlink, "a symbolic link"),
+        (hard, "a hard link"),
+    ]
+}
+
+fn refused(command: &[&str], input_flag: &str, output_flag: &str, input: &Path) {
+    let before = std::fs::read(input).unwrap();
+    let stderr = fails_with(command, "is the same file as");
+    assert!(
+        stderr.contains(input_flag) && stderr.contains(output_flag),
+        "{command:?}: {stderr}"
+    );
+    assert_eq!(
+        std::fs::read(input).unwrap(),
+        before,
+        "{command:?} changed its input"
+    );
+}
+
+#[test]
+fn no_train_output_is_one_of_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("data.csv");
+    std::fs::write(&csv, "1,2,0\n3,4,1\n5,6,0\n7,8,1\n").unwrap();
+    let (x, y) = (dir.path().join("X.npy"), dir.path().join("Y.npy"));
+    write_npy(&x, &[4, 2], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]);
+    write_npy(&y, &[4], &[0.0, 1.0, 0.0, 1.0]);
+    let params = dir.path().join("m.st");
+    succeeds(&args(&TINY, &["--save", params.to_str().unwrap()]));
+
+    let csv_data = format!("csv:{}", csv.display());
+    let npy_data = format!("npy:{},{}", x.display(), y.display());
+    // (the data flags, the other flags, the inputs with the words naming them)
+    let runs: Vec<(Vec<String>, Vec<(PathBuf, &str)>)> = vec![
+        (
+            vec![
+                "--data".into(),
+                csv_data.clone(),
+                "--classes".into(),
+                "2".into(),
+            ],
+            vec![(csv.clone(), "--data csv:")],
+        ),
+        (
+            vec![
+                "--data".into(),
+                npy_data.clone(),
+                "--classes".into(),
+                "2".into(),
+            ],
+            vec![(x.clone(), "its features"), (y.clone(), "its targets")],
+        ),
+        (
+            vec!["--load".into(), params.to_str().unwrap().into()],
+            vec![(params.clone(), "--load")],
+        ),
+    ];
+    for (flags, inputs) in &runs {
+        for (input, input_flag) in inputs {
+            for (alias, how) in aliases(input) {
+                let alias = alias.to_str().unwrap().to_string();
+                for output_flag in ["--save", "--metrics"] {
+                    let mut command: Vec<&str> = TINY.to_vec();
+                    if flags[0] == "--data" {
+                        // Synthetic-only flags would be refused with other data.
+                        command = vec!["train", "--device", "flex", "--batch-size", "2"];
+                    }
+                    command.extend(flags.iter().map(String::as_str));
+                    command.extend([output_flag, alias.as_str()]);
+                    refused(&command, input_flag, output_flag, input);
+                    let _ = how;
+                }
+            }
+        }
+    }
+    // The metrics' second file, k.epochs.csv, is an output too.
+    let epochs = dir.path().join("k.epochs.csv");
+    std::fs::write(&epochs, "1,2,0\n3,4,1\n").unwrap();
+    let data = format!("csv:{}", epochs.display());
+    let metrics = dir.path().join("k.csv");
+    let command = [
+        "train",
+        "--device",
+        "flex",
+        "--batch-size",
+        "2",
+        "--data",
+        &data,
+        "--classes",
+        "2",
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ];
+    refused(&command, "--data", "its epochs", &epochs);
+}
+
+#[test]
+fn no_output_is_a_file_of_the_checkpoint_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let ck_arg = ck.to_str().unwrap();
+    succeeds(&args(&TINY, &["--checkpoint", ck_arg]));
+    let trace = ck.join("step-0000000004").join("trace.jsonl");
+    for output_flag in ["--save", "--metrics"] {
+        let command = args(
+            &TINY,
+            &[
+                "--resume",
+                ck_arg,
+                "--epochs",
+                "2",
+                output_flag,
+                trace.to_str().unwrap(),
+            ],
+        );
+        refused(&command, "the checkpoint resumed", output_flag, &trace);
+    }
+}
+
+#[test]
+fn export_and_compare_outputs_are_not_their_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let params = dir.path().join("m.st");
+    let p = params.to_str().unwrap();
+    succeeds(&args(&TINY, &["--save", p]));
+    for (alias, _) in aliases(&params) {
+        let command = ["export", "--load", p, "--out", alias.to_str().unwrap()];
+        refused(&command, "--load", "--out", &params);
+    }
+    // compare writes trace.csv into --out: here that is the data.
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let csv = out.join("trace.csv");
+    std::fs::write(&csv, "1,2,0\n3,4,1\n").unwrap();
+    let data = format!("csv:{}", csv.display());
+    let command = [
+        "compare",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--classes",
+        "2",
+        "--batch-size",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    refused(&command, "--data", "--out", &csv);
+}

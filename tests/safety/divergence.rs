@@ -1,0 +1,132 @@
+//! A run that diverges never writes NaN under the user's name: `--save` keeps its old content,
+//! no checkpoint holds non-finite parameters, and `--resume` at a lower `--lr` is the way back.
+//! Before 2026-11-25, `--save old.st` was overwritten with NaN and Inf (exit 1), and a resume
+//! with another `--lr` was refused.
+
+use common::cli::{TINY, args, ember, fails_with, succeeds, text};
+
+use crate::common;
+
+/// The losses of a `--metrics` CSV, in order.
+fn losses(csv: &std::path::Path) -> Vec<f32> {
+    let text = std::fs::read_to_string(csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header
+        .iter()
+        .position(|c| *c == "loss")
+        .expect("a loss column");
+    lines
+        .filter_map(|l| l.split(',').nth(at)?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_diverged_run_leaves_save_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.st");
+    std::fs::write(&old, "keep\n").unwrap();
+    let save = old.to_str().unwrap();
+    let stderr = fails_with(&args(&TINY, &["--lr", "1e30", "--save", save]), "diverged");
+    assert!(
+        stderr.contains("the file keeps its old content"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&old).unwrap(), b"keep\n");
+    // A new path is not made at all.
+    let new = dir.path().join("new.st");
+    fails_with(
+        &args(&TINY, &["--lr", "1e30", "--save", new.to_str().unwrap()]),
+        "no file was made",
+    );
+    assert!(!new.exists());
+}
+
+#[test]
+fn a_diverged_run_resumes_from_its_last_finite_checkpoint_at_a_lower_lr() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let ck = ck.to_str().unwrap();
+    let metrics = dir.path().join("m.csv");
+    let m = metrics.to_str().unwrap();
+    // Epoch 1 at the default --lr leaves a checkpoint; epoch 2 at 1e30 diverges.
+    succeeds(&args(&TINY, &["--checkpoint", ck]));
+    let diverged = args(&TINY, &["--resume", ck, "--epochs", "3", "--lr", "1e30"]);
+    let out = ember(&diverged);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("resuming with --lr 1000000000000000000000000000000 (the checkpoint's run had --lr 0.01)"),
+        "{stdout}"
+    );
+    // The advice names the way back, and the checkpoint it names is the last finite one.
+    assert!(
+        stdout.contains("--lr R (this run had --lr 1000000000000000000000000000000)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("step-0000000004"), "{stdout}");
+    let newest = std::fs::read_dir(ck)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("step-"))
+        .max()
+        .unwrap();
+    assert_eq!(
+        newest, "step-0000000004",
+        "a checkpoint of the diverged epoch was written"
+    );
+    // Back at a lower rate: it trains on to the end, every loss finite.
+    let back = args(
+        &TINY,
+        &[
+            "--resume",
+            ck,
+            "--epochs",
+            "3",
+            "--lr",
+            "0.005",
+            "--metrics",
+            m,
+        ],
+    );
+    let stdout = succeeds(&back);
+    assert!(stdout.contains("resuming with --lr 0.005"), "{stdout}");
+    let losses = losses(&metrics);
+    assert_eq!(losses.len(), 12, "{losses:?}");
+    assert!(losses.iter().all(|l| l.is_finite()), "{losses:?}");
+}
+
+#[test]
+fn a_run_that_diverges_at_once_writes_no_checkpoint_and_says_none_is_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let metrics = dir.path().join("m.csv");
+    let more = [
+        "--lr",
+        "1e30",
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--checkpoint-every",
+        "1",
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ];
+    let out = ember(&args(&TINY, &more));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("diverged"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(!stdout.contains("go on with --resume"), "{stdout}");
+    let steps = std::fs::read_dir(&ck)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("step-"))
+        .count();
+    assert_eq!(
+        steps, 0,
+        "a checkpoint of non-finite parameters was written"
+    );
+    // The checkpoint write failed the run, and the trace so far is written all the same.
+    assert!(!losses(&metrics).is_empty());
+}

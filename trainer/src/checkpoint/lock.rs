@@ -1,0 +1,64 @@
+//! A checkpoint directory belongs to one run at a time: a file `lock` holds the pid of the run
+//! writing there and the time that process started, and goes when the run ends.
+
+use std::fs;
+
+use ember::{Error, Result};
+
+use super::{Checkpointing, LOCK};
+
+impl Checkpointing {
+    /// Takes the directory for this process: a file `lock` holding its pid and the time it
+    /// started (so that another process given the same pid later is not taken for it).
+    /// Another run that still holds it is refused, naming its pid; a lock whose process is gone
+    /// (a run that was killed) is taken over.
+    pub(super) fn lock(&self) -> Result<()> {
+        let lock = self.dir.join(LOCK);
+        let me = std::process::id();
+        let holder = fs::read_to_string(&lock).ok().and_then(|text| {
+            let mut fields = text.split_whitespace();
+            let pid = fields.next()?.parse::<u32>().ok()?;
+            Some((pid, fields.next().and_then(|s| s.parse::<u64>().ok())))
+        });
+        if let Some((pid, started)) = holder
+            && pid != me
+            && ember::io::running(pid)
+            && started.is_none_or(|at| started_at(pid) == Some(at))
+        {
+            return Err(Error::InvalidValue {
+                name: "checkpoint directory",
+                value: self.dir.display().to_string(),
+                reason: format!(
+                    "another run (pid {pid}) is writing its checkpoints there; wait for it, \
+                     or give this run a directory of its own"
+                ),
+            });
+        }
+        let text = match started_at(me) {
+            Some(at) => format!("{me} {at}"),
+            None => me.to_string(),
+        };
+        ember::io::write_atomic_bytes(&lock, text.as_bytes())
+    }
+
+    /// Gives the directory back at the end of a run: removes the lock, if it is this
+    /// process's.
+    pub fn unlock(&self) {
+        let lock = self.dir.join(LOCK);
+        let mine = fs::read_to_string(&lock).is_ok_and(|text| {
+            text.split_whitespace().next() == Some(&std::process::id().to_string())
+        });
+        if mine {
+            let _ = fs::remove_file(lock);
+        }
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (Linux: field 22 of
+/// `/proc/PID/stat`); `None` elsewhere.
+fn started_at(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command's name, in parentheses, may hold spaces: the fields count from its end.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
+}

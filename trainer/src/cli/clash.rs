@@ -1,0 +1,94 @@
+//! No output of a command is one of its inputs, or another of its outputs.
+//!
+//! Every command lists what it will read (the data files, `--load`, the checkpoint it resumes)
+//! and what it will write (`--save`, `--metrics` and its epochs file, the checkpoint
+//! directory, `export --out`, `compare --out`'s files), and the two lists are compared before
+//! any work, by identity: device and inode where the file exists, so that `./m`, a symbolic
+//! link to `m` and a hard link to `m` are all `m`. A clash names both flags.
+
+use std::fmt::Display;
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use ember::io::{self, Identity};
+
+use super::workload::DataSpec;
+
+/// What one command reads and writes.
+#[derive(Default)]
+pub struct Files {
+    inputs: Vec<(String, PathBuf)>,
+    outputs: Vec<(String, PathBuf)>,
+}
+
+impl Files {
+    /// A file (or directory) the command reads, as `what` (`--load m.st`).
+    pub fn input(&mut self, what: impl Display, path: &Path) -> &mut Self {
+        self.inputs.push((what.to_string(), path.to_path_buf()));
+        self
+    }
+
+    /// A file (or directory) the command writes, as `what`.
+    pub fn output(&mut self, what: impl Display, path: &Path) -> &mut Self {
+        self.outputs.push((what.to_string(), path.to_path_buf()));
+        self
+    }
+
+    /// Every file `--data` reads.
+    pub fn data(&mut self, data: &DataSpec) -> &mut Self {
+        match data {
+            DataSpec::Synthetic => {}
+            DataSpec::Csv(path) => {
+                self.input(format!("--data {data}"), path);
+            }
+            DataSpec::Npy(x, y) => {
+                self.input(format!("--data {data} (its features)"), x);
+                self.input(format!("--data {data} (its targets)"), y);
+            }
+            // Every file in the directory: the IDX files, with or without `.gz`.
+            DataSpec::FashionMnist(dir) => {
+                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let path = entry.path();
+                    let file = path.file_name().unwrap_or_default().to_string_lossy();
+                    self.input(format!("--data {data} (its {file})"), &path);
+                }
+            }
+        }
+        self
+    }
+
+    /// Refuses an output that is an input, or another output: the later write would replace
+    /// the other file.
+    pub fn check(&self) -> anyhow::Result<()> {
+        let ids = |list: &[(String, PathBuf)]| -> Vec<(String, Identity)> {
+            list.iter()
+                .map(|(what, path)| (what.clone(), io::identity(path)))
+                .collect()
+        };
+        // The process's own stdout and stderr are written too: `--save /dev/stdout` with
+        // stdout redirected to a log would replace the log.
+        let mut inputs = ids(&self.inputs);
+        for (what, fd) in [("the standard output", 1), ("the standard error", 2)] {
+            let path = PathBuf::from(format!("/proc/self/fd/{fd}"));
+            if std::fs::metadata(&path).is_ok() {
+                inputs.push((what.to_string(), io::identity(&path)));
+            }
+        }
+        let outputs = ids(&self.outputs);
+        for (i, (output, id)) in outputs.iter().enumerate() {
+            if let Some((input, _)) = inputs.iter().find(|(_, other)| other == id) {
+                bail!(
+                    "{output} is the same file as {input}: writing it would destroy the run's \
+                     own input; give the output a path of its own"
+                );
+            }
+            if let Some((other, _)) = outputs[i + 1..].iter().find(|(_, other)| other == id) {
+                bail!(
+                    "{output} and {other} are the same file: the one written last would replace \
+                     the other; give each output a path of its own"
+                );
+            }
+        }
+        Ok(())
+    }
+}
