@@ -173,3 +173,26 @@ fn export_and_compare_outputs_are_not_their_inputs() {
     ];
     refused(&command, "--data", "--out", &csv);
 }
+
+/// `--save /dev/stdout` with stdout redirected to a log would replace the log with the
+/// parameters (before 2026-11-25 it did, exit 0): refused, and the log keeps its lines.
+#[test]
+fn an_output_that_is_the_redirected_stdout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log.txt");
+    std::fs::write(&log, "an earlier line\n").unwrap();
+    let stdout = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(TINY)
+        .args(["--save", "/dev/stdout"])
+        .stdout(stdout)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("is the same file as the standard output"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "an earlier line\n");
+}

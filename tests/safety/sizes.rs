@@ -88,3 +88,24 @@ fn a_size_error_names_classes_or_the_data() {
         "--classes 100000000000 is too large",
     );
 }
+
+/// Under `ulimit -v`, the pre-check sees the limit: the chapter's workload with 3000 batches
+/// under `none` is refused at the start, naming --sync (b70e607 aborted: "memory allocation
+/// of 8388608 bytes failed", exit 134).
+#[test]
+fn an_address_space_limit_bounds_the_memory_check() {
+    let ember = env!("CARGO_BIN_EXE_ember");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -v 4000000; exec {ember} train --device flex --batches 3000 --sync none"
+        ))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--sync none (it lets 3000 batches pile up"),
+        "{stderr}"
+    );
+}

@@ -67,19 +67,25 @@ impl Files {
         };
         // The process's own stdout and stderr are written too: `--save /dev/stdout` with
         // stdout redirected to a log would replace the log.
-        let mut inputs = ids(&self.inputs);
-        for (what, fd) in [("the standard output", 1), ("the standard error", 2)] {
-            let path = PathBuf::from(format!("/proc/self/fd/{fd}"));
-            if std::fs::metadata(&path).is_ok() {
-                inputs.push((what.to_string(), io::identity(&path)));
-            }
-        }
-        let outputs = ids(&self.outputs);
+        let streams: Vec<(String, Identity)> =
+            [("the standard output", 1), ("the standard error", 2)]
+                .into_iter()
+                .map(|(what, fd)| (what, PathBuf::from(format!("/proc/self/fd/{fd}"))))
+                .filter(|(_, path)| std::fs::metadata(path).is_ok())
+                .map(|(what, path)| (what.to_string(), io::identity(&path)))
+                .collect();
+        let (inputs, outputs) = (ids(&self.inputs), ids(&self.outputs));
         for (i, (output, id)) in outputs.iter().enumerate() {
             if let Some((input, _)) = inputs.iter().find(|(_, other)| other == id) {
                 bail!(
                     "{output} is the same file as {input}: writing it would destroy the run's \
                      own input; give the output a path of its own"
+                );
+            }
+            if let Some((stream, _)) = streams.iter().find(|(_, other)| other == id) {
+                bail!(
+                    "{output} is the same file as {stream}: the file written would replace what \
+                     the command prints there; give the output a path of its own"
                 );
             }
             if let Some((other, _)) = outputs[i + 1..].iter().find(|(_, other)| other == id) {
