@@ -70,25 +70,10 @@ fn a_resume_with_other_flags_is_refused_naming_the_flag() {
     assert!(err.contains("this one has --seed 3"), "{err}");
     // Every flag that differs is named at once (b70e607 named one per attempt); --lr may
     // change, and is not among them.
-    let other = [
-        "train",
-        "--device",
-        "flex",
-        "--batches",
-        "4",
-        "--batch-size",
-        "16",
-        "--features",
-        "8",
-        "--hidden",
-        "4",
-        "--resume",
-        ck,
-        "--lr",
-        "0.5",
-        "--seed",
-        "3",
-    ];
+    let mut other = TINY.to_vec();
+    let at = other.iter().position(|a| *a == "--batch-size").unwrap();
+    other[at + 1] = "16";
+    other.extend(["--resume", ck, "--lr", "0.5", "--seed", "3"]);
     let err = fails_with(&other, "--seed 3");
     assert!(err.contains("this one has --batch-size 16"), "{err}");
     assert!(!err.contains("--lr 0.5"), "{err}");
