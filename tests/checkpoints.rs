@@ -84,7 +84,14 @@ fn a_second_run_on_the_same_checkpoint_directory_is_refused_at_start() {
         .arg("60")
         .spawn()
         .unwrap();
-    std::fs::write(ck.join("lock"), holder.id().to_string()).unwrap();
+    // Its pid and the time it started, as ember writes them (field 22 of /proc/PID/stat).
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", holder.id())).unwrap();
+    let started = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    std::fs::write(ck.join("lock"), format!("{} {started}", holder.id())).unwrap();
     let save = dir.path().join("m.safetensors");
     let args = run(&ck, "2", &["--save", save.to_str().unwrap()]);
     let stderr = fails_with(&strs(&args), &format!("another run (pid {})", holder.id()));
@@ -227,4 +234,71 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
             "{case}"
         );
     }
+}
+
+/// The name `lock` in a checkpoint directory is ember's: a user's file there, or a link, is
+/// refused and left as it was (the lock was written over it, or through the link into the
+/// file it names); an output at it, or at a name checkpoints take, is refused too; and a run
+/// that fails before training gives the lock back.
+#[test]
+fn the_lock_never_writes_over_a_users_file_and_goes_with_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    std::fs::create_dir(&ck).unwrap();
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "mine").unwrap();
+    std::fs::write(ck.join("lock"), "mine").unwrap();
+    fails_with(&strs(&run(&ck, "1", &[])), "another kind than ember's lock");
+    std::fs::remove_file(ck.join("lock")).unwrap();
+    std::os::unix::fs::symlink(&notes, ck.join("lock")).unwrap();
+    fails_with(
+        &strs(&run(&ck, "1", &[])),
+        "where ember keeps its lock file",
+    );
+    assert_eq!(std::fs::read(&notes).unwrap(), b"mine");
+    std::fs::remove_file(ck.join("lock")).unwrap();
+    for name in ["lock", "step-0000000004"] {
+        let save = ck.join(name);
+        fails_with(
+            &strs(&run(&ck, "1", &["--save", save.to_str().unwrap()])),
+            "--save",
+        );
+    }
+    // A run refused on its data, after its checkpoint directory was taken: the lock goes.
+    let missing = dir.path().join("missing.csv");
+    let data = format!("csv:{}", missing.display());
+    let args = [
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--classes",
+        "2",
+        "--checkpoint",
+        ck.to_str().unwrap(),
+    ];
+    fails_with(&args, "missing.csv");
+    assert!(!ck.join("lock").exists(), "the lock stayed");
+}
+
+/// A resume with fewer --epochs than the checkpoint has done trains nothing: refused (it
+/// exited 0), and a state.json whose step is not its name's is damaged, so the resume falls
+/// back.
+#[test]
+fn a_resume_with_nothing_to_train_is_refused_and_an_edited_step_is_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    succeeds(&strs(&run(&ck, "2", &[])));
+    let resume = ["--resume", ck.to_str().unwrap()];
+    fails_with(
+        &strs(&run(&ck, "1", &resume)),
+        "has done 2 epoch(s) already",
+    );
+    let state = ck.join("step-0000000008").join("state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    std::fs::write(&state, text.replace("\"steps\": 8", "\"steps\": 7")).unwrap();
+    let stdout = succeeds(&strs(&run(&ck, "3", &resume)));
+    assert!(stdout.contains("its state.json says step 7"), "{stdout}");
+    assert!(stdout.contains("step-0000000004"), "{stdout}");
 }

@@ -103,6 +103,11 @@ fn ember_export_refuses_bad_input_and_writes_nothing() {
         &common::cli::strs(&export(&params, &out, &["--model", "mlp:7"])),
         "holds mlp:5",
     );
+    // --features or --data that contradict what the file records are refused, not ignored.
+    common::cli::fails_with(
+        &common::cli::strs(&export(&params, &out, &["--features", "9"])),
+        "leave them out",
+    );
     // Training's flags mean nothing here, and are refused.
     for flag in [["--lr", "0.1"], ["--device", "flex"], ["--batches", "3"]] {
         common::cli::fails_with(&common::cli::strs(&export(&params, &out, &flag)), flag[0]);

@@ -15,24 +15,54 @@ impl Checkpointing {
     pub(super) fn lock(&self) -> Result<()> {
         let lock = self.dir.join(LOCK);
         let me = std::process::id();
-        let holder = fs::read_to_string(&lock).ok().and_then(|text| {
-            let mut fields = text.split_whitespace();
-            let pid = fields.next()?.parse::<u32>().ok()?;
-            Some((pid, fields.next().and_then(|s| s.parse::<u64>().ok())))
-        });
+        let refuse = |reason: String| Error::InvalidValue {
+            name: "checkpoint directory",
+            value: self.dir.display().to_string(),
+            reason,
+        };
+        // The name is ember's: something else there (a user's file, a link) is never written
+        // over or through.
+        let holder = match fs::symlink_metadata(&lock) {
+            Err(_) => None,
+            Ok(meta) if !meta.file_type().is_file() => {
+                return Err(refuse(format!(
+                    "{} is {}, where ember keeps its lock file; move it away",
+                    lock.display(),
+                    ember::io::describe(&meta.file_type())
+                )));
+            }
+            Ok(_) => {
+                let text = fs::read_to_string(&lock).unwrap_or_default();
+                let mut fields = text.split_whitespace();
+                let pid = fields.next().and_then(|p| p.parse::<u32>().ok());
+                let started = fields.next().map(|s| s.parse::<u64>().ok());
+                match (pid, started, fields.next()) {
+                    (Some(pid), None, None) => Some((pid, None)),
+                    (Some(pid), Some(Some(at)), None) => Some((pid, Some(at))),
+                    _ => {
+                        return Err(refuse(format!(
+                            "{} is a file of another kind than ember's lock (a pid and its \
+                             start time); move it away",
+                            lock.display()
+                        )));
+                    }
+                }
+            }
+        };
+        // The holder runs still: the same process (its start time), or, for a lock of an
+        // older ember that holds a pid alone, an ember process.
         if let Some((pid, started)) = holder
             && pid != me
             && ember::io::running(pid)
-            && started.is_none_or(|at| started_at(pid) == Some(at))
+            && match started {
+                Some(at) => started_at(pid) == Some(at),
+                None => command_of(pid).is_none_or(|c| c.contains("ember")),
+            }
         {
-            return Err(Error::InvalidValue {
-                name: "checkpoint directory",
-                value: self.dir.display().to_string(),
-                reason: format!(
-                    "another run (pid {pid}) is writing its checkpoints there; wait for it, \
-                     or give this run a directory of its own"
-                ),
-            });
+            return Err(refuse(format!(
+                "another run (pid {pid}) is writing its checkpoints there; wait for it, or give \
+                 this run a directory of its own"
+            )));
         }
         let text = match started_at(me) {
             Some(at) => format!("{me} {at}"),
@@ -56,9 +86,15 @@ impl Checkpointing {
 
 /// When process `pid` started, in clock ticks since boot (Linux: field 22 of
 /// `/proc/PID/stat`); `None` elsewhere.
-fn started_at(pid: u32) -> Option<u64> {
+pub(super) fn started_at(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command's name, in parentheses, may hold spaces: the fields count from its end.
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// The command line of process `pid` (Linux), its arguments joined by spaces.
+fn command_of(pid: u32) -> Option<String> {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(String::from_utf8_lossy(&raw).replace('\0', " "))
 }

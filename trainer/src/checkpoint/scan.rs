@@ -90,7 +90,16 @@ pub fn classify(path: &Path) -> Entry {
     if !ours.iter().any(|file| path.join(file).exists()) {
         return foreign("a directory that holds none of a checkpoint's files");
     }
+    let named = path.file_name().and_then(|n| step_of(&n.to_string_lossy()));
     match Checkpoint::open(path).and_then(|c| c.verify().map(|()| c)) {
+        Ok(c) if named.is_some_and(|n| n != c.position.steps) => Entry::Damaged {
+            path: path.to_path_buf(),
+            reason: format!(
+                "its state.json says step {}, and its name step {}",
+                c.position.steps,
+                named.unwrap_or_default()
+            ),
+        },
         Ok(checkpoint) => Entry::Sound(checkpoint),
         Err(e) => Entry::Damaged {
             path: path.to_path_buf(),

@@ -91,7 +91,9 @@ fn from_file(path: &Path) -> anyhow::Result<Option<(ModelSpec, Vec<usize>, usize
 /// The network, its input shape and its outputs, from `--model` and `--data` as `train` takes
 /// them.
 fn from_flags(args: &ExportArgs) -> anyhow::Result<(ModelSpec, Vec<usize>, usize)> {
-    let Some(data) = &args.data else {
+    // --features alone describes synthetic data.
+    let synthetic = args.features.map(|_| DataSpec::Synthetic);
+    let Some(data) = args.data.as_ref().or(synthetic.as_ref()) else {
         bail!(
             "--load {} does not say what network it holds (it was not written by `ember train \
              --save`, or by an ember before 2026-11-25): give --model and --data as train had them",
@@ -119,7 +121,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     }
     files
         .input(format!("--load {}", args.load.display()), &args.load)
-        .output(format!("--out {}", out.display()), &out)
+        .output(format!("--out {}", args.out.display()), &out)
         .check()?;
     let (model, example, outputs) = match from_file(&args.load)? {
         Some((recorded, example, outputs)) => {
@@ -130,6 +132,18 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
                     "--model {given}: --load {} holds {recorded}; leave --model out",
                     args.load.display()
                 );
+            }
+            // --data and its sizes, given too, must say what the file says.
+            if args.data.is_some() || args.classes.is_some() || args.features.is_some() {
+                let (_, given, given_outputs) = from_flags(&args)?;
+                if (&given, given_outputs) != (&example, outputs) {
+                    bail!(
+                        "--data, --classes or --features give inputs of shape {given:?} and \
+                         {given_outputs} outputs, and --load {} holds a network for {example:?} \
+                         and {outputs}; leave them out",
+                        args.load.display()
+                    );
+                }
             }
             (recorded, example, outputs)
         }

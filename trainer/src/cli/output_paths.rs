@@ -64,13 +64,18 @@ impl OutputPaths {
             }
             None => (None, None),
         };
-        let checkpoint_dir = checkpoint.or(resume_dir);
+        // The flag that named the checkpoint directory, for the errors about it.
+        let (flag, checkpoint_dir) = match (checkpoint, resume_dir) {
+            (Some(dir), _) => ("--checkpoint", Some(dir)),
+            (None, Some(dir)) => ("--resume", Some(dir)),
+            (None, None) => ("--checkpoint", None),
+        };
         clashes(
             data,
             &load,
             &save,
             &metrics,
-            &checkpoint_dir,
+            checkpoint_dir.as_ref().map(|dir| (flag, dir)),
             resume.as_ref(),
         )?;
         let checkpoint = match checkpoint_dir {
@@ -79,7 +84,7 @@ impl OutputPaths {
                 checkpointing.every = every;
                 checkpointing
                     .prepare(resume.as_ref())
-                    .with_context(|| "invalid --checkpoint".to_string())?;
+                    .with_context(|| format!("invalid {flag}"))?;
                 Some(checkpointing)
             }
             None if every.is_some() => {
@@ -187,7 +192,7 @@ fn clashes(
     load: &Option<PathBuf>,
     save: &Option<PathBuf>,
     metrics: &Option<PathBuf>,
-    checkpoint: &Option<PathBuf>,
+    checkpoint: Option<(&str, &PathBuf)>,
     resume: Option<&Checkpoint>,
 ) -> anyhow::Result<()> {
     let mut files = Files::default();
@@ -225,10 +230,39 @@ fn clashes(
             files.output(what, &file);
         }
     }
-    if let Some(dir) = checkpoint {
-        files.output(format!("the checkpoint directory {}", dir.display()), dir);
+    if let Some((flag, dir)) = checkpoint {
+        files.output(format!("{flag} {} (its checkpoints)", dir.display()), dir);
+        files.output(
+            format!("{flag} {} (its lock)", dir.display()),
+            &dir.join("lock"),
+        );
+        // An output under a name the run's checkpoints take would be in their way.
+        for (what, path) in [("--save", save), ("--metrics", metrics)] {
+            let Some(path) = path else { continue };
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+            let inside = io::identity(parent.unwrap_or(Path::new("."))) == io::identity(dir);
+            if inside && checkpoint::step_of(&name).is_some() {
+                bail!(
+                    "{what} {} is a name {flag} {}'s checkpoints take; give it a path outside \
+                     them",
+                    path.display(),
+                    dir.display()
+                );
+            }
+        }
     }
     files.check()
+}
+
+/// A run that fails before its training starts (on its data, its model) gives the directory
+/// back too: the lock goes with the `OutputPaths` that took it.
+impl Drop for OutputPaths {
+    fn drop(&mut self) {
+        if let Some(checkpointing) = &self.checkpoint {
+            checkpointing.unlock();
+        }
+    }
 }
 
 /// Writes the parameters first, then the trace: a failure writing one never keeps the other
@@ -322,6 +356,7 @@ pub fn rescue(
     let recorded = outputs.recorded.clone();
     let metrics = outputs.metrics.clone();
     let checkpoints = outputs.checkpoint.as_ref().map(|c| c.dir.clone());
+    let resumed = outputs.resume.as_ref().map(|c| c.dir.clone());
     move |net, trace, error| {
         let at = trace.batches.last().map_or(String::new(), |b| {
             format!(" after batch {} of epoch {}", b.batch + 1, b.epoch + 1)
@@ -348,7 +383,16 @@ pub fn rescue(
         }
         let Some(dir) = checkpoints else { return };
         match Checkpoint::latest(&dir) {
-            // Its parameters are finite: checkpoints are written only then.
+            // It diverged again from the checkpoint it resumed, before writing another: that
+            // checkpoint's parameters may be past saving at any rate.
+            Ok(Some(last)) if error.diverged() && resumed.as_ref() == Some(&last.dir) => say!(
+                "it diverged again from {}, the checkpoint it resumed: go on from it at a much \
+                 lower rate with --resume {} --lr R (this run had --lr {lr}), or train again \
+                 from the start in a new directory",
+                last.dir.display(),
+                dir.display()
+            ),
+            // Its parameters gave a finite loss: checkpoints are kept only then.
             Ok(Some(last)) if error.diverged() => say!(
                 "its last checkpoint is {}, from before the parameters diverged: go on from it \
                  at a lower learning rate with --resume {} --lr R (this run had --lr {lr})",

@@ -336,6 +336,15 @@ impl Run<'_> {
                     before[flag]
                 );
             }
+            let done = checkpoint.position.epoch;
+            if done >= self.epochs {
+                bail!(
+                    "invalid --epochs {}: the run resumed from {} has done {done} epoch(s) \
+                     already; give more epochs to train on",
+                    self.epochs,
+                    checkpoint.dir.display()
+                );
+            }
             say!(
                 "resuming from {}: epoch {}, batch {}",
                 checkpoint.dir.display(),

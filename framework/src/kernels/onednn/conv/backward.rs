@@ -10,13 +10,24 @@ use burn::backend::autodiff::ops::{Backward, Ops};
 use burn::backend::flex::FlexTensor;
 
 use super::super::bridge;
-use super::super::eltwise;
+use super::super::eltwise::{self, FromOutput};
 use super::super::fallback;
 use super::super::format::Format;
+use super::super::layout::Pass;
 use super::super::library::*;
 use super::super::reorder::arrange;
-use super::Training;
 use crate::kernels::window::Window;
+
+/// The passes of a convolution that is differentiated.
+pub(super) struct Training {
+    pub(super) forward: Pass,
+    /// The output's order (and so its gradient's).
+    pub(super) output: Format,
+    pub(super) data: Pass,
+    pub(super) weights: Pass,
+    /// The activation's backward pass, where it is fused into the forward pass.
+    pub(super) activation: Option<Arc<FromOutput>>,
+}
 
 /// `Training` in the graph's state.
 #[derive(Clone)]

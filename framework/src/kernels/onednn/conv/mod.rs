@@ -8,7 +8,7 @@ use burn::tensor::Tensor;
 
 mod backward;
 
-use backward::{ConvBackward, State};
+use backward::{ConvBackward, State, Training};
 
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
@@ -137,17 +137,6 @@ impl Config {
         }
         Ok((Pass::new(primitive, args)?, output))
     }
-}
-
-/// The passes of a convolution that is differentiated.
-struct Training {
-    forward: Pass,
-    /// The output's order (and so its gradient's).
-    output: Format,
-    data: Pass,
-    weights: Pass,
-    /// The activation's backward pass, where it is fused into the forward pass.
-    activation: Option<Arc<FromOutput>>,
 }
 
 fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training>> {
