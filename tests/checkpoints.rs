@@ -204,6 +204,8 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
         ("state.json", "remove"),
         ("model.bpk", "flip"),
         ("state.json", "garble"),
+        // A second signal while a checkpoint's directory was renamed into place left it empty.
+        ("it is empty", "empty"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ck = dir.path().join("ck");
@@ -211,6 +213,11 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
         let damaged = ck.join("step-0000000008").join(file);
         match change {
             "remove" => std::fs::remove_file(&damaged).unwrap(),
+            "empty" => {
+                let step = ck.join("step-0000000008");
+                std::fs::remove_dir_all(&step).unwrap();
+                std::fs::create_dir(&step).unwrap();
+            }
             "flip" => {
                 let mut bytes = std::fs::read(&damaged).unwrap();
                 let at = bytes.len() - 5;

@@ -75,7 +75,7 @@ pub fn install() -> ember::Result<()> {
                             // Never a panic here: with stderr full, the stop goes on quietly.
                             let _ = writeln!(
                                 std::io::stderr(),
-                                "{}: finishing the batch in flight, then stopping (again to \
+                                "{}: finishing the batches in flight, then stopping (again to \
                                  stop at once)",
                                 Signal(signal)
                             );
@@ -86,7 +86,10 @@ pub fn install() -> ember::Result<()> {
                                 Signal(signal)
                             );
                             ember::io::remove_temporaries();
-                            std::process::exit(i32::from(Signal(signal).exit_code()));
+                            // `_exit`: no destructors or exit handlers run while other
+                            // threads are inside oneDNN (`process::exit` ran them, and a
+                            // signal early in a run crashed the process with SIGSEGV).
+                            signal_hook::low_level::exit(i32::from(Signal(signal).exit_code()));
                         }
                     }
                 })

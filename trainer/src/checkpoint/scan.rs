@@ -86,6 +86,13 @@ pub fn classify(path: &Path) -> Entry {
     if !meta.is_dir() {
         return foreign(ember::io::describe(&meta.file_type()));
     }
+    // An empty one is a checkpoint whose write a second signal cut short.
+    if fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none()) {
+        return Entry::Damaged {
+            path: path.to_path_buf(),
+            reason: "it is empty: its write was cut short".to_string(),
+        };
+    }
     let ours = [MODEL, OPTIMIZER, TRACE, STATE];
     if !ours.iter().any(|file| path.join(file).exists()) {
         return foreign("a directory that holds none of a checkpoint's files");

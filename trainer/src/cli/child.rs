@@ -27,6 +27,19 @@ impl Child {
         let exe = std::env::current_exe().context("locating the ember binary")?;
         let mut command = Command::new(exe);
         command.args(args);
+        // The child stops when this process ends, however it ends (a SIGTERM: the child
+        // finishes its batch and writes what it has); it was left running on its own.
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: between fork and exec the closure makes one async-signal-safe call.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+                    Ok(())
+                });
+            }
+        }
         Ok(Self {
             command,
             what: what.into(),

@@ -363,11 +363,17 @@ pub fn rescue(
         });
         // Parameters that gave a NaN or infinite loss are no model: the file keeps its old
         // content.
-        let save = match (save, error.diverged()) {
+        // A run the user stopped (a second signal cut a checkpoint short) is not saved either.
+        let stopped = ember_trainer::signals::requested();
+        let save = match (save, error.diverged() || stopped.is_some()) {
             (Some(path), true) => {
                 say_err!(
-                    "error: --save {} not written: the run diverged; {}",
+                    "error: --save {} not written: {}; {}",
                     path.display(),
+                    match stopped {
+                        Some(signal) => format!("the run was stopped by {signal}"),
+                        None => "the run diverged".to_string(),
+                    },
                     match path.exists() {
                         true => "the file keeps its old content",
                         false => "no file was made",
