@@ -213,7 +213,7 @@ fn bad_bench_options_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
-    fails_with(
+    let stderr = fails_with(
         &[
             "bench",
             "barriers",
@@ -223,4 +223,6 @@ fn bad_bench_options_are_named() {
         ],
         "a-file",
     );
+    // bench's own flag is named (it blamed --out, which bench does not have).
+    assert!(stderr.contains("invalid --report"), "{stderr}");
 }
