@@ -323,10 +323,7 @@ fn write(
             Err(e @ ember::Error::NonFiniteParameter { .. }) => failures.push(format!(
                 "--save {} not written: {e}; {}",
                 path.display(),
-                match path.exists() {
-                    true => "the file keeps its old content",
-                    false => "no file was made",
-                }
+                left_as_it_was(path)
             )),
             Err(e) => failures.push(format!("--save {}: {e}", path.display())),
         }
@@ -342,6 +339,14 @@ fn write(
         }
     }
     failures
+}
+
+/// What became of an output that was not written: an old file, or none.
+fn left_as_it_was(path: &Path) -> &'static str {
+    match path.exists() {
+        true => "the file keeps its old content",
+        false => "no file was made",
+    }
 }
 
 /// What `ember train` does when its run fails after training began (`Fit::rescue`): the
@@ -374,10 +379,7 @@ pub fn rescue(
                         Some(signal) => format!("the run was stopped by {signal}"),
                         None => "the run diverged".to_string(),
                     },
-                    match path.exists() {
-                        true => "the file keeps its old content",
-                        false => "no file was made",
-                    }
+                    left_as_it_was(&path)
                 );
                 None
             }
