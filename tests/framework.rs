@@ -11,5 +11,7 @@ mod chapter_mlp;
 mod mxnet;
 #[path = "framework/parameter_files.rs"]
 mod parameter_files;
+#[path = "framework/recipes.rs"]
+mod recipes;
 #[path = "framework/tiny_net.rs"]
 mod tiny_net;

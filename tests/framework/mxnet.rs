@@ -155,7 +155,8 @@ fn sgd_with_momentum_and_weight_decay_and_adam_match_mxnet() {
         &device,
         OptimizerKind::sgd()
             .with_momentum(0.9)
-            .with_weight_decay(0.01),
+            .and_then(|sgd| sgd.with_weight_decay(0.01))
+            .unwrap(),
         0.1,
     );
     let expect_sgd: [(&str, Vec<f64>); 4] = [

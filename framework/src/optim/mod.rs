@@ -1,5 +1,13 @@
-//! Optimizers: [`Optimizer`], Gluon's `Trainer`, with `step(batch_size)`.
+//! Optimizers: [`Optimizer`], Gluon's `Trainer`, with `step(batch_size)`; the optimizers by
+//! name ([`OptimizerKind`]), gradient [`Clipping`], and learning-rate schedules
+//! ([`LrSchedule`]).
 
+pub mod clip;
+pub mod kind;
 pub mod optimizer;
+pub mod schedule;
 
-pub use optimizer::{Optimizer, OptimizerKind};
+pub use clip::Clipping;
+pub use kind::{IntoOptimizer, OPTIMIZERS, OptimizerKind};
+pub use optimizer::Optimizer;
+pub use schedule::{LrSchedule, Schedule, ScheduleAt};

@@ -3,7 +3,8 @@
 //!
 //! `step` rescales every gradient by `1 / batch_size` before the update (Gluon's
 //! `rescale_grad`), so the per-example loss vector is simply `backward`-ed, as in the book.
-//! The optimizers are burn's (`burn::optim`), not re-implemented here.
+//! Then gradients are clipped where [`Optimizer::clip`] says ([`Clipping`]). The optimizers
+//! are burn's (`burn::optim`), not re-implemented here ([`OptimizerKind`]).
 //!
 //! ```
 //! use burn::prelude::*;
@@ -20,141 +21,18 @@
 //! ```
 
 use std::fmt;
-use std::str::FromStr;
 
 use burn::module::{Module, ModuleVisitor, Param};
-use burn::optim::decay::WeightDecayConfig;
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::optim::{GradientsParams, ModuleOptimizer};
 use burn::tensor::Gradients;
 use burn::tensor::Tensor;
 
+use super::clip::Clipping;
+use super::kind::{IntoOptimizer, OptimizerKind};
 use crate::error::{Error, Result};
 
 /// Gluon's default learning rate.
 pub const DEFAULT_LEARNING_RATE: f64 = 0.01;
-
-/// Which optimizer, with its hyper-parameters (Gluon's `optimizer_params`, less the rate).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum OptimizerKind {
-    /// Stochastic gradient descent, optionally with momentum and weight decay (`wd`).
-    Sgd {
-        /// Momentum (0 for plain SGD).
-        momentum: f64,
-        /// L2 weight decay.
-        weight_decay: f32,
-    },
-    /// Adam with Gluon's defaults β₁ = 0.9, β₂ = 0.999, ε = 1e-8.
-    Adam {
-        /// L2 weight decay.
-        weight_decay: f32,
-    },
-}
-
-impl OptimizerKind {
-    /// Plain SGD.
-    pub fn sgd() -> Self {
-        OptimizerKind::Sgd {
-            momentum: 0.0,
-            weight_decay: 0.0,
-        }
-    }
-
-    /// Adam.
-    pub fn adam() -> Self {
-        OptimizerKind::Adam { weight_decay: 0.0 }
-    }
-
-    /// Sets the momentum (SGD only; Adam keeps its own moments).
-    pub fn with_momentum(self, momentum: f64) -> Self {
-        match self {
-            OptimizerKind::Sgd { weight_decay, .. } => OptimizerKind::Sgd {
-                momentum,
-                weight_decay,
-            },
-            adam => adam,
-        }
-    }
-
-    /// Sets the weight decay (Gluon's `wd`).
-    pub fn with_weight_decay(self, weight_decay: f32) -> Self {
-        match self {
-            OptimizerKind::Sgd { momentum, .. } => OptimizerKind::Sgd {
-                momentum,
-                weight_decay,
-            },
-            OptimizerKind::Adam { .. } => OptimizerKind::Adam { weight_decay },
-        }
-    }
-
-    fn build(&self) -> ModuleOptimizer {
-        let decay = |wd: f32| (wd != 0.0).then(|| WeightDecayConfig::new(wd));
-        match *self {
-            OptimizerKind::Sgd {
-                momentum,
-                weight_decay,
-            } => SgdConfig::new()
-                .with_momentum((momentum != 0.0).then(|| {
-                    MomentumConfig::new()
-                        .with_momentum(momentum)
-                        .with_dampening(0.0)
-                }))
-                .with_weight_decay(decay(weight_decay))
-                .init(),
-            OptimizerKind::Adam { weight_decay } => AdamConfig::new()
-                .with_epsilon(1e-8)
-                .with_weight_decay(decay(weight_decay))
-                .init(),
-        }
-    }
-}
-
-impl FromStr for OptimizerKind {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "sgd" => Ok(Self::sgd()),
-            "adam" => Ok(Self::adam()),
-            _ => Err(Error::InvalidValue {
-                name: "optimizer",
-                value: s.to_string(),
-                reason: "expected sgd or adam".to_string(),
-            }),
-        }
-    }
-}
-
-/// What `Optimizer::new` takes as its optimizer: a name (`"sgd"`, `"adam"`) or an
-/// [`OptimizerKind`].
-pub trait IntoOptimizer {
-    /// The optimizer, or an error naming the unknown name.
-    fn into_optimizer(self) -> Result<OptimizerKind>;
-}
-
-impl IntoOptimizer for OptimizerKind {
-    fn into_optimizer(self) -> Result<OptimizerKind> {
-        Ok(self)
-    }
-}
-
-impl IntoOptimizer for &str {
-    fn into_optimizer(self) -> Result<OptimizerKind> {
-        self.parse()
-    }
-}
-
-impl fmt::Display for OptimizerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            OptimizerKind::Sgd {
-                momentum,
-                weight_decay,
-            } => write!(f, "sgd(momentum={momentum}, wd={weight_decay})"),
-            OptimizerKind::Adam { weight_decay } => write!(f, "adam(wd={weight_decay})"),
-        }
-    }
-}
 
 /// Applies an optimizer to a network's parameters with Gluon's `step(batch_size)`. A clone
 /// has its own copy of the optimizer's state.
@@ -162,6 +40,7 @@ impl fmt::Display for OptimizerKind {
 pub struct Optimizer {
     kind: OptimizerKind,
     learning_rate: f64,
+    clipping: Clipping,
     num_params: usize,
     optimizer: ModuleOptimizer,
 }
@@ -171,6 +50,7 @@ impl fmt::Debug for Optimizer {
         f.debug_struct("Optimizer")
             .field("optimizer", &self.kind)
             .field("learning_rate", &self.learning_rate)
+            .field("clipping", &self.clipping)
             .field("num_params", &self.num_params)
             .finish()
     }
@@ -178,22 +58,29 @@ impl fmt::Debug for Optimizer {
 
 impl Optimizer {
     /// `gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': lr})`. The optimizer is a
-    /// name (`"sgd"`, `"adam"`) or an [`OptimizerKind`]; the rate must be finite and positive.
+    /// name (`"sgd"`, `"adam"`, `"adamw"`, `"rmsprop"`, `"adagrad"`: PyTorch's defaults) or an
+    /// [`OptimizerKind`] with its options; the rate must be finite and positive.
+    ///
+    /// ```
+    /// use ember::{Dense, Optimizer, OptimizerKind, Sequential};
+    /// use ember::optim::Clipping;
+    ///
+    /// let net: Sequential = Sequential::new().add(Dense::new(1));
+    /// // trainer = gluon.Trainer(params, 'sgd', {'learning_rate': 0.1, 'momentum': 0.9,
+    /// //                                          'clip_gradient': 5})
+    /// let sgd = OptimizerKind::sgd().with_momentum(0.9).unwrap();
+    /// let trainer = Optimizer::new(&net, sgd, 0.1).unwrap().clip(Clipping::value(5.0).unwrap());
+    /// // torch.optim.AdamW(params, lr=1e-3), with PyTorch's defaults
+    /// let adamw = Optimizer::new(&net, "adamw", 1e-3).unwrap();
+    /// assert_eq!(adamw.optimizer(), OptimizerKind::adamw());
+    /// ```
     pub fn new<M: Module>(
         net: &M,
         optimizer: impl IntoOptimizer,
         learning_rate: f64,
     ) -> Result<Self> {
         let kind = optimizer.into_optimizer()?;
-        if let OptimizerKind::Sgd { momentum, .. } = kind
-            && !(0.0..1.0).contains(&momentum)
-        {
-            return Err(Error::InvalidValue {
-                name: "momentum",
-                value: momentum.to_string(),
-                reason: "must lie in [0, 1)".to_string(),
-            });
-        }
+        kind.check()?;
         if !(learning_rate.is_finite() && learning_rate > 0.0) {
             return Err(Error::InvalidValue {
                 name: "learning rate",
@@ -204,6 +91,7 @@ impl Optimizer {
         Ok(Self {
             kind,
             learning_rate,
+            clipping: Clipping::NONE,
             num_params: net.num_params(),
             optimizer: kind.build(),
         })
@@ -222,6 +110,19 @@ impl Optimizer {
     /// The optimizer and its hyper-parameters.
     pub fn optimizer(&self) -> OptimizerKind {
         self.kind
+    }
+
+    /// Clips every step's gradients, after their rescaling by `1 / batch_size` (Gluon's
+    /// `clip_gradient` comes at the same point; PyTorch's `clip_grad_norm_` sees the mean
+    /// loss's gradients, the same ones).
+    pub fn clip(mut self, clipping: Clipping) -> Self {
+        self.clipping = clipping;
+        self
+    }
+
+    /// How gradients are clipped.
+    pub fn clipping(&self) -> Clipping {
+        self.clipping
     }
 
     /// Gluon's `trainer.step(batch_size)`: gradients are divided by `batch_size`, then the
@@ -255,6 +156,7 @@ impl Optimizer {
             grads: &mut params,
             scale: 1.0 / batch_size as f32,
         });
+        self.clipping.apply(&net, &mut params);
         Ok(self.optimizer.step(self.learning_rate, net, params))
     }
 }
@@ -315,10 +217,10 @@ mod tests {
     #[test]
     fn bad_names_rates_and_batch_sizes_are_errors() {
         let net: Sequential = Sequential::new().add(Dense::new(1));
-        let err = Optimizer::new(&net, "adagrad", 0.1)
+        let err = Optimizer::new(&net, "adagrad2", 0.1)
             .unwrap_err()
             .to_string();
-        assert!(err.contains("sgd or adam"), "{err}");
+        assert!(err.contains("adagrad"), "{err}");
         let err = Optimizer::new(&net, "sgd", -1.0).unwrap_err().to_string();
         assert!(err.contains("-1"), "{err}");
         assert!(Optimizer::new(&net, "sgd", f64::NAN).is_err());
