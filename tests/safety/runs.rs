@@ -32,10 +32,20 @@ pub fn read_until(
     panic!("no line with {needle:?} in:\n{seen}");
 }
 
-/// Enough work to stop in the middle: 2 epochs of 150 batches, a checkpoint every 7.
+/// Enough work to stop in the middle: 2 epochs of 150 batches, a checkpoint every 7, with a
+/// recipe whose state a resume must carry: AdamW's moments, a cosine schedule with warm-up
+/// (its rate from the step's number) and global-norm clipping.
 pub fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
     [
         "train",
+        "--optimizer",
+        "adamw",
+        "--lr",
+        "0.002",
+        "--lr-schedule",
+        "cosine:warmup=30",
+        "--clip-norm",
+        "0.5",
         "--device",
         "flex",
         "--batches",

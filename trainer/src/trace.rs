@@ -45,6 +45,9 @@ pub struct BatchRecord {
     /// (`done` is the last of them); empty on one device. CSV cells join them with `;`.
     #[serde(default)]
     pub device_done: Vec<f64>,
+    /// The learning rate of its step (absent in traces written before ember recorded it).
+    #[serde(default)]
+    pub lr: Option<f64>,
 }
 
 /// How many devices the batches were split across: the longest `device_done` (0 for a run on

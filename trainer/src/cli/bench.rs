@@ -16,7 +16,7 @@ use super::devices;
 use ember_trainer::policy::PolicyKind;
 
 use super::list::List;
-use super::workload::{Workload, WorkloadArgs, positive, sgd};
+use super::workload::{Workload, WorkloadArgs, positive};
 
 /// Options of `ember bench`: with no experiment named, every experiment of the chapter.
 #[derive(Debug, Args)]
@@ -271,7 +271,7 @@ fn one(args: OneArgs) -> anyhow::Result<()> {
     } else {
         let spec: PolicyKind = args.config.parse()?;
         let device = picked.device.autodiff();
-        let fit = sgd(workload.net(&device), L2Loss, workload.lr, &device)?;
+        let fit = workload.fit(workload.net(&device), L2Loss, &device)?;
         let run = fit.policy(spec.build()?).run(&mut workload.epochs()?)?;
         let e = &run.trace.epochs[0];
         Sample {

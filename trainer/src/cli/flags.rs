@@ -69,6 +69,29 @@ impl Flag {
         Some(w.batch_size.to_string())
     });
     pub const LR: Flag = Flag::new("lr", Resume::Changeable, |w| Some(w.lr.to_string()));
+    /// The recipe's flags ([`super::recipe`]) are written where they differ from the
+    /// defaults only, so that checkpoints written before they existed still resume.
+    pub const OPTIMIZER: Flag = Flag::new("optimizer", Resume::Value, |w| {
+        let name = w.recipe.optimizer.name();
+        (name != "sgd").then(|| name.to_string())
+    });
+    pub const MOMENTUM: Flag =
+        Flag::new("momentum", Resume::Value, |w| w.recipe.changed("momentum"));
+    pub const NESTEROV: Flag =
+        Flag::new("nesterov", Resume::Value, |w| w.recipe.changed("nesterov"));
+    pub const WD: Flag = Flag::new("wd", Resume::Value, |w| w.recipe.changed("wd"));
+    pub const BETA1: Flag = Flag::new("beta1", Resume::Value, |w| w.recipe.changed("beta1"));
+    pub const BETA2: Flag = Flag::new("beta2", Resume::Value, |w| w.recipe.changed("beta2"));
+    pub const EPS: Flag = Flag::new("eps", Resume::Value, |w| w.recipe.changed("eps"));
+    pub const LR_SCHEDULE: Flag = Flag::new("lr-schedule", Resume::Value, |w| {
+        w.recipe.schedule.as_ref().map(ToString::to_string)
+    });
+    pub const CLIP_NORM: Flag = Flag::new("clip-norm", Resume::Value, |w| {
+        w.recipe.clipping.global_norm.map(|n| n.to_string())
+    });
+    pub const CLIP_VALUE: Flag = Flag::new("clip-value", Resume::Value, |w| {
+        w.recipe.clipping.value.map(|v| v.to_string())
+    });
     pub const SEED: Flag = Flag::new("seed", Resume::Value, |w| Some(w.seed.to_string()));
     /// Not recorded: checkpoints have never held it, and a new key would refuse to resume the
     /// ones written so far.
@@ -84,6 +107,16 @@ impl Flag {
     pub const HIDDEN: Flag = Flag::new("hidden", Resume::Nothing, |w| Some(list::join(&w.hidden)))
         .synthetic_only(|a| a.hidden.is_some());
 
+    /// The optimizer's options, each a flag named as [`ember::OptimizerKind::options`] names it.
+    pub const OPTIMIZER_OPTIONS: &'static [Flag] = &[
+        Self::MOMENTUM,
+        Self::NESTEROV,
+        Self::WD,
+        Self::BETA1,
+        Self::BETA2,
+        Self::EPS,
+    ];
+
     /// Every flag of the workload, in the order [`Workload::to_args`] writes them.
     pub const ALL: &'static [Flag] = &[
         Self::DEVICE,
@@ -91,6 +124,16 @@ impl Flag {
         Self::DATA,
         Self::BATCH_SIZE,
         Self::LR,
+        Self::OPTIMIZER,
+        Self::MOMENTUM,
+        Self::NESTEROV,
+        Self::WD,
+        Self::BETA1,
+        Self::BETA2,
+        Self::EPS,
+        Self::LR_SCHEDULE,
+        Self::CLIP_NORM,
+        Self::CLIP_VALUE,
         Self::SEED,
         Self::CLASSES,
         Self::BATCHES,
@@ -147,9 +190,12 @@ mod tests {
 
     /// Two command lines that between them give every flag of the workload.
     const SYNTHETIC: &str = "--device flex --data synthetic --batch-size 16 --lr 0.5 --seed 9 \
-                             --batches 7 --features 5 --hidden 3,2";
-    const CSV: &str =
-        "--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1 --classes 3";
+                             --batches 7 --features 5 --hidden 3,2 --momentum 0.9 \
+                             --nesterov true --wd 0.001 --lr-schedule cosine:warmup=5 \
+                             --clip-norm 1";
+    const CSV: &str = "--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1 \
+                       --classes 3 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 \
+                       --clip-value 0.5";
 
     #[test]
     fn the_table_names_every_flag_the_parser_has_and_no_other() {
@@ -206,7 +252,10 @@ mod tests {
         );
         assert_eq!(
             parse(CSV).unwrap().description(opened),
-            pairs("--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1")
+            pairs(
+                "--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1 \
+                 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 --clip-value 0.5"
+            )
         );
     }
 }

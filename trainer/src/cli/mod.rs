@@ -81,6 +81,7 @@ mod flags;
 mod list;
 mod model;
 mod output_paths;
+mod recipe;
 mod serve;
 mod task;
 mod train;

@@ -19,8 +19,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::book_lines::BookLines;
 use super::model::ModelSpec;
 use super::output_paths::{OutputPaths, finish, rescue};
+use super::recipe::Recipe;
 use super::task::{LossName, Task, wrong_loss};
-use super::workload::{Workload, WorkloadArgs, positive, sgd};
+use super::workload::{Workload, WorkloadArgs, positive};
 
 /// `--sync`'s long help: the built-in policies' table, one a line.
 fn policy_help() -> String {
@@ -163,11 +164,12 @@ impl Run<'_> {
     fn synthetic(self) -> anyhow::Result<()> {
         let w = self.workload;
         say!(
-            "training {} batches x {} of {} features, model {}, policy {}, {} epoch(s)",
+            "training {} batches x {} of {} features, model {}{}, policy {}, {} epoch(s)",
             w.batches,
             w.batch_size,
             w.features,
             self.model,
+            recipe_words(w),
             self.policy.kind(),
             self.epochs
         );
@@ -188,7 +190,7 @@ impl Run<'_> {
             let x = example.x_on(&device)?;
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
-        let fit = sgd(net, L2Loss, w.lr, &device)?;
+        let fit = w.fit(net, L2Loss, &device)?;
         let outputs = self.outputs;
         let run = self.configure(fit, progress)?.run(&mut w.epochs()?)?;
         finish(run, outputs)
@@ -211,7 +213,7 @@ impl Run<'_> {
     {
         let w = self.workload;
         say!(
-            "training on {}: {} train{} examples of shape {:?}; {}, batch {}, lr {}, policy {}, {} epoch(s)",
+            "training on {}: {} train{} examples of shape {:?}; {}, batch {}, lr {}{}, policy {}, {} epoch(s)",
             w.data,
             train.len(),
             test.as_ref()
@@ -221,6 +223,7 @@ impl Run<'_> {
             self.model,
             w.batch_size,
             w.lr,
+            recipe_words(w),
             self.policy.kind(),
             self.epochs
         );
@@ -252,7 +255,7 @@ impl Run<'_> {
             let x = example.x_on(&device)?;
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
-        let mut fit = sgd(net, loss, w.lr, &device)?;
+        let mut fit = w.fit(net, loss, &device)?;
         if let Some(test) = test {
             let test_eval = DataLoader::new(test, 1024)?;
             let d = self.device.clone();
@@ -361,6 +364,18 @@ impl Run<'_> {
     fn description(&self) -> BTreeMap<String, String> {
         let mut flags = self.workload.description(self.device_name);
         flags.insert("--model".to_string(), self.model.to_string());
+        // A schedule over the whole run gives other rates to a run of other length.
+        if self.workload.recipe.spans_run() {
+            flags.insert("--epochs".to_string(), self.epochs.to_string());
+        }
         flags
     }
+}
+
+/// The recipe on the run's first line, where it is not the book's plain SGD.
+fn recipe_words(w: &Workload) -> String {
+    if w.recipe == Recipe::default() {
+        return String::new();
+    }
+    format!(", {}", w.recipe.describe())
 }

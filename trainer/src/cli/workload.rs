@@ -13,6 +13,7 @@ use super::devices;
 use super::flags::{Flag, Resume};
 use super::list::{self, List, Size};
 use super::model::ModelSpec;
+use super::recipe::{Recipe, RecipeArgs};
 
 /// The chapter's MLP on the chapter's synthetic data. Each flag's name is [`Flag`]'s.
 #[derive(Debug, Args)]
@@ -46,9 +47,11 @@ pub struct WorkloadArgs {
     /// 2048,512].
     #[arg(long = Flag::HIDDEN.name)]
     pub hidden: Option<List<Size>>,
-    /// Learning rate (SGD).
+    /// Learning rate: the optimizer's, or the base that --lr-schedule starts from.
     #[arg(long = Flag::LR.name, default_value_t = 0.01, allow_negative_numbers = true)]
     pub lr: f64,
+    #[command(flatten)]
+    pub recipe: RecipeArgs,
     /// Seed of the data (synthetic batches, shuffling) and of the weights' initialization.
     #[arg(long = Flag::SEED.name, default_value_t = 0)]
     pub seed: u64,
@@ -127,6 +130,8 @@ pub struct Workload {
     pub seed: u64,
     /// With csv or npy data: the number of classes.
     pub classes: Option<usize>,
+    /// The optimizer, its schedule and clipping.
+    pub recipe: Recipe,
     /// The flags given that only synthetic data reads (`--features`, …).
     pub synthetic_flags: Vec<&'static Flag>,
 }
@@ -148,6 +153,7 @@ impl TryFrom<WorkloadArgs> for Workload {
             bail!("invalid --lr {}: must be a finite number above 0", args.lr);
         }
         let data = args.data.clone();
+        let recipe = Recipe::try_from(&args.recipe)?;
         let synthetic_flags: Vec<&'static Flag> = Flag::ALL
             .iter()
             .filter(|flag| flag.synthetic_only.is_some_and(|given| given(&args)))
@@ -191,6 +197,7 @@ impl TryFrom<WorkloadArgs> for Workload {
             lr: args.lr,
             seed: args.seed,
             classes: args.classes,
+            recipe,
             synthetic_flags,
         })
     }
@@ -211,6 +218,7 @@ impl Workload {
             lr: 0.01,
             seed: 0,
             classes: None,
+            recipe: Recipe::default(),
             synthetic_flags: Vec::new(),
         }
     }
@@ -305,6 +313,20 @@ impl Workload {
         }
     }
 
+    /// `net` trained with `loss` on `device` (an autodiff device) by the workload's recipe.
+    pub fn fit<'a, L>(
+        &self,
+        net: Sequential,
+        loss: L,
+        device: &burn::tensor::Device,
+    ) -> anyhow::Result<Fit<'a, Sequential, L>>
+    where
+        L: Loss + Send + Sync + 'static,
+        L::Target: Target,
+    {
+        fit(&self.recipe, self.lr, net, loss, device)
+    }
+
     /// Dense(h, relu) for each hidden size, then Dense(1), initialized on `device`.
     pub fn net(&self, device: &burn::tensor::Device) -> Sequential {
         mlp(&self.hidden, 1, Init::default(), device)
@@ -312,19 +334,24 @@ impl Workload {
 }
 
 /// The one place the command line builds a run: `net` trained with `loss` on `device` (an
-/// autodiff device) by SGD at `lr`, as every command trains.
-pub fn sgd<'a, L>(
+/// autodiff device) by `recipe` at `lr`.
+pub fn fit<'a, L>(
+    recipe: &Recipe,
+    lr: f64,
     net: Sequential,
     loss: L,
-    lr: f64,
     device: &burn::tensor::Device,
 ) -> anyhow::Result<Fit<'a, Sequential, L>>
 where
     L: Loss + Send + Sync + 'static,
     L::Target: Target,
 {
-    let optimizer = Optimizer::new(&net, "sgd", lr)?;
-    Ok(Fit::new(net, loss, optimizer, device))
+    let optimizer = Optimizer::new(&net, recipe.optimizer, lr)?.clip(recipe.clipping);
+    let fit = Fit::new(net, loss, optimizer, device);
+    Ok(match &recipe.schedule {
+        Some(schedule) => fit.lr_schedule(schedule.clone()),
+        None => fit,
+    })
 }
 
 /// Dense(h, relu) for each hidden size, then Dense(outputs), initialized with `init` on

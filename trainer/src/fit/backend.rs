@@ -38,13 +38,15 @@ where
         }
     }
 
-    /// One training step: upload, forward, loss, backward, `step(batch_size)`, on one device
-    /// or split across the replicas. Returns each device's per-example loss.
+    /// One training step at learning rate `rate`: upload, forward, loss, backward,
+    /// `step(batch_size)`, on one device or split across the replicas. Returns each device's
+    /// per-example loss.
     pub(super) fn step(
         &mut self,
         batch: Batch,
         replicas: &Replicas,
         seed: Option<u64>,
+        rate: f64,
     ) -> Result<StepLosses> {
         let size = batch.len();
         let streams = seed.map(Streams);
@@ -61,6 +63,7 @@ where
             self.counted += size;
             self.correct = Some(tally(self.correct.take(), correct));
         }
+        self.optimizer.set_learning_rate(rate);
         self.net = self.optimizer.step_params(self.net.clone(), grads, size)?;
         Ok(StepLosses(losses))
     }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ember::engine::{Engine, Host};
+use ember::optim::{LrSchedule, ScheduleAt};
 use ember::{Block, Error, Loss, Replicas, Result, StepAt};
 use ember_datasets::Batch;
 
@@ -35,6 +36,8 @@ where
     pub(super) checkpointing: Option<Checkpointing>,
     /// The run's number of epochs: the last one ends with a checkpoint.
     pub(super) epochs: usize,
+    /// The learning rate of each step: the optimizer's own, or the schedule's from it.
+    pub(super) rates: Rates<'a>,
     /// Every later batch must have the first one's example shape.
     pub(super) example_shape: Option<Vec<usize>>,
     /// Where the run stands: the next batch to issue, and the steps issued.
@@ -159,9 +162,10 @@ where
             .seed
             .map(|seed| ember::random::derive(seed, self.at.steps));
         let replicas = self.replicas.clone();
+        let rate = self.rates.of(self.at.steps, current.epoch);
         let handle = self
             .engine
-            .issue(move |backend: &mut Backend<B, L>| backend.step(batch, &replicas, seed));
+            .issue(move |backend: &mut Backend<B, L>| backend.step(batch, &replicas, seed, rate));
         current.flight.push(index, handle);
         self.at.steps += 1;
         self.at.epoch = current.epoch;
@@ -183,6 +187,7 @@ where
             depth: current.flight.depth(),
             data_wait,
             device_done: Vec::new(),
+            lr: Some(rate),
         });
         let elapsed = self.seconds(current.last_issue) - self.seconds(current.start);
         self.progress.issued(current.epoch, index, elapsed);
@@ -277,5 +282,31 @@ where
             .wait()
             .map(drop)
             .map_err(|e| e.at_step(StepAt { epoch: 0, batch: 0 }))
+    }
+}
+
+/// Each step's learning rate: `base`, the optimizer's, or what `schedule` makes of it over a
+/// run of `total` steps. The frontend computes it as it issues the step, so that the trace
+/// records it and a resumed run gives the same step the same rate.
+pub(super) struct Rates<'a> {
+    pub(super) base: f64,
+    pub(super) schedule: Option<Box<dyn LrSchedule + 'a>>,
+    pub(super) total: u64,
+}
+
+impl Rates<'_> {
+    /// The rate of step `step` (from 0), in epoch `epoch`.
+    fn of(&self, step: u64, epoch: usize) -> f64 {
+        match &self.schedule {
+            Some(schedule) => schedule.rate(
+                self.base,
+                ScheduleAt {
+                    step,
+                    epoch,
+                    total: self.total,
+                },
+            ),
+            None => self.base,
+        }
     }
 }

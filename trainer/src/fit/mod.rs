@@ -52,6 +52,7 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 use ember::engine::Engine;
+use ember::optim::LrSchedule;
 use ember::{Block, Loss, Optimizer, Replicas, Result};
 use ember_datasets::Batch;
 
@@ -66,7 +67,7 @@ use crate::policy::SyncPolicy;
 use crate::signals::{RunInProgress, Signal};
 use crate::trace::Trace;
 use backend::Backend;
-use frontend::Frontend;
+use frontend::{Frontend, Rates};
 
 /// What a run hands back.
 pub struct FitRun<B> {
@@ -120,6 +121,7 @@ pub struct Fit<'a, B, L> {
     checkpointing: Option<Checkpointing>,
     resume: Option<Checkpoint>,
     rescue: Option<Rescue<'a, B>>,
+    schedule: Option<Box<dyn LrSchedule + 'a>>,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -148,6 +150,7 @@ where
             checkpointing: None,
             resume: None,
             rescue: None,
+            schedule: None,
         }
     }
 
@@ -215,6 +218,36 @@ where
         self
     }
 
+    /// Sets every step's learning rate from the optimizer's by `schedule`, over the run's
+    /// `epochs × batches per epoch` steps (the data source must tell its batches per epoch,
+    /// [`BatchSource::batches_per_epoch`]). Each batch's rate is in the trace (`lr`). A resumed
+    /// run gives each step the rate the uninterrupted one did.
+    ///
+    /// ```
+    /// use burn::prelude::*;
+    /// use ember::optim::Schedule;
+    /// use ember::{Block, Dense, Init, L2Loss, Sequential, Optimizer};
+    /// use ember_datasets::Synthetic;
+    /// use ember_trainer::fit::{Fit, SyntheticEpochs};
+    ///
+    /// let device = Device::flex().autodiff();
+    /// let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+    /// let optimizer = Optimizer::new(&net, "adamw", 0.01).unwrap();
+    /// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 5);
+    /// let run = Fit::new(net, L2Loss, optimizer, &device)
+    ///     .lr_schedule("cosine:warmup=2".parse::<Schedule>().unwrap())
+    ///     .epochs(2)
+    ///     .run(&mut data)
+    ///     .unwrap();
+    /// let rates: Vec<f64> = run.trace.batches.iter().filter_map(|b| b.lr).collect();
+    /// assert_eq!(&rates[..3], &[0.005, 0.01, 0.01]);
+    /// assert!(rates[9] < 0.001);
+    /// ```
+    pub fn lr_schedule(mut self, schedule: impl LrSchedule + 'a) -> Self {
+        self.schedule = Some(Box::new(schedule));
+        self
+    }
+
     /// Where progress goes (a `&mut` one works too).
     pub fn progress(mut self, progress: impl Progress + 'a) -> Self {
         self.progress = Box::new(progress);
@@ -278,6 +311,23 @@ where
             None => self.net,
         };
         let example_shape = first.as_ref().map(|batch| batch.x_shape[1..].to_vec());
+        let total = match (&self.schedule, data.batches_per_epoch()) {
+            (Some(schedule), Some(per_epoch)) => {
+                let total = (per_epoch * self.epochs) as u64;
+                schedule.check(total)?;
+                total
+            }
+            (Some(schedule), None) => {
+                return Err(ember::Error::InvalidValue {
+                    name: "learning-rate schedule",
+                    value: format!("{schedule:?}"),
+                    reason: "the data source does not say how many batches an epoch has \
+                             (BatchSource::batches_per_epoch), and the schedule spans the run"
+                        .to_string(),
+                });
+            }
+            (None, _) => 0,
+        };
         let start = resume::start(
             net,
             self.optimizer,
@@ -285,6 +335,7 @@ where
             self.checkpointing.as_ref(),
             self.resume.as_ref(),
         )?;
+        let base = start.optimizer.learning_rate();
         let mut frontend = Frontend {
             engine: Engine::new(
                 Backend::new(start.net, start.optimizer, self.loss),
@@ -297,6 +348,11 @@ where
             evaluations: self.evaluations,
             checkpointing: self.checkpointing,
             epochs: self.epochs,
+            rates: Rates {
+                base,
+                schedule: self.schedule,
+                total,
+            },
             example_shape,
             at: start.at,
             trace: start.trace,

@@ -17,6 +17,12 @@ pub trait BatchSource {
     ) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
         Box::new(self.batches(epoch).skip(first))
     }
+
+    /// How many batches each epoch has, where the source can tell without making them: a
+    /// learning-rate schedule over the whole run needs it.
+    fn batches_per_epoch(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// The chapter's seeded synthetic data, `batches` per epoch; each epoch gets new batches.
@@ -49,10 +55,18 @@ impl BatchSource for SyntheticEpochs {
                 .map(move |i| Ok(self.data.batch(start + i))),
         )
     }
+
+    fn batches_per_epoch(&self) -> Option<usize> {
+        Some(self.batches)
+    }
 }
 
 impl BatchSource for ember_datasets::DataLoader {
     fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
         Box::new(self.epoch(epoch).map(Ok))
+    }
+
+    fn batches_per_epoch(&self) -> Option<usize> {
+        Some(self.num_batches())
     }
 }

@@ -9,7 +9,8 @@ use ember_trainer::policy::{NoSync, SyncPolicy, Window};
 use ember_trainer::summary::median;
 
 use super::{Experiment, Outcome, Picture, Setup, Timing};
-use crate::cli::workload::{mlp, sgd};
+use crate::cli::recipe::Recipe;
+use crate::cli::workload::{fit, mlp};
 
 const BOOK: &str = "Exercise 3 of 12.2 asks what happens when the same program trains on the \
     CPU and on the GPU at once, and whether synchronizing after every batch on one device \
@@ -36,7 +37,7 @@ fn epoch(device: &Device, sizes: &Sizes, barrier: bool) -> anyhow::Result<f64> {
     } else {
         Box::new(NoSync)
     };
-    let run = sgd(net, L2Loss, 0.01, &device)?
+    let run = fit(&Recipe::default(), 0.01, net, L2Loss, &device)?
         .policy(policy.as_mut())
         .run(&mut data)?;
     Ok(run.trace.epochs[0].time)
