@@ -53,6 +53,7 @@ pub mod optim;
 pub mod parallel;
 pub mod params;
 pub mod random;
+pub mod summary;
 
 pub use block::Block;
 pub use device::{Capabilities, DeviceList, DeviceName, DeviceSpec, PickedDevice};
@@ -68,3 +69,4 @@ pub use onnx::Export;
 pub use optim::{Optimizer, OptimizerKind};
 pub use parallel::Replicas;
 pub use params::{ParamDict, ParamInfo};
+pub use summary::{Summary, SummaryRow};

@@ -9,7 +9,12 @@ use ember::{L2Loss, Loss, Optimizer, OptimizerKind, Sequential, load_parameters,
 
 use super::tiny_net::{out, read_file, resolved_tiny_net, tiny_weights, write_pytorch_file};
 
-include!("../reference/torch_recipes.out.rs");
+// The file's LeNet summary is tests/cli/recipes.rs's.
+#[allow(dead_code)]
+mod reference {
+    include!("../reference/torch_recipes.out.rs");
+}
+use reference::*;
 
 const STEPS: u64 = 20;
 const PER_EPOCH: u64 = 5;

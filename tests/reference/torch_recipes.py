@@ -65,7 +65,7 @@ def train(make_optimizer, make_schedule=None, clip_norm=None, clip_value=None):
 
 
 def show(name, values):
-    print(f"const {name}: [f64; {len(values)}] = [{', '.join(f'{v:.9}' for v in values)}];")
+    print(f"pub const {name}: [f64; {len(values)}] = [{', '.join(f'{v:.9}' for v in values)}];")
 
 
 O = torch.optim
@@ -109,3 +109,22 @@ plain = lambda p: O.SGD(p, lr=0.1)
 show("CLIP_NORM", train(plain, clip_norm=0.1)[0])
 show("CLIP_VALUE", train(plain, clip_value=0.02)[0])
 show("CLIP_BOTH", train(plain, clip_norm=0.1, clip_value=0.02)[0])
+
+# The model summary: d2l's LeNet (7.6) in PyTorch, each module's output shape for one
+# Fashion-MNIST image and its parameters, and the total. Activations and Flatten are left out:
+# ember, as Gluon, fuses the activation into the layer before and flattens in Dense.
+lenet = nn.Sequential(
+    nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.Sigmoid(), nn.AvgPool2d(2, 2),
+    nn.Conv2d(6, 16, kernel_size=5), nn.Sigmoid(), nn.AvgPool2d(2, 2), nn.Flatten(),
+    nn.Linear(400, 120), nn.Sigmoid(), nn.Linear(120, 84), nn.Sigmoid(), nn.Linear(84, 10),
+)
+x = torch.zeros(1, 1, 28, 28)
+shapes, counts = [], []
+for module in lenet:
+    x = module(x)
+    if not isinstance(module, (nn.Sigmoid, nn.Flatten)):
+        shapes.append(list(x.shape))
+        counts.append(sum(p.numel() for p in module.parameters()))
+print(f"pub const LENET_SHAPES: [&[usize]; {len(shapes)}] = [{', '.join(f'&{s}' for s in shapes)}];")
+print(f"pub const LENET_PARAMS: [usize; {len(counts)}] = {counts};")
+print(f"pub const LENET_TOTAL: usize = {sum(p.numel() for p in lenet.parameters())};")

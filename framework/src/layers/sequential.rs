@@ -78,6 +78,11 @@ impl<U: Block> Sequential<U> {
         &self.layers
     }
 
+    /// The children, in order, taken out of the chain.
+    pub fn into_layers(self) -> Vec<Layer<U>> {
+        self.layers
+    }
+
     /// Number of children.
     pub fn len(&self) -> usize {
         self.layers.len()
@@ -208,6 +213,18 @@ macro_rules! layers {
             Sequential(Sequential<U>),
             /// A user's own block.
             Block(U),
+        }
+
+        impl<U: Block> Layer<U> {
+            /// The kind of layer, by its type's name (`Dense`), `Sequential`, or `Block` for
+            /// a block of one's own.
+            pub fn kind(&self) -> &'static str {
+                match self {
+                    $(Layer::$kind(_) => stringify!($kind),)*
+                    Layer::Sequential(_) => "Sequential",
+                    Layer::Block(_) => "Block",
+                }
+            }
         }
 
         $(

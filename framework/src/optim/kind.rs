@@ -225,9 +225,14 @@ impl OptimizerKind {
     /// # Errors
     /// [`Error::InvalidValue`] for SGD or a value not above 0.
     pub fn with_epsilon(mut self, value: f64) -> Result<Self> {
-        if !(value.is_finite() && value > 0.0) {
-            return Err(invalid("eps", value, "must be a finite number above 0"));
+        if !(value.is_finite() && value > 0.0 && (value as f32) > 0.0) {
+            return Err(invalid(
+                "eps",
+                value,
+                "must be a finite number above 0, in single precision too",
+            ));
         }
+        let value = single("eps", value, f64::INFINITY)?;
         match &mut self {
             OptimizerKind::Adam { epsilon, .. }
             | OptimizerKind::AdamW { epsilon, .. }
@@ -352,7 +357,9 @@ fn invalid(name: &'static str, value: impl fmt::Display, reason: &str) -> Error 
     }
 }
 
-/// `value` if it lies in [low, high).
+/// `value` if it lies in [low, high), in f32 too (burn's optimizers take their
+/// hyper-parameters in single precision: a β₂ of 0.99999999 would be 1, and its bias
+/// correction a division by 0). −0 is 0.
 fn within(name: &'static str, value: f64, low: f64, high: f64) -> Result<f64> {
     if !(value.is_finite() && value >= low && value < high) {
         let range = if high.is_finite() {
@@ -361,6 +368,19 @@ fn within(name: &'static str, value: f64, low: f64, high: f64) -> Result<f64> {
             format!("must be a finite number, {low} or more")
         };
         return Err(invalid(name, value, &range));
+    }
+    single(name, value + 0.0, high)
+}
+
+/// `value` if single precision keeps it finite and below `high`.
+fn single(name: &'static str, value: f64, high: f64) -> Result<f64> {
+    let rounded = f64::from(value as f32);
+    if !(rounded.is_finite() && rounded < high) {
+        return Err(invalid(
+            name,
+            value,
+            &format!("it is {rounded} in single precision, which the optimizer runs in"),
+        ));
     }
     Ok(value)
 }
@@ -462,6 +482,14 @@ mod tests {
             assert!(OptimizerKind::adam().with_beta2(bad).is_err(), "{bad}");
         }
         assert!(OptimizerKind::adamw().with_weight_decay(-1.0).is_err());
+        // 1 and infinity in single precision, where burn's optimizers run.
+        let err = OptimizerKind::adam().with_beta2(0.99999999).unwrap_err();
+        assert!(err.to_string().contains("single precision"), "{err}");
+        assert!(OptimizerKind::adamw().with_beta1(0.9999999999).is_err());
+        assert!(OptimizerKind::sgd().with_weight_decay(1e39).is_err());
+        assert!(OptimizerKind::adam().with_epsilon(1e-50).is_err());
+        let sgd = OptimizerKind::sgd().with_momentum(-0.0).unwrap();
+        assert_eq!(sgd.to_string(), "sgd(momentum=0, nesterov=false, wd=0)");
         assert!(OptimizerKind::adamw().with_epsilon(0.0).is_err());
         let nesterov = OptimizerKind::sgd().with_nesterov(true).unwrap();
         assert!(
