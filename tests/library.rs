@@ -3,6 +3,9 @@
 
 mod common;
 
+#[path = "library/callbacks.rs"]
+mod callbacks;
+
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::relu;

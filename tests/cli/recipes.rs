@@ -3,7 +3,11 @@
 //! in `tests/framework/recipes.rs`; a killed run with a recipe resumes to the same bits in
 //! `tests/safety/resume.rs`.
 
-use super::common::cli::{TINY, args, fails_with, succeeds};
+// LeNet's summary in PyTorch; the optimizers' figures there are tests/framework/recipes.rs's.
+#![allow(dead_code)]
+include!("../reference/torch_recipes.out.rs");
+
+use super::common::cli::{TINY, args, ember, fails_with, succeeds, text};
 
 #[test]
 fn bad_recipe_values_are_errors_naming_the_flag() {
@@ -45,9 +49,82 @@ fn bad_recipe_values_are_errors_naming_the_flag() {
         fails_with(&args(&TINY, more), needle);
     }
     // A warm-up as long as the run: TINY has 4 batches.
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
     fails_with(
-        &args(&TINY, &["--lr-schedule", "cosine:warmup=4"]),
-        "shorter than the run's 4 steps",
+        &args(
+            &TINY,
+            &[
+                "--lr-schedule",
+                "cosine:warmup=4",
+                "--checkpoint",
+                ck.to_str().unwrap(),
+            ],
+        ),
+        "invalid --lr-schedule cosine:warmup=4: the warm-up must be shorter than the run's 4 steps",
+    );
+    let written = std::fs::read_dir(&ck).map_or(0, |d| d.count());
+    assert_eq!(written, 0, "refused before any checkpoint is written");
+    // Values that single precision, where the optimizers run, makes 1 or infinite.
+    fails_with(
+        &args(&TINY, &["--optimizer", "adam", "--beta2", "0.99999999"]),
+        "invalid --beta2 0.99999999",
+    );
+    fails_with(
+        &args(&TINY, &["--wd", "1e39"]),
+        "invalid --wd 1000000000000000000000000000000000000000: it is inf in single precision",
+    );
+    // bench measures beside raw burn's plain SGD.
+    let bench = [
+        "bench",
+        "policies",
+        "--device",
+        "flex",
+        "--batches",
+        "2",
+        "--optimizer",
+        "adam",
+    ];
+    fails_with(
+        &bench,
+        "--optimizer applies to `ember train` and `ember compare`",
+    );
+}
+
+#[test]
+fn a_diverged_one_cycle_run_is_told_to_resume_with_a_lower_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let ck = ck.to_str().unwrap();
+    // TINY's network on 20 batches: one cycle up to 100 diverges after a few.
+    let mut tiny = TINY.to_vec();
+    let at = tiny.iter().position(|a| *a == "--batches").unwrap();
+    tiny[at + 1] = "20";
+    let run = [
+        "--lr-schedule",
+        "onecycle:100",
+        "--checkpoint",
+        ck,
+        "--checkpoint-every",
+        "1",
+    ];
+    let out = ember(&args(&tiny, &run));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stderr.contains("diverged"), "{stderr}");
+    // One cycle ignores --lr: the way back is a lower cycle, which a resume may change.
+    assert!(
+        stdout.contains(&format!(
+            "--resume {ck} --lr-schedule onecycle:R (this run had --lr-schedule onecycle:100)"
+        )),
+        "{stdout}"
+    );
+    let again = ["--lr-schedule", "onecycle:0.01", "--resume", ck];
+    let resumed = ember(&args(&tiny, &again));
+    let (stdout, stderr) = text(&resumed);
+    assert!(
+        stdout.contains("resuming with --lr-schedule onecycle:0.01"),
+        "{stdout}\n{stderr}"
     );
 }
 
@@ -147,4 +224,81 @@ fn train_help_lists_every_recipe_flag() {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }
     assert!(!help.contains("(SGD)"), "{help}");
+}
+
+/// The rows of a printed summary: each layer's output shape and parameters.
+fn rows(summary: &str) -> Vec<(Vec<usize>, usize)> {
+    summary
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| {
+            let (shape, params) = l.split_once('[').unwrap().1.split_once(']').unwrap();
+            let shape = shape.split(", ").map(|d| d.parse().unwrap()).collect();
+            (shape, params.trim().replace(',', "").parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn summary_of_lenet_gives_pytorchs_shapes_and_parameters() {
+    let out = succeeds(&["summary", "--model", "lenet"]);
+    let got = rows(&out);
+    let want: Vec<(Vec<usize>, usize)> = LENET_SHAPES
+        .iter()
+        .zip(LENET_PARAMS)
+        .map(|(shape, params)| (shape.to_vec(), params))
+        .collect();
+    assert_eq!(got, want, "{out}");
+    assert_eq!(LENET_TOTAL, 61_706);
+    assert!(out.contains("Parameters: 61,706"), "{out}");
+    assert!(
+        out.contains("0 (Conv2D)") && out.contains("6 (Dense)"),
+        "{out}"
+    );
+    // `train --summary` prints the network it trains, for its data's examples.
+    let out = succeeds(&args(&TINY, &["--summary"]));
+    assert_eq!(
+        rows(&out),
+        vec![(vec![1, 4], 8 * 4 + 4), (vec![1, 1], 4 + 1)],
+        "{out}"
+    );
+    assert!(out.contains("Parameters: 41"), "{out}");
+    fails_with(&["summary", "--model", "lenet", "--input", "1,3,3"], "");
+    fails_with(
+        &["summary", "--model", "lenet", "--outputs", "0"],
+        "--outputs 0",
+    );
+}
+
+#[test]
+fn early_stop_ends_the_run_saying_why_and_bad_specs_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    // No epoch beats the first by 1000: the patience of 1 ends the run after epoch 2.
+    let out = succeeds(&args(
+        &TINY,
+        &[
+            "--epochs",
+            "5",
+            "--early-stop",
+            "loss:1:1000",
+            "--metrics",
+            trace.to_str().unwrap(),
+        ],
+    ));
+    assert!(
+        out.contains("early stop: loss has not improved by more than 1000 for 1 epoch(s) (best"),
+        "{out}"
+    );
+    let epochs = std::fs::read_to_string(dir.path().join("t.epochs.csv")).unwrap();
+    assert_eq!(epochs.lines().count(), 1 + 2, "{epochs}");
+    fails_with(&args(&TINY, &["--early-stop", "acc:0"]), "--early-stop");
+    fails_with(
+        &args(&TINY, &["--early-stop", "test_acc:3"]),
+        "invalid --early-stop metric \"test_acc\": this run's epochs have loss",
+    );
+    fails_with(
+        &args(&TINY, &["--reduce-lr-on-plateau", "loss:2:1.5"]),
+        "--reduce-lr-on-plateau",
+    );
 }

@@ -252,7 +252,7 @@ const MALLOC_PINS: [(&str, &str); 2] = [
 ];
 
 fn one(args: OneArgs) -> anyhow::Result<()> {
-    let workload = Workload::try_from(args.workload)?;
+    let workload = Workload::try_from(args.workload)?.plain_sgd("ember bench")?;
     let picked = workload.one_device("ember bench")?.open()?;
     let sample = if args.config == "raw" {
         let time = raw_burn_epoch(
@@ -298,7 +298,7 @@ fn child(workload: &Workload, config: &str) -> anyhow::Result<Sample> {
 }
 
 fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
-    let workload = Workload::try_from(args.workload)?;
+    let workload = Workload::try_from(args.workload)?.plain_sgd("ember bench")?;
     let repeat = positive("repeat", args.repeat)?;
     let specs = args.policies.0;
     let picked = workload.one_device("ember bench")?.open()?;

@@ -23,6 +23,10 @@ impl Progress for BookLines {
         }
     }
 
+    fn acted(&mut self, why: &str) {
+        say!("{why}");
+    }
+
     fn epoch_done(&mut self, r: &EpochRecord) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();

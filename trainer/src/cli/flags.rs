@@ -83,7 +83,9 @@ impl Flag {
     pub const BETA1: Flag = Flag::new("beta1", Resume::Value, |w| w.recipe.changed("beta1"));
     pub const BETA2: Flag = Flag::new("beta2", Resume::Value, |w| w.recipe.changed("beta2"));
     pub const EPS: Flag = Flag::new("eps", Resume::Value, |w| w.recipe.changed("eps"));
-    pub const LR_SCHEDULE: Flag = Flag::new("lr-schedule", Resume::Value, |w| {
+    /// Changeable as --lr: one cycle sets the rate itself, so it is the way back from a
+    /// one-cycle run that diverged.
+    pub const LR_SCHEDULE: Flag = Flag::new("lr-schedule", Resume::Changeable, |w| {
         w.recipe.schedule.as_ref().map(ToString::to_string)
     });
     pub const CLIP_NORM: Flag = Flag::new("clip-norm", Resume::Value, |w| {

@@ -83,6 +83,7 @@ mod model;
 mod output_paths;
 mod recipe;
 mod serve;
+mod summary;
 mod task;
 mod train;
 mod workload;
@@ -110,6 +111,9 @@ enum Command {
     /// Write a trained network (--load) as an ONNX model (--out) that ONNX Runtime, and other
     /// runtimes that read ONNX, run without ember.
     Export(export::ExportArgs),
+    /// Print a network's layers with their output shapes and parameters (Gluon's
+    /// `net.summary(x)`).
+    Summary(summary::SummaryArgs),
     /// Run an experiment side by side and print medians and ratios.
     Bench(bench::BenchArgs),
     /// Run the same workload under several policies and plot how they compare.
@@ -135,6 +139,7 @@ pub fn run() -> ExitCode {
         Command::Devices => devices::run(),
         Command::Train(args) => train::run(args),
         Command::Export(args) => export::run(args),
+        Command::Summary(args) => summary::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Compare(args) => compare::run(args),

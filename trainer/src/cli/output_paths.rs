@@ -355,7 +355,7 @@ fn left_as_it_was(path: &Path) -> &'static str {
 /// the way to go on; the run's error follows, and the exit status is non-zero.
 pub fn rescue(
     outputs: &OutputPaths,
-    lr: f64,
+    (flag, value): (String, String),
 ) -> impl FnOnce(&Sequential, &Trace, &ember::Error) + 'static {
     let save = outputs.save.clone();
     let recorded = outputs.recorded.clone();
@@ -395,7 +395,7 @@ pub fn rescue(
             // checkpoint's parameters may be past saving at any rate.
             Ok(Some(last)) if error.diverged() && resumed.as_ref() == Some(&last.dir) => say!(
                 "it diverged again from {}, the checkpoint it resumed: go on from it at a much \
-                 lower rate with --resume {} --lr R (this run had --lr {lr}), or train again \
+                 lower rate with --resume {} {flag}R (this run had {flag}{value}), or train again \
                  from the start in a new directory",
                 last.dir.display(),
                 dir.display()
@@ -403,7 +403,7 @@ pub fn rescue(
             // Its parameters gave a finite loss: checkpoints are kept only then.
             Ok(Some(last)) if error.diverged() => say!(
                 "its last checkpoint is {}, from before the parameters diverged: go on from it \
-                 at a lower learning rate with --resume {} --lr R (this run had --lr {lr})",
+                 at a lower learning rate with --resume {} {flag}R (this run had {flag}{value})",
                 last.dir.display(),
                 dir.display()
             ),
@@ -414,7 +414,7 @@ pub fn rescue(
             ),
             _ if error.diverged() => say!(
                 "no checkpoint in {} holds parameters that gave a finite loss: train again at a \
-                 lower learning rate (this run had --lr {lr})",
+                 lower learning rate (this run had {flag}{value})",
                 dir.display()
             ),
             _ => say!("no checkpoint of it is complete in {}", dir.display()),

@@ -8,6 +8,9 @@ use ember::optim::{Clipping, OPTIMIZERS, Schedule};
 use ember::{Error, OptimizerKind};
 
 use super::flags::Flag;
+use super::task::Task;
+use super::workload::Workload;
+use ember_trainer::fit::Watched;
 
 /// The optimizer, its options, the schedule and clipping, as given.
 #[derive(Debug, Args)]
@@ -36,9 +39,10 @@ pub struct RecipeArgs {
     pub eps: Option<f64>,
     /// The learning rate of every batch, from --lr: `cosine` (to 0 over the run, PyTorch's
     /// CosineAnnealingLR stepped per batch), `cosine:warmup=N` (first N batches rising
-    /// linearly), `step:EVERY:FACTOR` and `multistep:E1,E2,...:FACTOR` (in epochs, Gluon's
-    /// FactorScheduler and MultiFactorScheduler), `poly:POWER`, or `onecycle:MAX_LR`
-    /// (PyTorch's OneCycleLR, which ignores --lr). The trace records each batch's rate.
+    /// linearly), `step:EVERY:FACTOR` and `multistep:E1,E2,...:FACTOR` (counted in epochs, as
+    /// PyTorch's StepLR and MultiStepLR stepped per epoch), `poly:POWER` (PolynomialLR), or
+    /// `onecycle:MAX_LR` (PyTorch's OneCycleLR without its momentum cycling; it ignores --lr).
+    /// The trace records each batch's rate. A resumed run may change it, as --lr.
     #[arg(long = Flag::LR_SCHEDULE.name)]
     pub lr_schedule: Option<String>,
     /// Scale all gradients together so that their global L2 norm is at most X (PyTorch's
@@ -138,6 +142,8 @@ impl TryFrom<&RecipeArgs> for Recipe {
             })?),
             None => None,
         };
+        // `constant` is no schedule: the same run, recorded the same way.
+        let schedule = schedule.filter(|s| *s != Schedule::Constant);
         let mut clipping = Clipping::NONE;
         if let Some(norm) = args.clip_norm {
             clipping = clipping.with_global_norm(norm).map_err(|e| {
@@ -167,6 +173,18 @@ impl Recipe {
             option_of(&default, option)?,
         );
         (value != default).then(|| value.to_string())
+    }
+
+    /// The flag that sets the rate, for a run that must go on at a lower one: `--lr`, or
+    /// `--lr-schedule onecycle:` where one cycle ignores `--lr`; with this run's value.
+    pub fn rate_flag(&self, lr: f64) -> (String, String) {
+        match self.schedule {
+            Some(Schedule::OneCycle { max_lr }) => (
+                format!("{} onecycle:", Flag::LR_SCHEDULE),
+                max_lr.to_string(),
+            ),
+            _ => (format!("{} ", Flag::LR), lr.to_string()),
+        }
     }
 
     /// Whether the schedule spans the run (cosine, poly, one cycle): its rates depend on the
@@ -211,4 +229,45 @@ fn option_of(kind: &OptimizerKind, option: &str) -> Option<String> {
         _ => return None,
     };
     Some(value.to_string())
+}
+
+/// `recipe`'s schedule against a run of `epochs` of `per_epoch` steps, before anything is
+/// written: a warm-up as long as the run is refused, naming --lr-schedule.
+pub fn check_schedule(recipe: &Recipe, per_epoch: usize, epochs: usize) -> anyhow::Result<()> {
+    use ember::optim::LrSchedule;
+    let Some(schedule) = &recipe.schedule else {
+        return Ok(());
+    };
+    let steps = (per_epoch * epochs) as u64;
+    schedule.check(steps).map_err(|e| match e {
+        ember::Error::InvalidValue { reason, .. } => {
+            anyhow::anyhow!("invalid --lr-schedule {schedule}: {reason}")
+        }
+        other => other.into(),
+    })
+}
+
+/// The recipe on the run's first line, where it is not the book's plain SGD.
+pub fn recipe_words(w: &Workload) -> String {
+    if w.recipe == Recipe::default() {
+        return String::new();
+    }
+    format!(", {}", w.recipe.describe())
+}
+
+/// A metric `flag` watches must be one of the run's epoch columns.
+pub fn check_watched(flag: &str, watched: &Watched, task: &Task) -> anyhow::Result<()> {
+    let columns: &[&str] = match task {
+        Task::Classify { test: Some(_), .. } => &["loss", "train_acc", "test_acc"],
+        Task::Classify { test: None, .. } => &["loss", "train_acc"],
+        Task::Synthetic | Task::Regress { .. } => &["loss"],
+    };
+    if !columns.contains(&watched.metric.as_str()) {
+        bail!(
+            "invalid {flag} metric {:?}: this run's epochs have {}",
+            watched.metric,
+            columns.join(", ")
+        );
+    }
+    Ok(())
 }

@@ -11,7 +11,7 @@ use clap::Args;
 use ember::{Block, DeviceName, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss};
 use ember_datasets::{DataLoader, Examples};
 use ember_trainer::evaluate::accuracy;
-use ember_trainer::fit::{Fit, Target};
+use ember_trainer::fit::{EarlyStopping, Fit, ReduceLrOnPlateau, Target};
 use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
 use ember_trainer::signals;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::book_lines::BookLines;
 use super::model::ModelSpec;
 use super::output_paths::{OutputPaths, finish, rescue};
-use super::recipe::Recipe;
+use super::recipe::{check_schedule, check_watched, recipe_words};
 use super::task::{LossName, Task, wrong_loss};
 use super::workload::{Workload, WorkloadArgs, positive};
 
@@ -70,13 +70,27 @@ pub struct TrainArgs {
     checkpoint_every: Option<usize>,
     /// Go on from the newest sound checkpoint in this directory (a damaged newer one is moved
     /// aside, saying why), or from the checkpoint DIR/step-N names, with the flags of the run
-    /// that wrote it: --epochs may grow, and --lr may change (the way back from a run that
+    /// that wrote it: --epochs may grow (not under a --lr-schedule that spans the run: cosine,
+    /// poly, onecycle), and --lr and --lr-schedule may change (the way back from a run that
     /// diverged). Checkpoints keep going to that directory unless --checkpoint names another.
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Start from the parameters (safetensors) in this file.
     #[arg(long)]
     load: Option<PathBuf>,
+    /// Print each layer's output shape and parameters first, as `ember summary` does.
+    #[arg(long)]
+    summary: bool,
+    /// Stop when METRIC (`loss`, the mean training loss, or an epoch column: `train_acc`,
+    /// `test_acc`) has not improved by more than MIN_DELTA [default: 0] for PATIENCE epochs:
+    /// METRIC:PATIENCE[:MIN_DELTA]. Accuracies improve up, losses down. Read where the epoch's
+    /// metrics already are: no barrier. The last checkpoint is the stopped epoch's.
+    #[arg(long, value_name = "METRIC:PATIENCE[:MIN_DELTA]")]
+    early_stop: Option<EarlyStopping>,
+    /// Multiply the learning rate by FACTOR [default: 0.1] when METRIC has not improved for
+    /// PATIENCE epochs (PyTorch's ReduceLROnPlateau, in epochs): METRIC:PATIENCE[:FACTOR].
+    #[arg(long, value_name = "METRIC:PATIENCE[:FACTOR]")]
+    reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
@@ -100,9 +114,25 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         return Err(wrong_loss(loss, &task, &workload.data));
     }
     let model = task.model(args.model, &workload)?;
+    let watched = [
+        ("--early-stop", args.early_stop.as_ref().map(|e| &e.0)),
+        (
+            "--reduce-lr-on-plateau",
+            args.reduce_lr_on_plateau.as_ref().map(|r| &r.watched),
+        ),
+    ];
+    for (flag, watched) in watched {
+        if let Some(watched) = watched {
+            check_watched(flag, watched, &task)?;
+        }
+    }
     task.check_memory(&workload, &model, &policy_kind, epochs)?;
     let (example, classes) = task.example_and_outputs(&workload);
     outputs.recorded = super::export::recorded(&model, &example, classes);
+    if args.summary {
+        let summary = super::summary::summary(&model, &example, classes)?;
+        say!("{}", summary.to_string().trim_end());
+    }
     let picked = workload.open_devices()?;
     for (index, device) in picked.iter().enumerate() {
         match picked.len() {
@@ -120,6 +150,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         say!("{}", replicas.exchange());
     }
     let run = Run {
+        early_stop: args.early_stop,
+        reduce_lr_on_plateau: args.reduce_lr_on_plateau,
         workload: &workload,
         model: &model,
         policy,
@@ -146,6 +178,8 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
 
 /// One `ember train` run: the workload, the model, the policy, and where things go.
 struct Run<'a> {
+    early_stop: Option<EarlyStopping>,
+    reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
     workload: &'a Workload,
     model: &'a ModelSpec,
     policy: Box<dyn SyncPolicy>,
@@ -190,6 +224,7 @@ impl Run<'_> {
             let x = example.x_on(&device)?;
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
+        check_schedule(&w.recipe, w.batches, self.epochs)?;
         let fit = w.fit(net, L2Loss, &device)?;
         let outputs = self.outputs;
         let run = self.configure(fit, progress)?.run(&mut w.epochs()?)?;
@@ -255,6 +290,7 @@ impl Run<'_> {
             let x = example.x_on(&device)?;
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
+        check_schedule(&w.recipe, loader.num_batches(), self.epochs)?;
         let mut fit = w.fit(net, loss, &device)?;
         if let Some(test) = test {
             let test_eval = DataLoader::new(test, 1024)?;
@@ -291,9 +327,18 @@ impl Run<'_> {
             .epochs(self.epochs)
             .progress(progress)
             .seed(self.workload.seed)
-            .rescue(rescue(self.outputs, self.workload.lr));
+            .rescue(rescue(
+                self.outputs,
+                self.workload.recipe.rate_flag(self.workload.lr),
+            ));
         if let Some(checkpointing) = &self.outputs.checkpoint {
             fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
+        }
+        if let Some(early_stop) = self.early_stop {
+            fit = fit.callback(early_stop);
+        }
+        if let Some(reduce) = self.reduce_lr_on_plateau {
+            fit = fit.callback(reduce);
         }
         if let Some(checkpoint) = &self.outputs.resume {
             // Every flag that differs, at once: one only the checkpoint's run had (--devices
@@ -326,7 +371,7 @@ impl Run<'_> {
                 .collect();
             if !differ.is_empty() {
                 bail!(
-                    "cannot resume from {}: {}; resume with the flags of that run (only --lr \
+                    "cannot resume from {}: {}; resume with the flags of that run (only --lr and --lr-schedule \
                      may change)",
                     checkpoint.dir.display(),
                     differ.join("; ")
@@ -370,12 +415,4 @@ impl Run<'_> {
         }
         flags
     }
-}
-
-/// The recipe on the run's first line, where it is not the book's plain SGD.
-fn recipe_words(w: &Workload) -> String {
-    if w.recipe == Recipe::default() {
-        return String::new();
-    }
-    format!(", {}", w.recipe.describe())
 }

@@ -270,6 +270,29 @@ impl Workload {
         })
     }
 
+    /// The workload, for `command`, which measures ember's loop beside raw burn's plain SGD
+    /// loop: a recipe other than plain SGD is refused, naming its flags.
+    pub fn plain_sgd(self, command: &str) -> anyhow::Result<Self> {
+        let plain = Workload {
+            recipe: Recipe::default(),
+            ..self.clone()
+        };
+        let plain: Vec<_> = plain.flags().collect();
+        let given: Vec<String> = self
+            .flags()
+            .filter(|(flag, value)| !plain.iter().any(|(f, v)| f.name == flag.name && v == value))
+            .map(|(flag, _)| flag.to_string())
+            .collect();
+        if !given.is_empty() {
+            bail!(
+                "{} applies to `ember train` and `ember compare`: {command} measures the loop \
+                 beside raw burn's plain SGD, so it trains with plain SGD; leave it out",
+                given.join(", ")
+            );
+        }
+        Ok(self)
+    }
+
     /// `--device` for a command that runs on one device: `--devices` is refused, naming
     /// `command`.
     pub fn one_device(&self, command: &str) -> anyhow::Result<&DeviceSpec> {

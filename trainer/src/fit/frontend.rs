@@ -11,6 +11,7 @@ use ember::{Block, Error, Loss, Replicas, Result, StepAt};
 use ember_datasets::Batch;
 
 use super::backend::{Backend, StepLosses};
+use super::callback::Callback;
 use super::epoch::{Epoch, Evaluation, TRAIN_ACC};
 use super::progress::Progress;
 use super::resume;
@@ -49,6 +50,9 @@ where
     /// The checkpoint this run wrote last, and its steps: until a later step's loss comes
     /// back finite, nothing shows that its parameters train on.
     pub(super) last_checkpoint: Option<(std::path::PathBuf, u64)>,
+    pub(super) callbacks: Vec<Box<dyn Callback + 'a>>,
+    /// Why a callback ended the run.
+    pub(super) ended_early: Option<String>,
 }
 
 impl<B, L> Frontend<'_, B, L>
@@ -95,11 +99,12 @@ where
         let metrics = self.metrics()?;
         let record = current.record(&self.kind, end, rss_after, metrics);
         self.progress.epoch_done(&record);
+        self.callbacks_at(&record)?;
         self.trace.batches.extend(current.records);
         self.trace.epochs.push(record);
         // At the end of every epoch, or with `every`, at the end of the run: a run shorter
         // than `every` steps still leaves its checkpoint.
-        let last = epoch + 1 == self.epochs;
+        let last = epoch + 1 == self.epochs || self.ended_early.is_some();
         if self
             .checkpointing
             .as_ref()
@@ -107,7 +112,24 @@ where
         {
             self.checkpoint(&[])?;
         }
-        Ok(false)
+        Ok(self.ended_early.is_some())
+    }
+
+    /// Each callback's action on the epoch's `record`: a scaled learning rate for the steps
+    /// after it, or the run's end.
+    fn callbacks_at(&mut self, record: &crate::trace::EpochRecord) -> Result<()> {
+        for callback in &mut self.callbacks {
+            let action = callback.epoch_end(record)?;
+            if let Some((scale, why)) = action.scale_lr {
+                self.rates.base *= scale;
+                self.progress.acted(&why);
+            }
+            if let Some(why) = action.stop {
+                self.progress.acted(&why);
+                self.ended_early = Some(why);
+            }
+        }
+        Ok(())
     }
 
     /// Issues the epoch's batches from `first` on, each when the policy allows, until the data

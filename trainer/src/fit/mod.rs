@@ -41,6 +41,7 @@
 //! ```
 
 mod backend;
+mod callback;
 mod epoch;
 mod frontend;
 mod progress;
@@ -56,6 +57,7 @@ use ember::optim::LrSchedule;
 use ember::{Block, Loss, Optimizer, Replicas, Result};
 use ember_datasets::Batch;
 
+pub use callback::{Action, Callback, EarlyStopping, Goal, ReduceLrOnPlateau, Watched};
 pub use epoch::{Evaluation, Metric, TRAIN_ACC};
 pub use progress::Progress;
 pub use source::{BatchSource, SyntheticEpochs};
@@ -80,6 +82,8 @@ pub struct FitRun<B> {
     /// The signal that stopped the run before its last epoch ended (see [`crate::signals`]);
     /// `None` when it ran to the end.
     pub stopped: Option<Signal>,
+    /// Why a callback ended the run before its last epoch ([`EarlyStopping`]).
+    pub ended_early: Option<String>,
 }
 
 /// A training run, set up by name in the style of burn-train's `Learner`, then [`Fit::run`]
@@ -122,6 +126,7 @@ pub struct Fit<'a, B, L> {
     resume: Option<Checkpoint>,
     rescue: Option<Rescue<'a, B>>,
     schedule: Option<Box<dyn LrSchedule + 'a>>,
+    callbacks: Vec<Box<dyn Callback + 'a>>,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -151,6 +156,7 @@ where
             resume: None,
             rescue: None,
             schedule: None,
+            callbacks: Vec::new(),
         }
     }
 
@@ -248,6 +254,13 @@ where
         self
     }
 
+    /// Adds a callback at the end of every epoch ([`Callback`]): [`EarlyStopping`],
+    /// [`ReduceLrOnPlateau`], or one's own.
+    pub fn callback(mut self, callback: impl Callback + 'a) -> Self {
+        self.callbacks.push(Box::new(callback));
+        self
+    }
+
     /// Where progress goes (a `&mut` one works too).
     pub fn progress(mut self, progress: impl Progress + 'a) -> Self {
         self.progress = Box::new(progress);
@@ -297,20 +310,11 @@ where
     /// # Errors
     /// Any error of the data, the network's `infer`, a step (as [`ember::Error::Step`], naming
     /// the batch), an evaluation or a checkpoint.
-    pub fn run(self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
+    pub fn run(mut self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
         // Before the first batch starts rayon's or a loader's threads: glibc's settings reach
         // only threads that have not allocated yet.
         ember::kernels::keep_freed_memory();
         let device = self.replicas.main().clone();
-        if let Some(checkpointing) = &self.checkpointing {
-            checkpointing.prepare(self.resume.as_ref())?;
-        }
-        let first = data.batches(0).next().transpose()?;
-        let net = match &first {
-            Some(batch) => infer(self.net, batch, &self.replicas)?,
-            None => self.net,
-        };
-        let example_shape = first.as_ref().map(|batch| batch.x_shape[1..].to_vec());
         let total = match (&self.schedule, data.batches_per_epoch()) {
             (Some(schedule), Some(per_epoch)) => {
                 let total = (per_epoch * self.epochs) as u64;
@@ -328,6 +332,15 @@ where
             }
             (None, _) => 0,
         };
+        if let Some(checkpointing) = &self.checkpointing {
+            checkpointing.prepare(self.resume.as_ref())?;
+        }
+        let first = data.batches(0).next().transpose()?;
+        let net = match &first {
+            Some(batch) => infer(self.net, batch, &self.replicas)?,
+            None => self.net,
+        };
+        let example_shape = first.as_ref().map(|batch| batch.x_shape[1..].to_vec());
         let start = resume::start(
             net,
             self.optimizer,
@@ -335,7 +348,18 @@ where
             self.checkpointing.as_ref(),
             self.resume.as_ref(),
         )?;
-        let base = start.optimizer.learning_rate();
+        // The callbacks' state, and the rate's scalings, from the epochs already done.
+        let mut base = start.optimizer.learning_rate();
+        let mut ended_early = None;
+        for callback in &mut self.callbacks {
+            let actions = callback.replay(&start.trace.epochs)?;
+            for action in &actions {
+                base *= action.scale_lr.as_ref().map_or(1.0, |(scale, _)| *scale);
+            }
+            if let Some(why) = actions.last().and_then(|a| a.stop.clone()) {
+                ended_early = Some(why);
+            }
+        }
         let mut frontend = Frontend {
             engine: Engine::new(
                 Backend::new(start.net, start.optimizer, self.loss),
@@ -359,6 +383,8 @@ where
             start: Instant::now(),
             stopped: None,
             last_checkpoint: None,
+            callbacks: self.callbacks,
+            ended_early,
         };
         if self.warmup
             && let Some(batch) = first
@@ -370,6 +396,9 @@ where
         let mut carried = start.carried;
         let mut trained = Ok(());
         for epoch in frontend.at.epoch..self.epochs {
+            if frontend.ended_early.is_some() {
+                break;
+            }
             match frontend.epoch(data, epoch, std::mem::take(&mut carried)) {
                 Ok(false) => {}
                 Ok(true) => break,
@@ -399,6 +428,7 @@ where
             optimizer: backend.optimizer,
             trace: frontend.trace,
             stopped: frontend.stopped,
+            ended_early: frontend.ended_early,
         })
     }
 }

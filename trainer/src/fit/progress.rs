@@ -10,6 +10,8 @@ pub trait Progress {
     fn epoch_done(&mut self, _record: &EpochRecord) {}
     /// A checkpoint was written.
     fn checkpointed(&mut self, _dir: &std::path::Path) {}
+    /// A callback acted (stopped the run, scaled the learning rate), saying why.
+    fn acted(&mut self, _why: &str) {}
 }
 
 impl Progress for () {}
@@ -23,5 +25,8 @@ impl<P: Progress + ?Sized> Progress for &mut P {
     }
     fn checkpointed(&mut self, dir: &std::path::Path) {
         (**self).checkpointed(dir);
+    }
+    fn acted(&mut self, why: &str) {
+        (**self).acted(why);
     }
 }

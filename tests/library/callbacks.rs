@@ -1,0 +1,101 @@
+//! Callbacks at the end of every epoch: early stopping on an evaluation's plateau, the same
+//! stop in a run resumed from a checkpoint (the callback's state replayed from the trace), and
+//! the learning rate reduced on a plateau, as the trace's `lr` column shows.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use burn::prelude::*;
+use ember::{Block, Dense, Init, L2Loss, Optimizer, Sequential};
+use ember_datasets::Synthetic;
+use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
+use ember_trainer::fit::{EarlyStopping, Fit, FitRun, ReduceLrOnPlateau, SyntheticEpochs};
+
+/// The validation accuracy of each epoch, in turn: it stops improving after epoch 2.
+const ACCS: [f64; 10] = [0.5, 0.6, 0.6, 0.55, 0.6, 0.7, 0.8, 0.9, 0.9, 0.9];
+
+/// The network every run starts from: the same weights whatever other tests draw from the
+/// process's generator meanwhile.
+fn network(device: &Device) -> Sequential {
+    Sequential::new()
+        .add(Dense::new(1))
+        .initialize(Init::default(), device)
+        .infer_shape(Tensor::<2>::zeros([1, 3], device))
+        .unwrap()
+}
+
+/// A run of `net` for up to `epochs` epochs of 3 batches, its `val_acc` taken from `ACCS`
+/// from epoch `from` on, with `configure`'s settings.
+fn run(
+    net: &Sequential,
+    epochs: usize,
+    from: usize,
+    configure: impl FnOnce(Fit<'static, Sequential, L2Loss>) -> Fit<'static, Sequential, L2Loss>,
+) -> FitRun<Sequential> {
+    let device = Device::flex().autodiff();
+    let net = net.clone();
+    let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
+    let next = Rc::new(Cell::new(from));
+    let fit = Fit::new(net, L2Loss, optimizer, &device)
+        .epochs(epochs)
+        .evaluate("val_acc", move |_: &Sequential| {
+            let epoch = next.get();
+            next.set(epoch + 1);
+            Ok(ACCS[epoch])
+        });
+    configure(fit)
+        .run(&mut SyntheticEpochs::new(Synthetic::chapter(4, 3, 0), 3))
+        .unwrap()
+}
+
+#[test]
+fn early_stopping_ends_the_run_at_the_patiences_end_and_a_resume_ends_there_too() {
+    let net = network(&Device::flex().autodiff());
+    let stop = || "val_acc:2".parse::<EarlyStopping>().unwrap();
+    let whole = run(&net, 10, 0, |fit| fit.callback(stop()));
+    // Best 0.6 after epoch 2; epochs 3 and 4 do not beat it.
+    assert_eq!(whole.trace.epochs.len(), 4);
+    let why = whole.ended_early.clone().unwrap();
+    assert!(
+        why.contains("val_acc") && why.contains("after epoch 2"),
+        "{why}"
+    );
+
+    // Three epochs, then a resume that may go to ten: the callback's state comes back from the
+    // checkpoint's epochs, so it stops where the whole run stopped.
+    let dir = tempfile::tempdir().unwrap();
+    run(&net, 3, 0, |fit| {
+        fit.callback(stop())
+            .checkpoint(Checkpointing::new(dir.path()))
+    });
+    let last = Checkpoint::latest(dir.path()).unwrap().unwrap();
+    let resumed = run(&net, 10, 3, |fit| fit.callback(stop()).resume(last));
+    assert_eq!(resumed.trace.epochs.len(), 4);
+    assert!(resumed.ended_early.is_some());
+    let saved = |run: &FitRun<Sequential>, name: &str| {
+        let path = dir.path().join(name);
+        run.net.save_parameters(&path).unwrap();
+        std::fs::read(path).unwrap()
+    };
+    let losses = |run: &FitRun<Sequential>| -> Vec<u32> {
+        run.trace.batches.iter().map(|b| b.loss.to_bits()).collect()
+    };
+    assert_eq!(
+        losses(&resumed),
+        losses(&whole),
+        "the same steps, to the bit"
+    );
+    assert_eq!(saved(&resumed, "resumed.st"), saved(&whole, "whole.st"));
+}
+
+#[test]
+fn reduce_lr_on_plateau_scales_the_rate_of_the_steps_after_it() {
+    let reduce = "val_acc:2:0.5".parse::<ReduceLrOnPlateau>().unwrap();
+    let net = network(&Device::flex().autodiff());
+    let run = run(&net, 6, 0, |fit| fit.callback(reduce));
+    let rates: Vec<f64> = run.trace.batches.iter().map(|b| b.lr.unwrap()).collect();
+    // Epochs 3 and 4 (0.6, 0.55) do not beat 0.6: from epoch 5 on, half the rate.
+    assert_eq!(&rates[..12], &[0.01; 12]);
+    assert_eq!(&rates[12..], &[0.005; 6]);
+    assert!(run.ended_early.is_none());
+}
