@@ -9,6 +9,8 @@ from round to round. The workloads are written once, in bench/peers/workloads.py
                                  --before) run it
   mlp                            d2l's Fashion-MNIST MLP (784-256-10, batch 256, SGD 0.1)
   lenet                          d2l's LeNet on Fashion-MNIST (batch 256, SGD 0.9)
+  lenet-recipe                   the same LeNet with AdamW, cosine with warm-up, clipping and
+                                 early stopping (bench/peers/workloads.py), beside PyTorch
   resnet                         the README's small ResNet (examples/resnet.rs, batch 256, SGD
                                  0.05) beside PyTorch (no JAX peer); ember runs the example
                                  binary (`cargo build --release --example resnet`) on flex
@@ -47,7 +49,8 @@ EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
 # The examples' d2l line: `epoch  1: loss 0.5, train acc 0.8, test acc 0.8, 9.87 sec`.
 EXAMPLE_EPOCH = re.compile(r"^epoch +(\d+): loss .*test acc ([0-9.]+), ([0-9.]+) sec$")
 TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
-WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "resnet"]
+WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "lenet-recipe",
+             "resnet"]
 
 
 def commands(workload, a):
@@ -76,8 +79,18 @@ def commands(workload, a):
             before = str(Path(a.before.split()[0]).parent / "examples/resnet")
             runs["ember before"] = [before, w.FASHION_MNIST, "flex", str(a.epochs)]
         return runs | {"pytorch": peer("torch_peer.py") + [workload, "--epochs", str(a.epochs)]}
-    model, lr = {"mlp": ("mlp:256", "0.1"), "lenet": ("lenet", "0.9")}[workload]
     epochs = ["--epochs", str(a.epochs)]
+    if workload == "lenet-recipe":
+        batch_size, lr = w.settings(workload)
+        r = w.RECIPE
+        flags = ["--data", "fashion-mnist", "--model", "lenet", "--loss", "softmax-ce",
+                 "--batch-size", str(batch_size), "--optimizer", "adamw", "--lr", str(lr),
+                 "--lr-schedule", f"cosine:warmup={r['warmup']}", "--clip-norm",
+                 str(r["clip_norm"]), "--early-stop", f"test_acc:{r['patience']}"] + epochs
+        return {name: cmd + flags for name, cmd in embers.items()} | {
+            "pytorch": peer("torch_peer.py") + [workload] + epochs,
+        }
+    model, lr = {"mlp": ("mlp:256", "0.1"), "lenet": ("lenet", "0.9")}[workload]
     flags = ["--data", "fashion-mnist", "--model", model, "--loss", "softmax-ce", "--lr", lr,
              "--batch-size", "256"] + epochs
     return {name: cmd + flags for name, cmd in embers.items()} | {
@@ -153,12 +166,17 @@ def main():
 
     print(f"\nmedians over {a.rounds} interleaved round(s) (epochs after each run's first); ratios "
           f"are ember / peer (below 1: ember is faster), per-round ratios in brackets\n")
-    print("| workload | framework | time per epoch | whole process | epoch ratio | process ratio |")
-    print("|---|---|---|---|---|---|")
+    print("| workload | framework | time per epoch | whole process | epoch ratio | process ratio "
+          "| epochs run | last test acc |")
+    print("|---|---|---|---|---|---|---|---|")
     for w in workloads:
         per = results[w]
         epoch = {n: statistics.median(t for times, _, _ in rs for t in times) for n, rs in per.items()}
         wall = {n: statistics.median(wl for _, _, wl in rs) for n, rs in per.items()}
+        # Medians over rounds of how many epochs each run trained (early stopping ends some
+        # sooner) and of its last test accuracy.
+        ran = {n: statistics.median(len(accs) for _, accs, _ in rs) for n, rs in per.items()}
+        last = {n: [accs[-1] for _, accs, _ in rs if accs] for n, rs in per.items()}
         for name in per:
             if name == "ember":
                 ratio = wall_ratio = ""
@@ -168,7 +186,10 @@ def main():
                 ratio = (f"{epoch['ember'] / epoch[name]:.3f} "
                          f"[{' '.join(f'{x:.2f}' for x in rounds)}]")
                 wall_ratio = f"{wall['ember'] / wall[name]:.3f}"
-            print(f"| {w} | {name} | {epoch[name]:.3f} s | {wall[name]:.1f} s | {ratio} | {wall_ratio} |")
+            acc = f"{statistics.median(last[name]):.4f}" if last[name] else ""
+            epochs_run = f"{ran[name]:g}" if last[name] else ""
+            print(f"| {w} | {name} | {epoch[name]:.3f} s | {wall[name]:.1f} s | {ratio} | "
+                  f"{wall_ratio} | {epochs_run} | {acc} |")
 
 
 if __name__ == "__main__":

@@ -105,7 +105,17 @@ def classify(args, images):
             if isinstance(m, nn.Linear):
                 nn.init.normal_(m.weight, std=0.01)
                 nn.init.zeros_(m.bias)
-    opt = torch.optim.SGD(net.parameters(), lr=lr)
+    recipe = args.workload == "lenet-recipe"
+    if recipe:
+        opt = torch.optim.AdamW(net.parameters(), lr=lr)
+        warmup, steps = w.RECIPE["warmup"], args.epochs * -(-len(train_x) // batch_size)
+        schedule = torch.optim.lr_scheduler.SequentialLR(opt, [
+            torch.optim.lr_scheduler.LinearLR(opt, 1 / warmup, 1.0, warmup - 1),
+            torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps - warmup),
+        ], milestones=[warmup])
+        best, waited = None, 0
+    else:
+        opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     warm_up(net, loss_fn, train_x[:batch_size], train_y[:batch_size])
     for epoch in range(args.epochs):
@@ -120,7 +130,11 @@ def classify(args, images):
             l = loss_fn(y_hat, y)
             opt.zero_grad()
             l.backward()
+            if recipe:
+                nn.utils.clip_grad_norm_(net.parameters(), w.RECIPE["clip_norm"])
             opt.step()
+            if recipe:
+                schedule.step()
             total += l.item()
             correct += (y_hat.argmax(1) == y).sum().item()
             batches += 1
@@ -129,6 +143,14 @@ def classify(args, images):
         with torch.no_grad():
             acc = (net(test_x).argmax(1) == test_y).float().mean().item()
         w.report(epoch, seconds, total / batches, correct / len(order), acc)
+        if recipe:
+            if best is None or acc > best:
+                best, waited = acc, 0
+            else:
+                waited += 1
+                if waited == w.RECIPE["patience"]:
+                    print(f"early stop after epoch {epoch + 1} (best test_acc {best:.4f})")
+                    break
 
 
 def banner(args):

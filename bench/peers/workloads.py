@@ -11,6 +11,11 @@ Workloads (the same as `bench/peers.py` runs in ember):
            softmax cross-entropy, a fresh shuffle each epoch.
   lenet    d2l's LeNet (7.6) on Fashion-MNIST: sigmoid, average pooling, Xavier
            initialization, batch 256, SGD at 0.9.
+  lenet-recipe
+           the same LeNet with a training recipe: AdamW at 0.003 (PyTorch's defaults, weight
+           decay 0.01), a linear warm-up of 100 batches then cosine to 0 over the run, stepped
+           every batch, the gradients' global norm clipped to 1, and early stopping when the
+           test accuracy has not improved for 2 epochs. PyTorch only.
   resnet   the README's small ResNet (examples/resnet.rs, d2l 8.6's Residual): Conv 8 3x3,
            BatchNorm, ReLU, Residual(8), Residual(16, 1x1 conv, stride 2), global average
            pooling, Dense 10; Xavier initialization, batch 256, SGD at 0.05. PyTorch only.
@@ -38,12 +43,12 @@ def main(name, banner, chapter, classify):
     if args.workload == "chapter":
         chapter(args)
     else:
-        classify(args, images=args.workload in ("lenet", "resnet"))
+        classify(args, images=args.workload in ("lenet", "lenet-recipe", "resnet"))
 
 
 def arguments(name):
     p = argparse.ArgumentParser(description=f"{name}: the peers' workloads (bench/peers/workloads.py)")
-    p.add_argument("workload", choices=["chapter", "mlp", "lenet", "resnet"])
+    p.add_argument("workload", choices=["chapter", "mlp", "lenet", "lenet-recipe", "resnet"])
     p.add_argument("--sync", default="barrier", choices=["barrier", "none"])
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batches", type=int, default=150, help="chapter: batches per epoch")
@@ -54,7 +59,12 @@ def arguments(name):
 
 def settings(workload):
     """Batch size and learning rate, as `bench/peers.py` passes them to ember."""
-    return {"chapter": (1024, 0.01), "mlp": (256, 0.1), "lenet": (256, 0.9), "resnet": (256, 0.05)}[workload]
+    return {"chapter": (1024, 0.01), "mlp": (256, 0.1), "lenet": (256, 0.9),
+            "lenet-recipe": (256, 0.003), "resnet": (256, 0.05)}[workload]
+
+
+# lenet-recipe's warm-up batches, global norm and patience, as `bench/peers.py` gives them.
+RECIPE = {"warmup": 100, "clip_norm": 1.0, "patience": 2}
 
 
 class Chapter:
