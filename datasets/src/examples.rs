@@ -156,6 +156,19 @@ impl Examples {
         )
     }
 
+    /// The examples at `indices`, in that order, as examples of their own.
+    pub(crate) fn subset(&self, indices: &[usize]) -> Examples {
+        let batch = self.batch(indices);
+        Examples {
+            x: batch.x,
+            features: self.features,
+            shape: self.shape.clone(),
+            y: batch.y,
+            outputs: self.outputs,
+            classes: self.classes,
+        }
+    }
+
     /// The examples at `indices`, in that order, as one host batch.
     pub fn batch(&self, indices: &[usize]) -> Batch {
         let mut x = Vec::with_capacity(indices.len() * self.features);

@@ -23,6 +23,7 @@ pub mod idx;
 mod input;
 pub mod loader;
 pub mod npy;
+mod split;
 pub mod synthetic;
 
 pub use batch::Batch;

@@ -263,7 +263,10 @@ fn summary_of_lenet_gives_pytorchs_shapes_and_parameters() {
         "{out}"
     );
     assert!(out.contains("Parameters: 41"), "{out}");
-    fails_with(&["summary", "--model", "lenet", "--input", "1,3,3"], "");
+    fails_with(
+        &["summary", "--model", "lenet", "--input", "1,3,3"],
+        "layer 2: Conv2D",
+    );
     fails_with(
         &["summary", "--model", "lenet", "--outputs", "0"],
         "--outputs 0",
@@ -300,5 +303,127 @@ fn early_stop_ends_the_run_saying_why_and_bad_specs_are_refused() {
     fails_with(
         &args(&TINY, &["--reduce-lr-on-plateau", "loss:2:1.5"]),
         "--reduce-lr-on-plateau",
+    );
+}
+
+#[test]
+fn a_validation_split_is_held_out_and_watched() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two classes, the sign of the first feature, 200 rows.
+    let csv = dir.path().join("table.csv");
+    let rows: Vec<String> = (0..200)
+        .map(|i| {
+            let a = ((i * 37 % 101) as f32 / 50.0) - 1.0;
+            format!("{a},{},{}", (i % 7) as f32 / 7.0, u8::from(a > 0.0))
+        })
+        .collect();
+    std::fs::write(&csv, format!("a,b,label\n{}\n", rows.join("\n"))).unwrap();
+    let data = format!("csv:{}", csv.display());
+    let run = |more: &[&str]| {
+        let mut args = vec![
+            "train",
+            "--device",
+            "flex",
+            "--data",
+            &data,
+            "--classes",
+            "2",
+        ];
+        args.extend_from_slice(&["--model", "mlp:16", "--lr", "0.5", "--batch-size", "20"]);
+        args.extend_from_slice(more);
+        args.iter().map(|a| a.to_string()).collect::<Vec<String>>()
+    };
+    let watched = run(&[
+        "--valid-split",
+        "0.25",
+        "--epochs",
+        "10",
+        "--early-stop",
+        "valid_loss:20",
+    ]);
+    let argv: Vec<&str> = watched.iter().map(String::as_str).collect();
+    let out = succeeds(&argv);
+    assert!(out.contains("150 train, 50 valid examples"), "{out}");
+    let last = out.lines().rfind(|l| l.contains("valid_acc")).unwrap();
+    assert!(last.contains("valid_loss "), "{last}");
+    let acc: f64 = last.split("valid_acc ").nth(1).unwrap()[..6]
+        .parse()
+        .unwrap();
+    assert!(acc > 0.8, "held-out examples of a separable table: {last}");
+    // The same seed, the same split: the run is reproducible to the printed digit.
+    let again = succeeds(&argv);
+    let valid = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.contains("valid_acc"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(valid(&again), valid(&out));
+    for (more, needle) in [
+        (&["--valid-split", "1.5"][..], "invalid --valid-split 1.5"),
+        (
+            &["--valid-split", "0.001"][..],
+            "holds out 0, leaving a part empty",
+        ),
+        (
+            &["--early-stop", "valid_acc:2"][..],
+            "this run's epochs have loss, train_acc",
+        ),
+    ] {
+        let bad = run(more);
+        fails_with(&bad.iter().map(String::as_str).collect::<Vec<_>>(), needle);
+    }
+    fails_with(
+        &args(&TINY, &["--valid-split", "0.2"]),
+        "--valid-split applies to",
+    );
+}
+
+#[test]
+fn callbacks_are_part_of_what_a_resume_must_match_and_a_stopped_run_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let ck = ck.to_str().unwrap();
+    let stop = [
+        "--early-stop",
+        "loss:1:1000",
+        "--epochs",
+        "5",
+        "--checkpoint",
+        ck,
+    ];
+    succeeds(&args(&TINY, &stop));
+    // Stopped after epoch 2; a resume with more epochs replays the stop and trains nothing.
+    let out = succeeds(&args(
+        &TINY,
+        &[
+            "--early-stop",
+            "loss:1:1000",
+            "--epochs",
+            "9",
+            "--resume",
+            ck,
+        ],
+    ));
+    assert!(
+        out.contains("before this resume: nothing more to train"),
+        "{out}"
+    );
+    let err = fails_with(
+        &args(&TINY, &["--epochs", "9", "--resume", ck]),
+        "--early-stop",
+    );
+    assert!(err.contains("this one has no --early-stop"), "{err}");
+    fails_with(
+        &args(
+            &TINY,
+            &[
+                "--lr-schedule",
+                "onecycle:0.1",
+                "--reduce-lr-on-plateau",
+                "loss:1",
+            ],
+        ),
+        "--reduce-lr-on-plateau scales --lr, which --lr-schedule onecycle:0.1 ignores",
     );
 }

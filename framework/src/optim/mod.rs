@@ -2,6 +2,7 @@
 //! name ([`OptimizerKind`]), gradient [`Clipping`], and learning-rate schedules
 //! ([`LrSchedule`]).
 
+mod build;
 pub mod clip;
 pub mod kind;
 pub mod optimizer;

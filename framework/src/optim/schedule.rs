@@ -54,6 +54,12 @@ pub trait LrSchedule: fmt::Debug + Send {
         let _ = total;
         Ok(())
     }
+
+    /// Whether the rates depend on the run's total steps ([`ScheduleAt::total`]); a schedule
+    /// that does not can run on data whose length is unknown.
+    fn spans_run(&self) -> bool {
+        true
+    }
 }
 
 /// The built-in schedules, as `--lr-schedule` spells them.
@@ -69,8 +75,8 @@ pub enum Schedule {
         /// Warm-up steps.
         warmup: u64,
     },
-    /// `step:EVERY:FACTOR`: the rate is multiplied by FACTOR every EVERY epochs (Gluon's
-    /// `FactorScheduler`, PyTorch's `StepLR` stepped per epoch).
+    /// `step:EVERY:FACTOR`: the rate is multiplied by FACTOR every EVERY epochs (PyTorch's
+    /// `StepLR` stepped per epoch; Gluon's `FactorScheduler` counts updates instead).
     Step {
         /// Epochs between two reductions.
         every: usize,
@@ -127,6 +133,13 @@ impl LrSchedule for Schedule {
             Schedule::Poly { power } => base * (1.0 - (t / total).min(1.0)).powf(*power),
             Schedule::OneCycle { max_lr } => one_cycle(*max_lr, t, total),
         }
+    }
+
+    fn spans_run(&self) -> bool {
+        !matches!(
+            self,
+            Schedule::Constant | Schedule::Step { .. } | Schedule::MultiStep { .. }
+        )
     }
 
     fn check(&self, total: u64) -> Result<()> {

@@ -95,6 +95,9 @@ impl Flag {
         w.recipe.clipping.value.map(|v| v.to_string())
     });
     pub const SEED: Flag = Flag::new("seed", Resume::Value, |w| Some(w.seed.to_string()));
+    pub const VALID_SPLIT: Flag = Flag::new("valid-split", Resume::Value, |w| {
+        w.valid_split.map(|f| f.to_string())
+    });
     /// Not recorded: checkpoints have never held it, and a new key would refuse to resume the
     /// ones written so far.
     pub const CLASSES: Flag = Flag::new("classes", Resume::Nothing, |w| {
@@ -137,6 +140,7 @@ impl Flag {
         Self::CLIP_NORM,
         Self::CLIP_VALUE,
         Self::SEED,
+        Self::VALID_SPLIT,
         Self::CLASSES,
         Self::BATCHES,
         Self::FEATURES,
@@ -196,7 +200,7 @@ mod tests {
                              --nesterov true --wd 0.001 --lr-schedule cosine:warmup=5 \
                              --clip-norm 1";
     const CSV: &str = "--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1 \
-                       --classes 3 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 \
+                       --valid-split 0.2 --classes 3 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 \
                        --clip-value 0.5";
 
     #[test]
@@ -256,7 +260,7 @@ mod tests {
             parse(CSV).unwrap().description(opened),
             pairs(
                 "--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1 \
-                 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 --clip-value 0.5"
+                 --valid-split 0.2 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 --clip-value 0.5"
             )
         );
     }

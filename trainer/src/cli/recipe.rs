@@ -190,10 +190,8 @@ impl Recipe {
     /// Whether the schedule spans the run (cosine, poly, one cycle): its rates depend on the
     /// number of epochs, which a resumed run must then keep.
     pub fn spans_run(&self) -> bool {
-        matches!(
-            self.schedule,
-            Some(Schedule::Cosine { .. } | Schedule::Poly { .. } | Schedule::OneCycle { .. })
-        )
+        use ember::optim::LrSchedule;
+        self.schedule.as_ref().is_some_and(LrSchedule::spans_run)
     }
 
     /// The recipe in a few words: `adamw(...), cosine, clip norm 1`.
@@ -256,12 +254,25 @@ pub fn recipe_words(w: &Workload) -> String {
 }
 
 /// A metric `flag` watches must be one of the run's epoch columns.
-pub fn check_watched(flag: &str, watched: &Watched, task: &Task) -> anyhow::Result<()> {
-    let columns: &[&str] = match task {
-        Task::Classify { test: Some(_), .. } => &["loss", "train_acc", "test_acc"],
-        Task::Classify { test: None, .. } => &["loss", "train_acc"],
-        Task::Synthetic | Task::Regress { .. } => &["loss"],
-    };
+pub fn check_watched(
+    flag: &str,
+    watched: &Watched,
+    task: &Task,
+    valid: bool,
+) -> anyhow::Result<()> {
+    let mut columns = vec!["loss"];
+    if let Task::Classify { test, .. } = task {
+        columns.push("train_acc");
+        if test.is_some() {
+            columns.push("test_acc");
+        }
+        if valid {
+            columns.push("valid_acc");
+        }
+    }
+    if valid {
+        columns.push("valid_loss");
+    }
     if !columns.contains(&watched.metric.as_str()) {
         bail!(
             "invalid {flag} metric {:?}: this run's epochs have {}",

@@ -10,7 +10,7 @@ use burn::tensor::Device;
 use clap::Args;
 use ember::{Block, DeviceName, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss};
 use ember_datasets::{DataLoader, Examples};
-use ember_trainer::evaluate::accuracy;
+use ember_trainer::evaluate::{accuracy, mean_loss};
 use ember_trainer::fit::{EarlyStopping, Fit, ReduceLrOnPlateau, Target};
 use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
 use ember_trainer::signals;
@@ -121,9 +121,17 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             args.reduce_lr_on_plateau.as_ref().map(|r| &r.watched),
         ),
     ];
+    if args.reduce_lr_on_plateau.is_some()
+        && let Some(schedule @ ember::optim::Schedule::OneCycle { .. }) = &workload.recipe.schedule
+    {
+        bail!(
+            "--reduce-lr-on-plateau scales --lr, which --lr-schedule {schedule} ignores: \
+             leave one of them out"
+        );
+    }
     for (flag, watched) in watched {
         if let Some(watched) = watched {
-            check_watched(flag, watched, &task)?;
+            check_watched(flag, watched, &task, workload.valid_split.is_some())?;
         }
     }
     task.check_memory(&workload, &model, &policy_kind, epochs)?;
@@ -243,14 +251,25 @@ impl Run<'_> {
         test: Option<Examples>,
     ) -> anyhow::Result<()>
     where
-        L: Loss + Send + Sync + 'static,
+        L: Loss + Clone + Send + Sync + 'static,
         L::Target: Target,
     {
         let w = self.workload;
+        let (train, valid) = match w.valid_split {
+            Some(share) => {
+                let (train, valid) = train.split(share, w.seed)?;
+                (train, Some(valid))
+            }
+            None => (train, None),
+        };
         say!(
-            "training on {}: {} train{} examples of shape {:?}; {}, batch {}, lr {}{}, policy {}, {} epoch(s)",
+            "training on {}: {} train{}{} examples of shape {:?}; {}, batch {}, lr {}{}, policy {}, {} epoch(s)",
             w.data,
             train.len(),
+            valid
+                .as_ref()
+                .map(|v| format!(", {} valid", v.len()))
+                .unwrap_or_default(),
             test.as_ref()
                 .map(|t| format!(", {} test", t.len()))
                 .unwrap_or_default(),
@@ -291,7 +310,21 @@ impl Run<'_> {
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
         check_schedule(&w.recipe, loader.num_batches(), self.epochs)?;
-        let mut fit = w.fit(net, loss, &device)?;
+        let mut fit = w.fit(net, loss.clone(), &device)?;
+        if let Some(valid) = valid {
+            let classes = valid.classes().is_some();
+            let valid = std::rc::Rc::new(DataLoader::new(valid, 1024)?);
+            let (d, data) = (self.device.clone(), valid.clone());
+            fit = fit.evaluate("valid_loss", move |net: &Sequential| {
+                mean_loss(net, &loss, &data, &d)
+            });
+            if classes {
+                let d = self.device.clone();
+                fit = fit.evaluate("valid_acc", move |net: &Sequential| {
+                    accuracy(net, &valid, &d)
+                });
+            }
+        }
         if let Some(test) = test {
             let test_eval = DataLoader::new(test, 1024)?;
             let d = self.device.clone();
@@ -346,9 +379,15 @@ impl Run<'_> {
             let before = checkpoint.description();
             let flags: std::collections::BTreeSet<&String> =
                 before.keys().chain(description.keys()).collect();
+            // --epochs is recorded under a schedule spanning the run only: a change to another
+            // schedule (which --lr-schedule may make) is not a change of --epochs.
             let (changed, differ): (Vec<&String>, Vec<&String>) = flags
                 .into_iter()
                 .filter(|flag| before.get(*flag) != description.get(*flag))
+                .filter(|flag| {
+                    *flag != "--epochs"
+                        || (before.contains_key(*flag) && description.contains_key(*flag))
+                })
                 .partition(|flag| {
                     super::flags::changeable(flag)
                         && before.contains_key(*flag)
@@ -412,6 +451,13 @@ impl Run<'_> {
         // A schedule over the whole run gives other rates to a run of other length.
         if self.workload.recipe.spans_run() {
             flags.insert("--epochs".to_string(), self.epochs.to_string());
+        }
+        // The callbacks' state is replayed from the checkpoint's epochs: the same callbacks.
+        if let Some(early_stop) = &self.early_stop {
+            flags.insert("--early-stop".to_string(), early_stop.to_string());
+        }
+        if let Some(reduce) = &self.reduce_lr_on_plateau {
+            flags.insert("--reduce-lr-on-plateau".to_string(), reduce.to_string());
         }
         flags
     }

@@ -61,6 +61,11 @@ pub struct WorkloadArgs {
     /// column, an optional header); or `npy:X.npy,Y.npy` (features of any shape, targets).
     #[arg(long = Flag::DATA.name, default_value = "synthetic")]
     pub data: DataSpec,
+    /// Hold out this share of the training examples (a shuffle seeded by --seed) as a
+    /// validation set: each epoch prints its valid_loss (and valid_acc for classes), which
+    /// --early-stop and --reduce-lr-on-plateau can watch. Not for synthetic data.
+    #[arg(long = Flag::VALID_SPLIT.name, allow_negative_numbers = true)]
+    pub valid_split: Option<f64>,
     /// With `csv:` or `npy:` data: the targets are class indices in 0..N (softmax
     /// cross-entropy); without it they are values to regress (L2).
     #[arg(long = Flag::CLASSES.name)]
@@ -130,6 +135,8 @@ pub struct Workload {
     pub seed: u64,
     /// With csv or npy data: the number of classes.
     pub classes: Option<usize>,
+    /// `--valid-split`: the share of the training examples held out.
+    pub valid_split: Option<f64>,
     /// The optimizer, its schedule and clipping.
     pub recipe: Recipe,
     /// The flags given that only synthetic data reads (`--features`, …).
@@ -166,6 +173,21 @@ impl TryFrom<WorkloadArgs> for Workload {
                 args.data
             );
         }
+        if let Some(split) = args.valid_split {
+            if data == DataSpec::Synthetic {
+                bail!(
+                    "{} applies to fashion-mnist:, csv: and npy: data: synthetic data draws new \
+                     batches every epoch",
+                    Flag::VALID_SPLIT
+                );
+            }
+            if !(split > 0.0 && split < 1.0) {
+                bail!(
+                    "invalid {} {split}: the share held out must lie in (0, 1)",
+                    Flag::VALID_SPLIT
+                );
+            }
+        }
         if let Some(classes) = args.classes {
             if !matches!(data, DataSpec::Csv(_) | DataSpec::Npy(..)) {
                 bail!(
@@ -197,6 +219,7 @@ impl TryFrom<WorkloadArgs> for Workload {
             lr: args.lr,
             seed: args.seed,
             classes: args.classes,
+            valid_split: args.valid_split,
             recipe,
             synthetic_flags,
         })
@@ -218,6 +241,7 @@ impl Workload {
             lr: 0.01,
             seed: 0,
             classes: None,
+            valid_split: None,
             recipe: Recipe::default(),
             synthetic_flags: Vec::new(),
         }

@@ -139,8 +139,9 @@ impl Watched {
         })
     }
 
-    /// Takes `epoch`: whether the patience ran out, with the reason.
-    fn ran_out(&mut self, epoch: &EpochRecord) -> Result<Option<String>> {
+    /// Takes `epoch`: whether `bad` epochs without improvement have now passed, with the
+    /// reason.
+    fn ran_out(&mut self, epoch: &EpochRecord, bad: usize) -> Result<Option<String>> {
         let value = self.value(epoch)?;
         let better = match self.best {
             None => true,
@@ -155,16 +156,15 @@ impl Watched {
             return Ok(None);
         }
         self.waited += 1;
-        if self.waited < self.patience {
+        if self.waited < bad {
             return Ok(None);
         }
         self.waited = 0;
         let (best, at) = self.best.unwrap_or((value, epoch.epoch));
         Ok(Some(format!(
-            "{} has not improved by more than {} for {} epoch(s) (best {best:.4} after epoch {})",
+            "{} has not improved by more than {} for {bad} epoch(s) (best {best:.4} after epoch {})",
             self.metric,
             self.min_delta,
-            self.patience,
             at + 1
         )))
     }
@@ -234,15 +234,18 @@ impl fmt::Display for EarlyStopping {
 
 impl Callback for EarlyStopping {
     fn epoch_end(&mut self, epoch: &EpochRecord) -> Result<Action> {
-        Ok(match self.0.ran_out(epoch)? {
+        let patience = self.0.patience;
+        Ok(match self.0.ran_out(epoch, patience)? {
             Some(why) => Action::stop(format!("early stop: {why}")),
             None => Action::go_on(),
         })
     }
 }
 
-/// Multiplies the learning rate by `factor` when a metric has not improved for `patience`
-/// epochs (PyTorch's `ReduceLROnPlateau`, counted in epochs, with threshold 0).
+/// Multiplies the learning rate by `factor` when a metric has gone more than `patience` epochs
+/// without improving, as PyTorch's `ReduceLROnPlateau` does (after `patience + 1` bad epochs;
+/// its mode from the metric's name, its threshold 0 rather than PyTorch's relative 1e-4, no
+/// cooldown, no minimum rate).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReduceLrOnPlateau {
     /// The watched metric.
@@ -280,7 +283,8 @@ impl fmt::Display for ReduceLrOnPlateau {
 
 impl Callback for ReduceLrOnPlateau {
     fn epoch_end(&mut self, epoch: &EpochRecord) -> Result<Action> {
-        Ok(match self.watched.ran_out(epoch)? {
+        let bad = self.watched.patience + 1;
+        Ok(match self.watched.ran_out(epoch, bad)? {
             Some(why) => Action {
                 stop: None,
                 scale_lr: Some((

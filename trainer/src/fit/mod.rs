@@ -321,6 +321,7 @@ where
                 schedule.check(total)?;
                 total
             }
+            (Some(schedule), None) if !schedule.spans_run() => 0,
             (Some(schedule), None) => {
                 return Err(ember::Error::InvalidValue {
                     name: "learning-rate schedule",
@@ -349,7 +350,8 @@ where
             self.resume.as_ref(),
         )?;
         // The callbacks' state, and the rate's scalings, from the epochs already done.
-        let mut base = start.optimizer.learning_rate();
+        let given = start.optimizer.learning_rate();
+        let mut base = given;
         let mut ended_early = None;
         for callback in &mut self.callbacks {
             let actions = callback.replay(&start.trace.epochs)?;
@@ -359,6 +361,15 @@ where
             if let Some(why) = actions.last().and_then(|a| a.stop.clone()) {
                 ended_early = Some(why);
             }
+        }
+        if base != given {
+            self.progress.acted(&format!(
+                "learning rate {base}: {given} as the callbacks scaled it before this resume"
+            ));
+        }
+        if let Some(why) = &ended_early {
+            self.progress
+                .acted(&format!("{why}, before this resume: nothing more to train"));
         }
         let mut frontend = Frontend {
             engine: Engine::new(
