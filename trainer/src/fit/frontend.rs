@@ -99,9 +99,10 @@ where
         let metrics = self.metrics()?;
         let record = current.record(&self.kind, end, rss_after, metrics);
         self.progress.epoch_done(&record);
-        self.callbacks_at(&record)?;
+        // In the trace first: a callback that fails leaves the epoch's records to the rescue.
         self.trace.batches.extend(current.records);
-        self.trace.epochs.push(record);
+        self.trace.epochs.push(record.clone());
+        self.callbacks_at(&record)?;
         // At the end of every epoch, or with `every`, at the end of the run: a run shorter
         // than `every` steps still leaves its checkpoint.
         let last = epoch + 1 == self.epochs || self.ended_early.is_some();
