@@ -5,6 +5,8 @@ mod common;
 
 #[path = "library/callbacks.rs"]
 mod callbacks;
+#[path = "library/schedules.rs"]
+mod schedules;
 
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;

@@ -16,7 +16,7 @@ const ACCS: [f64; 10] = [0.5, 0.6, 0.6, 0.55, 0.6, 0.7, 0.8, 0.9, 0.9, 0.9];
 
 /// The network every run starts from: the same weights whatever other tests draw from the
 /// process's generator meanwhile.
-fn network(device: &Device) -> Sequential {
+pub fn network(device: &Device) -> Sequential {
     Sequential::new()
         .add(Dense::new(1))
         .initialize(Init::default(), device)

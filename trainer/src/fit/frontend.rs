@@ -185,7 +185,7 @@ where
             .seed
             .map(|seed| ember::random::derive(seed, self.at.steps));
         let replicas = self.replicas.clone();
-        let rate = self.rates.of(self.at.steps, current.epoch);
+        let rate = self.rates.of(self.at.steps, current.epoch)?;
         let handle = self
             .engine
             .issue(move |backend: &mut Backend<B, L>| backend.step(batch, &replicas, seed, rate));
@@ -319,17 +319,30 @@ pub(super) struct Rates<'a> {
 
 impl Rates<'_> {
     /// The rate of step `step` (from 0), in epoch `epoch`.
-    fn of(&self, step: u64, epoch: usize) -> f64 {
-        match &self.schedule {
-            Some(schedule) => schedule.rate(
-                self.base,
-                ScheduleAt {
-                    step,
-                    epoch,
-                    total: self.total,
-                },
-            ),
-            None => self.base,
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a schedule (a user's own) that gives a rate that is not a
+    /// finite number, 0 or more, naming the schedule and the step.
+    fn of(&self, step: u64, epoch: usize) -> Result<f64> {
+        let Some(schedule) = &self.schedule else {
+            return Ok(self.base);
+        };
+        let at = ScheduleAt {
+            step,
+            epoch,
+            total: self.total,
+        };
+        let rate = schedule.rate(self.base, at);
+        if !(rate.is_finite() && rate >= 0.0) {
+            return Err(Error::InvalidValue {
+                name: "learning rate",
+                value: rate.to_string(),
+                reason: format!(
+                    "the schedule {schedule:?} gave it for step {step} (epoch {epoch}); a rate \
+                     must be a finite number, 0 or more"
+                ),
+            });
         }
+        Ok(rate)
     }
 }
