@@ -14,8 +14,9 @@ from round to round. The workloads are written once, in bench/peers/workloads.py
   resnet                         the README's small ResNet (examples/resnet.rs, batch 256, SGD
                                  0.05) beside PyTorch (no JAX peer); ember runs the example
                                  binary (`cargo build --release --example resnet`) on flex
-ember runs as a user runs it: `ember train` with no `--device` (the CPU default `auto`
-picks). Raw burn is `ember bench one --config raw`: the chapter's MLP written straight
+`--device` names where everything runs: `cpu` (ember on flex, the peers on the CPU), `cuda`
+(ember, PyTorch and JAX on the first NVIDIA card) or `wgpu` (ember through wgpu's Vulkan on the
+card, the peers on CUDA). ember runs as a user runs it: `ember train --device D`. Raw burn is `ember bench one --config raw`: the chapter's MLP written straight
 against burn, its data made by the same `Synthetic` batches as ember's.
 
 It prints every run, then per workload the medians of the training time per epoch (over
@@ -25,10 +26,12 @@ the whole process's wall time, and the ratios ember/PyTorch, ember/JAX and ember
 those medians, with the per-round ratios.
 
 Not part of CI. Needs PyTorch and JAX (`python3 -m venv v && v/bin/pip install torch jax
-jaxlib numpy`), Debian's data set (`apt-get install dataset-fashion-mnist`), and a release
-build (`cargo build --release`).
+jaxlib numpy`), Debian's data set (`apt-get install dataset-fashion-mnist`, or `--data-dir`),
+and a release build (`cargo build --release`; with `--features ember-trainer/cuda` for cuda).
+On a GPU machine, bench/gpu/run.sh runs it (bench/gpu/README.md).
 
 Run: v/bin/python bench/peers.py [--rounds 3] [--epochs 3] [--workloads chapter-barrier,...]
+         [--device cpu|cuda|wgpu]
 """
 import argparse
 import json
@@ -49,17 +52,19 @@ EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
 # The examples' d2l line: `epoch  1: loss 0.5, train acc 0.8, test acc 0.8, 9.87 sec`.
 EXAMPLE_EPOCH = re.compile(r"^epoch +(\d+): loss .*test acc ([0-9.]+), ([0-9.]+) sec$")
 TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
+DATA = w.FASHION_MNIST
 WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "lenet-recipe",
              "resnet"]
 
 
 def commands(workload, a):
     """The command of each framework on `workload`: {name: argv}."""
-    peer = lambda script: [a.python, str(ROOT / "bench/peers" / script)]
-    embers = {"ember": [a.ember, "train"] + a.ember_args}
+    peer = lambda script: [a.python, str(ROOT / "bench/peers" / script), "--device", a.peer_device]
+    on = ["--device", a.ember_device]
+    embers = {"ember": [a.ember, "train"] + on + a.ember_args}
     if a.before:
         before = a.before.split()
-        embers["ember before"] = before[:1] + ["train"] + before[1:]
+        embers["ember before"] = before[:1] + ["train"] + (on if "--device" not in before else []) + before[1:]
     if workload.startswith("chapter"):
         sync = workload.split("-")[1]
         flags = ["chapter", "--sync", sync]
@@ -70,38 +75,44 @@ def commands(workload, a):
                 "jax": peer("jax_peer.py") + flags,
             }
         if sync == "barrier":
-            runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + a.ember_args
+            runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + on + a.ember_args
         return runs
     if workload == "resnet":
         example = str(Path(a.ember).parent / "examples/resnet")
-        runs = {"ember": [example, w.FASHION_MNIST, "flex", str(a.epochs)]}
+        runs = {"ember": [example, a.data_dir, a.ember_device, str(a.epochs)]}
         if a.before:
             before = str(Path(a.before.split()[0]).parent / "examples/resnet")
-            runs["ember before"] = [before, w.FASHION_MNIST, "flex", str(a.epochs)]
-        return runs | {"pytorch": peer("torch_peer.py") + [workload, "--epochs", str(a.epochs)]}
+            runs["ember before"] = [before, a.data_dir, a.ember_device, str(a.epochs)]
+        return runs | {"pytorch": peer("torch_peer.py") + [workload, "--epochs", str(a.epochs),
+                                                           "--dir", a.data_dir]}
     epochs = ["--epochs", str(a.epochs)]
+    data = ["--data", f"fashion-mnist:{a.data_dir}"]
     if workload == "lenet-recipe":
         batch_size, lr = w.settings(workload)
         r = w.RECIPE
-        flags = ["--data", "fashion-mnist", "--model", "lenet", "--loss", "softmax-ce",
+        flags = data + ["--model", "lenet", "--loss", "softmax-ce",
                  "--batch-size", str(batch_size), "--optimizer", "adamw", "--lr", str(lr),
                  "--lr-schedule", f"cosine:warmup={r['warmup']}", "--clip-norm",
                  str(r["clip_norm"]), "--early-stop", f"test_acc:{r['patience']}"] + epochs
         return {name: cmd + flags for name, cmd in embers.items()} | {
-            "pytorch": peer("torch_peer.py") + [workload] + epochs,
+            "pytorch": peer("torch_peer.py") + [workload, "--dir", a.data_dir] + epochs,
         }
     model, lr = {"mlp": ("mlp:256", "0.1"), "lenet": ("lenet", "0.9")}[workload]
-    flags = ["--data", "fashion-mnist", "--model", model, "--loss", "softmax-ce", "--lr", lr,
-             "--batch-size", "256"] + epochs
+    flags = data + ["--model", model, "--loss", "softmax-ce", "--lr", lr,
+                    "--batch-size", "256"] + epochs
     return {name: cmd + flags for name, cmd in embers.items()} | {
-        "pytorch": peer("torch_peer.py") + [workload] + epochs,
-        "jax": peer("jax_peer.py") + [workload] + epochs,
+        "pytorch": peer("torch_peer.py") + [workload, "--dir", a.data_dir] + epochs,
+        "jax": peer("jax_peer.py") + [workload, "--dir", a.data_dir] + epochs,
     }
+
+
+class Failed(Exception):
+    """A run that failed or printed no epoch time: reported, and left out of the medians."""
 
 
 def run(cmd):
     """Runs `cmd`; returns its epochs' training times (after the first, where there are
-    several), test accuracies and wall time."""
+    several), test accuracies and wall time; raises Failed with the output's end."""
     start = time.perf_counter()
     # The resnet example writes resnet.onnx where it runs: a scratch directory, not the repository.
     with tempfile.TemporaryDirectory() as scratch:
@@ -109,7 +120,8 @@ def run(cmd):
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=scratch, env=env)
     wall = time.perf_counter() - start
     if out.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        raise Failed(f"{' '.join(cmd)} failed ({out.returncode}):\n{out.stdout[-2000:]}\n"
+                     f"{out.stderr[-2000:]}")
     times, accs = [], []
     for line in out.stdout.splitlines():
         if m := EPOCH.match(line):
@@ -122,7 +134,7 @@ def run(cmd):
         if line.startswith("{"):  # `ember bench one`: one JSON sample
             times.append(json.loads(line)["time"])
     if not times:
-        sys.exit(f"{' '.join(cmd)} printed no epoch time:\n{out.stdout}")
+        raise Failed(f"{' '.join(cmd)} printed no epoch time:\n{out.stdout[-2000:]}")
     return times[1:] or times, accs, wall
 
 
@@ -133,33 +145,53 @@ def main():
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
     p.add_argument("--ember", default=str(target / "release/ember"))
-    p.add_argument("--ember-args", default="", help="more flags for ember, e.g. '--device flex'")
+    p.add_argument("--ember-args", default="", help="more flags for ember, e.g. '--cpu-kernels flex'")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "wgpu"],
+                   help="cpu: ember on flex, the peers on the CPU; cuda: all on the first NVIDIA "
+                   "card; wgpu: ember through wgpu (Vulkan) on the card, the peers on CUDA")
+    p.add_argument("--data-dir", default=DATA, help="Fashion-MNIST's IDX files")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--before", default="", help="another ember binary and its flags, run "
                    "beside the others as 'ember before' (e.g. '/tmp/ember-old --device flex')")
     a = p.parse_args()
     a.ember_args = a.ember_args.split()
+    if "--device" in a.ember_args or "--devices" in a.ember_args:
+        sys.exit(f"invalid --ember-args {' '.join(a.ember_args)!r}: give the device with --device")
+    a.ember_device = {"cpu": "flex", "cuda": "cuda", "wgpu": "wgpu"}[a.device]
+    a.peer_device = "cpu" if a.device == "cpu" else "cuda"
     workloads = [w for w in a.workloads.split(",") if w]
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown or not workloads:
         sys.exit(f"invalid --workloads {a.workloads!r}: choose from {','.join(WORKLOADS)}")
-    if not Path(a.ember).is_file():
-        sys.exit(f"invalid --ember {a.ember}: no such file (cargo build --release first, or set "
-                 f"CARGO_TARGET_DIR as when it was built)")
+    # resnet runs the example beside the binary (bench/gpu/run.sh's part 3 carries it alone).
+    needs = ([Path(a.ember)] if any(w != "resnet" for w in workloads) else []) + (
+        [Path(a.ember).parent / "examples/resnet"] if "resnet" in workloads else [])
+    if missing := [str(n) for n in needs if not n.is_file()]:
+        sys.exit(f"invalid --ember {a.ember}: no {' or '.join(missing)} (cargo build --release "
+                 f"--bins --examples first, or set CARGO_TARGET_DIR as when it was built)")
     if a.rounds < 1 or a.epochs < 1:
         sys.exit(f"invalid --rounds {a.rounds} / --epochs {a.epochs}: both must be at least 1")
     print(f"{a.rounds} round(s); {a.epochs} epoch(s) of mlp and lenet per run; "
-          f"ember: {a.ember} {' '.join(a.ember_args)}; {os.cpu_count()} CPUs", flush=True)
+          f"ember: {a.ember} --device {a.ember_device} {' '.join(a.ember_args)}; peers on "
+          f"{a.peer_device}; {os.cpu_count()} CPUs", flush=True)
 
-    # results[workload][name] = per round: (epoch times, test accuracies, wall)
-    results = {w: {name: [] for name in commands(w, a)} for w in workloads}
+    # results[workload][name][round] = (epoch times, test accuracies, wall); a failed run has
+    # no entry for its round.
+    results = {w: {name: {} for name in commands(w, a)} for w in workloads}
+    failures = []
     for r in range(a.rounds):
         for w in workloads:
             runs = list(commands(w, a).items())
             shift = r % len(runs)
             for name, cmd in runs[shift:] + runs[:shift]:
-                times, accs, wall = run(cmd)
-                results[w][name].append((times, accs, wall))
+                try:
+                    times, accs, wall = run(cmd)
+                except Failed as e:
+                    # The other runs go on: one framework failing on a device is a finding.
+                    print(f"round {r + 1} {w:15} {name:9}: FAILED\n{e}", flush=True)
+                    failures.append(f"{w} {name} (round {r + 1})")
+                    continue
+                results[w][name][r] = (times, accs, wall)
                 acc = f"; test acc {' '.join(f'{x:.3f}' for x in accs)}" if accs else ""
                 print(f"round {r + 1} {w:15} {name:9}: per measured epoch "
                       f"{' '.join(f'{t:.3f}' for t in times)} s{acc}; wall {wall:.1f} s", flush=True)
@@ -171,18 +203,23 @@ def main():
     print("|---|---|---|---|---|---|---|---|")
     for w in workloads:
         per = results[w]
-        epoch = {n: statistics.median(t for times, _, _ in rs for t in times) for n, rs in per.items()}
-        wall = {n: statistics.median(wl for _, _, wl in rs) for n, rs in per.items()}
+        ok = {n: rs for n, rs in per.items() if rs}
+        epoch = {n: statistics.median(t for times, _, _ in rs.values() for t in times)
+                 for n, rs in ok.items()}
+        wall = {n: statistics.median(wl for _, _, wl in rs.values()) for n, rs in ok.items()}
         # Medians over rounds of how many epochs each run trained (early stopping ends some
         # sooner) and of its last test accuracy.
-        ran = {n: statistics.median(len(accs) for _, accs, _ in rs) for n, rs in per.items()}
-        last = {n: [accs[-1] for _, accs, _ in rs if accs] for n, rs in per.items()}
+        ran = {n: statistics.median(len(accs) for _, accs, _ in rs.values()) for n, rs in ok.items()}
+        last = {n: [accs[-1] for _, accs, _ in rs.values() if accs] for n, rs in ok.items()}
         for name in per:
-            if name == "ember":
-                ratio = wall_ratio = ""
-            else:
-                rounds = [statistics.median(e[0]) / statistics.median(p[0])
-                          for e, p in zip(per["ember"], per[name])]
+            if name not in ok:
+                print(f"| {w} | {name} | failed | | | | | |")
+                continue
+            ratio = wall_ratio = ""
+            if name != "ember" and "ember" in ok:
+                both = sorted(set(ok["ember"]) & set(ok[name]))
+                rounds = [statistics.median(ok["ember"][r][0]) / statistics.median(ok[name][r][0])
+                          for r in both]
                 ratio = (f"{epoch['ember'] / epoch[name]:.3f} "
                          f"[{' '.join(f'{x:.2f}' for x in rounds)}]")
                 wall_ratio = f"{wall['ember'] / wall[name]:.3f}"
@@ -190,7 +227,9 @@ def main():
             epochs_run = f"{ran[name]:g}" if last[name] else ""
             print(f"| {w} | {name} | {epoch[name]:.3f} s | {wall[name]:.1f} s | {ratio} | "
                   f"{wall_ratio} | {epochs_run} | {acc} |")
-
+    if failures:
+        print(f"\nfailed runs, left out of the medians: {', '.join(failures)}")
+        sys.exit(1)
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,9 @@
-"""JAX (jit, CPU) on the workloads of bench/peers/workloads.py: one jitted step per batch,
-parameters as a pytree, plain SGD, as d2l's JAX tab writes them.
+"""JAX (jit, on the CPU or a CUDA card) on the workloads of bench/peers/workloads.py: one jitted
+step per batch, parameters as a pytree, plain SGD, as d2l's JAX tab writes them. Each batch is
+made on the host and handed to the step, which moves it to the device.
 
 Run: python3 bench/peers/jax_peer.py chapter|mlp|lenet [--sync barrier|none] [--epochs N]
+         [--device cpu|cuda]
 """
 import time
 
@@ -115,18 +117,25 @@ def classify(args, images):
     for epoch in range(args.epochs):
         start = time.perf_counter()
         order = rng.permutation(len(train_x))
-        total, correct, batches = 0.0, 0, 0
+        losses, correct, batches = [], 0, 0
         for i in range(0, len(order), batch_size):
             idx = order[i:i + batch_size]
             x, y = train_x[idx], train_y[idx]
             params, l, y_hat = step(params, x, y)
-            total += float(l)
-            correct += int((jnp.argmax(y_hat, axis=1) == y).sum())
+            losses.append(float(l) if args.sync == "barrier" else l)
+            correct = correct + jnp.sum(jnp.argmax(y_hat, axis=1) == y)
             batches += 1
+        total, correct = float(sum(float(l) for l in losses)), int(correct)
         seconds = time.perf_counter() - start
         acc = float(np.mean(np.asarray(predict(params, test_x)) == test_y))
         w.report(epoch, seconds, total / batches, correct / len(order), acc)
 
 
+def banner(args):
+    # Before JAX starts a backend: `--device cpu` keeps JAX off a card it would take by default.
+    jax.config.update("jax_platforms", args.device)
+    return f"jax {jax.__version__}, {jax.devices()}"
+
+
 if __name__ == "__main__":
-    w.main("JAX", lambda args: f"jax {jax.__version__}, {jax.devices()}", chapter, classify)
+    w.main("JAX", banner, chapter, classify)

@@ -1,6 +1,8 @@
-"""PyTorch (CPU, eager) on the workloads of bench/peers/workloads.py, as d2l writes them.
+"""PyTorch (eager, on the CPU or a CUDA card) on the workloads of bench/peers/workloads.py, as
+d2l writes them.
 
-Run: python3 bench/peers/torch_peer.py chapter|mlp|lenet|resnet [--sync barrier|none] [--epochs N]
+Run: python3 bench/peers/torch_peer.py chapter|mlp|lenet|lenet-recipe|resnet
+         [--sync barrier|none] [--epochs N] [--device cpu|cuda]
 """
 import copy
 import time
@@ -65,27 +67,41 @@ def warm_up(net, loss_fn, x, y):
     torch.optim.SGD(twin.parameters(), lr=0.1).zero_grad()
     loss_fn(twin(x), y).backward()
     torch.optim.SGD(twin.parameters(), lr=0.1).step()
+    finish(x.device)
+
+
+def finish(device):
+    """Waits for the work queued on `device` (a CUDA card runs it asynchronously)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def read(losses):
+    """The sum of the losses kept on the device (`--sync none`), read once."""
+    return float(torch.stack(losses).sum()) if losses and torch.is_tensor(losses[0]) else sum(losses)
 
 
 def chapter(args):
     batch_size, lr = w.settings("chapter")
     data = w.Chapter(batch_size, args.seed)
-    net = chapter_net()
+    dev = torch.device(args.device)
+    net = chapter_net().to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = lambda y_hat, y: 0.5 * ((y_hat - y) ** 2).mean()
     x, y = data.batch()
-    warm_up(net, loss_fn, torch.from_numpy(x), torch.from_numpy(y))
+    warm_up(net, loss_fn, torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev))
     for epoch in range(args.epochs):
         start = time.perf_counter()
         losses = []
         for _ in range(args.batches):
             x, y = data.batch()
-            l = loss_fn(net(torch.from_numpy(x)), torch.from_numpy(y))
+            l = loss_fn(net(torch.from_numpy(x).to(dev)), torch.from_numpy(y).to(dev))
             opt.zero_grad()
             l.backward()
             opt.step()
             losses.append(l.item() if args.sync == "barrier" else l.detach())
-        total = float(sum(losses))
+        total = read(losses)
+        finish(dev)
         w.report(epoch, time.perf_counter() - start, total / args.batches)
 
 
@@ -93,6 +109,7 @@ def classify(args, images):
     batch_size, lr = w.settings(args.workload)
     train_x, train_y = map(torch.from_numpy, w.fashion_mnist(args.dir, "train", images))
     test_x, test_y = map(torch.from_numpy, w.fashion_mnist(args.dir, "t10k", images))
+    dev = torch.device(args.device)
     if images:
         net = small_resnet() if args.workload == "resnet" else lenet()
         for m in net.modules():
@@ -105,6 +122,7 @@ def classify(args, images):
             if isinstance(m, nn.Linear):
                 nn.init.normal_(m.weight, std=0.01)
                 nn.init.zeros_(m.bias)
+    net = net.to(dev)
     recipe = args.workload == "lenet-recipe"
     if recipe:
         opt = torch.optim.AdamW(net.parameters(), lr=lr)
@@ -117,15 +135,15 @@ def classify(args, images):
     else:
         opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
-    warm_up(net, loss_fn, train_x[:batch_size], train_y[:batch_size])
+    warm_up(net, loss_fn, train_x[:batch_size].to(dev), train_y[:batch_size].to(dev))
     for epoch in range(args.epochs):
         start = time.perf_counter()
         order = torch.randperm(len(train_x))
-        total, correct, batches = 0.0, 0, 0
+        losses, correct, batches = [], torch.zeros((), dtype=torch.int64, device=dev), 0
         net.train()
         for i in range(0, len(order), batch_size):
             idx = order[i:i + batch_size]
-            x, y = train_x[idx], train_y[idx]
+            x, y = train_x[idx].to(dev), train_y[idx].to(dev)
             y_hat = net(x)
             l = loss_fn(y_hat, y)
             opt.zero_grad()
@@ -135,13 +153,15 @@ def classify(args, images):
             opt.step()
             if recipe:
                 schedule.step()
-            total += l.item()
-            correct += (y_hat.argmax(1) == y).sum().item()
+            losses.append(l.item() if args.sync == "barrier" else l.detach())
+            correct += (y_hat.argmax(1) == y).sum()
             batches += 1
+        total, correct = read(losses), int(correct)
+        finish(dev)
         seconds = time.perf_counter() - start
         net.eval()
         with torch.no_grad():
-            acc = (net(test_x).argmax(1) == test_y).float().mean().item()
+            acc = (net(test_x.to(dev)).argmax(1) == test_y.to(dev)).float().mean().item()
         w.report(epoch, seconds, total / batches, correct / len(order), acc)
         if recipe:
             if best is None or acc > best:
@@ -156,7 +176,8 @@ def classify(args, images):
 def banner(args):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
-    return f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+    where = torch.cuda.get_device_name(0) if args.device == "cuda" else f"{torch.get_num_threads()} threads"
+    return f"torch {torch.__version__}, {args.device}: {where}"
 
 
 if __name__ == "__main__":

@@ -20,6 +20,12 @@ Workloads (the same as `bench/peers.py` runs in ember):
            BatchNorm, ReLU, Residual(8), Residual(16, 1x1 conv, stride 2), global average
            pooling, Dense 10; Xavier initialization, batch 256, SGD at 0.05. PyTorch only.
 
+Every peer runs on the device `--device` names (`cpu`, or `cuda` for the first NVIDIA card).
+The data is made or kept on the host and moved to the device batch by batch, as ember does;
+the loss is read on the host after every batch under `--sync barrier` (ember's default), and
+once at the epoch's end under `--sync none`; the training accuracy is tallied on the device and
+read at the epoch's end.
+
 Every peer runs one unmeasured warm-up step that does not train (its update is thrown away),
 then prints per epoch, as `ember train` does:
   epoch N: time per epoch: S sec, train loss L, train_acc A, test_acc T
@@ -29,8 +35,6 @@ the loss read); the test accuracy is computed after it, untimed.
 import argparse
 import gzip
 from pathlib import Path
-
-import numpy as np
 
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 
@@ -50,6 +54,7 @@ def arguments(name):
     p = argparse.ArgumentParser(description=f"{name}: the peers' workloads (bench/peers/workloads.py)")
     p.add_argument("workload", choices=["chapter", "mlp", "lenet", "lenet-recipe", "resnet"])
     p.add_argument("--sync", default="barrier", choices=["barrier", "none"])
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batches", type=int, default=150, help="chapter: batches per epoch")
     p.add_argument("--dir", default=FASHION_MNIST)
@@ -73,15 +78,21 @@ class Chapter:
     features, hidden = 512, (2048, 512)
 
     def __init__(self, batch_size, seed):
+        import numpy as np
+
         self.batch_size = batch_size
         self.rng = np.random.default_rng(seed)
 
     def batch(self):
+        import numpy as np
+
         x = self.rng.standard_normal((self.batch_size, self.features), dtype=np.float32)
         return x, np.ones((self.batch_size, 1), dtype=np.float32)
 
 
 def _idx(path):
+    import numpy as np
+
     with gzip.open(path) if str(path).endswith(".gz") else open(path, "rb") as f:
         data = f.read()
     dims = data[3]
@@ -91,6 +102,8 @@ def _idx(path):
 
 def fashion_mnist(directory, name, images):
     """`train` or `t10k`: images in [0, 1] as N x 1 x 28 x 28 (`images`) or N x 784, labels."""
+    import numpy as np
+
     d = Path(directory)
     pick = lambda stem: d / f"{stem}.gz" if (d / f"{stem}.gz").exists() else d / stem
     x = _idx(pick(f"{name}-images-idx3-ubyte")).astype(np.float32) / 255.0
