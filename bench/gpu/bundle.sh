@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Builds what the GPU suite needs on the device machine into one ignored folder (default .gpu),
+# on any machine, no card needed (bench/gpu/README.md):
+#   ember.tar.xz   the release `ember` built with `--features ember-trainer/cuda` (which has
+#                  wgpu too), stripped and compressed
+#   resnet.tar.xz  the `resnet` example, built the same way, as examples/resnet
+#   data.tar.xz    Debian's Fashion-MNIST, as fashion-mnist/
+#   gl/            the Vulkan loader and the GL vendor-neutral dispatch libraries (Debian's
+#                  libvulkan1 and libglvnd's), which run.sh unpacks for wgpu, as the device
+#                  tool's README says: the NVIDIA driver's Vulkan ICD needs both
+# It prints each part's size and what each call of the suite carries (bench/gpu/run.sh's
+# --part), and fails if a call's carry is over the device tool's 64 MiB. A part newer than what
+# it is made from is kept.
+#
+# Usage: bench/gpu/bundle.sh [DIR]   (CARGO_TARGET_DIR, default ~/.cache/ember/target as CI,
+#        and FASHION_MNIST override the defaults)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+dest="${1:-.gpu}"
+# The one target dir CI keeps too (.ci/run): a cold CUDA build is half an hour.
+target="${CARGO_TARGET_DIR:-$HOME/.cache/ember/target}"
+export CARGO_TARGET_DIR="$target"
+data="${FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
+limit=$((64 * 1024 * 1024))
+say() { printf 'bundle: %s\n' "$*"; }
+fail() { printf 'bundle: %s\n' "$*" >&2; exit 1; }
+
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+    [ -e "$data/$f.gz" ] || [ -e "$data/$f" ] ||
+        fail "no $data/$f(.gz): apt-get install dataset-fashion-mnist, or set FASHION_MNIST"
+done
+
+scripts/install-cuda-llvm.sh
+# The card's driver is CUDA 13.0 (R580): pin cudarc's bindings to it (docs/cuda-build.md).
+say "building ember and the resnet example with CUDA (a cold build takes about 50 minutes)"
+CUDARC_CUDA_VERSION=13000 cargo build --release --workspace --features ember-trainer/cuda \
+    --bin ember --example resnet
+bin="$target/release/ember" resnet="$target/release/examples/resnet"
+case "$("$bin" devices | grep '^cuda')" in
+    *"no CUDA backend"*) fail "$bin was built without CUDA" ;;
+esac
+mkdir -p "$dest/gl"
+
+# fresh ARCHIVE SOURCE...: whether ARCHIVE exists and is newer than every SOURCE.
+fresh() {
+    local archive="$1"
+    shift
+    [ -f "$archive" ] || return 1
+    for source in "$@"; do [ "$source" -nt "$archive" ] && return 1; done
+    return 0
+}
+compress() {
+    local stage="$1" archive="$2"
+    # One dictionary over all of it: xz's preset 9 with a 192 MiB window.
+    tar -C "$stage" -cf - . | xz --lzma2=preset=9,dict=192MiB -T1 >"$archive.part"
+    mv "$archive.part" "$archive"
+    rm -rf "$stage"
+}
+
+# binary NAME SOURCE PATH: NAME.tar.xz holding SOURCE stripped, at PATH inside /tmp/ember-gpu
+# (bench/peers.py finds the example beside ember, in examples/).
+binary() {
+    fresh "$dest/$1.tar.xz" "$2" && return 0
+    say "compressing $2"
+    local stage
+    stage=$(mktemp -d)
+    mkdir -p "$(dirname "$stage/$3")"
+    cp "$2" "$stage/$3" && strip "$stage/$3"
+    compress "$stage" "$dest/$1.tar.xz"
+}
+binary ember "$bin" ember
+binary resnet "$resnet" examples/resnet
+if ! fresh "$dest/data.tar.xz" "$data"; then
+    say "compressing Fashion-MNIST (raw IDX files compress better than the gzipped ones)"
+    stage=$(mktemp -d)
+    mkdir "$stage/fashion-mnist"
+    for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+        if [ -e "$data/$f.gz" ]; then gzip -dc "$data/$f.gz"; else cat "$data/$f"; fi \
+            >"$stage/fashion-mnist/$f"
+    done
+    compress "$stage" "$dest/data.tar.xz"
+fi
+gl=(libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+for package in "${gl[@]}"; do
+    compgen -G "$dest/gl/${package}_*.deb" >/dev/null && continue
+    say "downloading $package"
+    (cd "$dest/gl" && apt-get download "$package") || fail "apt-get download $package failed"
+done
+
+size() { du -cb "$@" | tail -1 | cut -f1; }
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
+tree=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
+for part in ember.tar.xz resnet.tar.xz data.tar.xz gl; do
+    say "$(printf '%-14s %s' "$part" "$(mib "$(size "$dest/$part")")")"
+done
+all=$(( $(size "$dest") + tree ))
+say "the working tree that travels with it: $(mib "$tree")"
+if [ "$all" -le "$limit" ]; then
+    say "one call carries all of it: $(mib "$all") of 64 MiB: --part all, carry $dest"
+    exit 0
+fi
+say "all of it is $(mib "$all"), over 64 MiB: three calls (bench/gpu/README.md)"
+over=0
+call() {
+    local name="$1"
+    shift
+    local total=$(( $(size "$@") + tree ))
+    say "  --part $name carries $*: $(mib "$total")"
+    [ "$total" -le "$limit" ] || { say "  part $name's carry is over 64 MiB"; over=1; }
+}
+call 1 "$dest/ember.tar.xz" "$dest/gl"
+call 2 "$dest/ember.tar.xz" "$dest/data.tar.xz" "$dest/gl"
+call 3 "$dest/resnet.tar.xz" "$dest/data.tar.xz" "$dest/gl"
+[ "$over" = 0 ] || fail "a call's carry is over 64 MiB"

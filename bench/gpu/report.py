@@ -1,0 +1,186 @@
+"""Writes the GPU suite's report.md from what bench/gpu/run.sh left in a directory: the steps,
+the card and what `auto` picks, the chapter's 11 experiments, the sync policies compared, ember
+beside PyTorch and JAX, the profile, and the verdicts on the suite's goals. Standard library
+only: CI runs it in the dry run.
+
+Run: python3 bench/gpu/report.py DIR [--mode TEXT]
+"""
+import argparse
+import csv
+import re
+import statistics
+from pathlib import Path
+
+# The suite's goals (bench/gpu/README.md).
+T2_THROUGHPUT = 0.03  # t+2 within 3 % of none's batches per second
+T2_MEMORY_BATCHES = 2  # t+2's device memory within 2 batches of the barrier's
+PEER_RATIO = 1.0  # ember / PyTorch at most this, per workload
+SECTIONS = ["Steps", "The card and `auto`", "The chapter's 11 experiments", "Sync policies compared",
+            "Beside PyTorch and JAX", "Profile of the slowest ratio", "Verdicts"]
+
+
+def read(path):
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def steps(out):
+    rows = []
+    for f in sorted(out.glob("steps-*.tsv")):
+        rows += list(csv.DictReader(f.open(), delimiter="\t"))
+    lines = ["| part | step | status | seconds | limit |", "|---|---|---|---:|---:|"]
+    lines += [f"| {r['part']} | {r['step']} | {r['status']} | {r['seconds']} | {r['limit']} |"
+              for r in rows]
+    commands = [f"{r['step']}: `{r['command']}`" for r in rows if r["command"] != "-"]
+    return rows, lines + ["", "Commands:", ""] + [f"- {c}" for c in commands]
+
+
+def card(out):
+    smi = read(out / "nvidia-smi.log")
+    gpus = [l.strip(" |") for l in smi.splitlines() if re.search(r"NVIDIA [A-Z]\d", l)]
+    lines = [f"Card: {gpus[0]}" if gpus else "Card: none seen (no nvidia-smi output)", ""]
+    devices = read(out / "devices.log").strip()
+    lines += ["`ember devices`:", "", "```", devices or "(no output)", "```"]
+    environment = read(out / "environment.log").strip()
+    if environment:
+        lines += ["", "What the backends load, and the profilers:", "", "```", environment, "```"]
+    return lines
+
+
+def chapter(out):
+    """Each device's summary table from its chapter.md, and (device, held, of) per device."""
+    lines, held = [], []
+    for report in sorted(out.glob("chapter-*/chapter.md")):
+        device = report.parent.name.removeprefix("chapter-")
+        text = report.read_text(errors="replace").splitlines()
+        table = [l for l in text[: next((i for i, l in enumerate(text) if l.startswith("<a id")),
+                                         len(text))] if l.startswith("|")]
+        verdicts = [l.rsplit("|", 2)[1].strip() for l in table[2:]]
+        held.append((device, sum(v == "held" for v in verdicts), len(verdicts)))
+        lines += [f"### {device}", "", f"The claim held in {held[-1][1]} of {held[-1][2]} "
+                  f"experiments ({report.parent.name}/chapter.md has each one's figures).", ""]
+        lines += table + [""]
+    return (lines or ["No chapter report was written."]), held
+
+
+def batch_mb(summary_md):
+    """The MB of one batch's activations (inputs, every layer's outputs, f32), from the line
+    'Device and workload: D, B batches x N x F features, hidden [H1, H2]'."""
+    m = re.search(r"batches x (\d+) x (\d+) features, hidden \[([\d, ]*)\]", summary_md)
+    if not m:
+        return None
+    batch, features = int(m.group(1)), int(m.group(2))
+    hidden = [int(h) for h in m.group(3).split(",") if h.strip()]
+    return batch * (features + sum(hidden) + 1) * 4 / 2**20
+
+
+def steady(trace):
+    """Batches per second of each policy in `ember compare`'s trace.csv, the median over its
+    runs' epochs after the first (the first carries the allocations and kernel compilation that
+    every policy pays once), or over all epochs where runs have one."""
+    epochs = {}
+    with trace.open() as f:
+        for r in csv.DictReader(f):
+            key = (r["policy"], r.get("round", ""), int(r["epoch"]))
+            start, end, n = epochs.get(key, (float("inf"), 0.0, 0))
+            epochs[key] = (min(start, float(r["issue_start"])), max(end, float(r["done"])), n + 1)
+    rates = {}
+    for (policy, _, epoch), (start, end, n) in epochs.items():
+        rates.setdefault(policy, {}).setdefault(epoch > 0, []).append(n / (end - start))
+    return {policy: statistics.median(by.get(True) or by[False]) for policy, by in rates.items()}
+
+
+def compare(out):
+    """Each device's comparison table and the t+2 verdicts: [(device, text, ok)]."""
+    lines, verdicts = [], []
+    for summary in sorted(out.glob("compare-*/summary.csv")):
+        device = summary.parent.name.removeprefix("compare-")
+        md = read(summary.parent / "summary.md")
+        rows = {r["policy"]: r for r in csv.DictReader(summary.open())}
+        lines += [f"### {device}", ""] + [l for l in md.splitlines() if l.startswith(("|", "Device"))]
+        lines.append("")
+        t2 = rows.get("t+2") or rows.get("window:2")
+        none, barrier = rows.get("none"), rows.get("barrier")
+        if not (t2 and none and barrier):
+            verdicts.append((device, "t+2, none or barrier is missing from the comparison", False))
+            continue
+        name = "t+2" if "t+2" in rows else "window:2"
+        rates = steady(summary.parent / "trace.csv") if (summary.parent / "trace.csv").exists() else {}
+        if name in rates and "none" in rates:
+            speed, over = rates[name] / rates["none"], "epochs after each run's first, from trace.csv"
+        else:
+            speed, over = float(t2["batches_per_s"]) / float(none["batches_per_s"]), "summary.csv"
+        ok = speed >= 1 - T2_THROUGHPUT
+        verdicts.append((device, f"t+2 / none throughput {speed:.3f} ({over}; goal at least "
+                         f"{1 - T2_THROUGHPUT:.2f})", ok))
+        column = "peak_pool_mb" if t2["peak_pool_mb"] and barrier["peak_pool_mb"] else "peak_growth_mb"
+        what = "device pool" if column == "peak_pool_mb" else "process memory growth (no device pool)"
+        per = batch_mb(md)
+        extra = float(t2[column]) - float(barrier[column])
+        if per:
+            ok = extra <= T2_MEMORY_BATCHES * per
+            verdicts.append((device, f"t+2's peak {what} {extra:+.3g} MB beside the barrier's, "
+                             f"{extra / per:+.2f} batches of {per:.3g} MB (goal at most "
+                             f"{T2_MEMORY_BATCHES})", ok))
+        pngs = sorted(p.name for p in summary.parent.glob("*.png"))
+        lines += [f"Plots in {summary.parent.name}/: {', '.join(pngs)}.", ""]
+    return (lines or ["No comparison was written."]), verdicts
+
+
+def peers(out):
+    """The peers' tables, and [(log, workload, ratio)] of ember / PyTorch."""
+    lines, ratios = [], []
+    for log in sorted(out.glob("peers-*.log")):
+        text = read(log).splitlines()
+        head = next((l for l in text if "round(s)" in l), "")
+        table = [l for l in text if l.startswith("|")]
+        lines += [f"### {log.stem}", "", head, ""] + (table or ["(no table: see the log)"]) + [""]
+        for row in table:
+            cells = [c.strip() for c in row.strip("|").split("|")]
+            if len(cells) > 4 and cells[1] == "pytorch" and cells[4]:
+                ratios.append((log.stem, cells[0], float(cells[4].split()[0])))
+    return (lines or ["The peers did not run."]), ratios
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("dir")
+    p.add_argument("--mode", default="")
+    a = p.parse_args()
+    out = Path(a.dir)
+    rows, step_lines = steps(out)
+    chapter_lines, held = chapter(out)
+    compare_lines, t2 = compare(out)
+    peer_lines, ratios = peers(out)
+    # run.sh writes profile/; a profile taken by hand beside it goes in profile-NAME/.
+    profiles = [read(f).strip() for f in sorted(out.glob("profile*/profile.md"))]
+    profile = "\n\n".join(profiles) or "No profile was written."
+    profile = "\n".join(("##" + l) if l.startswith("#") else l for l in profile.splitlines())
+
+    verdicts = [f"- The chapter's claims on {d}: held in {h} of {n}." for d, h, n in held]
+    verdicts += [f"- {'met' if ok else 'NOT met'}: {d}: {text}." for d, text, ok in t2]
+    verdicts += [f"- {'met' if r <= PEER_RATIO else 'NOT met'}: {log}, {w}: ember / PyTorch "
+                 f"{r:.3f} (goal at most {PEER_RATIO})" for log, w, r in ratios]
+    failed = [r["step"] for r in rows if r["status"] not in ("ok",) and not r["status"].startswith("skipped")]
+    verdicts.append(f"- Steps that did not finish: {', '.join(failed) if failed else 'none'}.")
+
+    body = {
+        "Steps": step_lines,
+        "The card and `auto`": card(out),
+        "The chapter's 11 experiments": chapter_lines,
+        "Sync policies compared": compare_lines,
+        "Beside PyTorch and JAX": peer_lines,
+        "Profile of the slowest ratio": [profile],
+        "Verdicts": verdicts,
+    }
+    text = ["# ember's GPU suite", "", f"Mode: {a.mode or 'unknown'}. Written by bench/gpu/run.sh "
+            "(bench/gpu/README.md).", ""]
+    for title in SECTIONS:
+        text += [f"## {title}", ""] + body[title] + [""]
+    (out / "report.md").write_text("\n".join(text))
+    # The report's tables and verdicts alone, for the README's "On a GPU".
+    (out / "summary.md").write_text("\n".join(
+        ["## Verdicts", ""] + verdicts + ["", "## Beside PyTorch and JAX", ""] + peer_lines))
+
+
+if __name__ == "__main__":
+    main()

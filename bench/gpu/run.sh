@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# The GPU suite: what ember does on an NVIDIA card, beside PyTorch and JAX on the same card, in
+# a few calls of the device tool (bench/gpu/README.md). Every step has a time limit, and the run
+# goes on past a failing step; it ends by writing report.md.
+#
+# Usage: bench/gpu/run.sh [--part 1|2|3|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
+#        bench/gpu/run.sh --dry-run [--out DIR] [--ember PATH]
+#
+# Each part needs only some of the bundle, so that each call carries under 64 MiB:
+#   --part 1     (ember) the card, the chapter's 11 experiments and `ember compare` with the
+#                window sweep on cuda, and the chapter's epoch beside PyTorch and JAX
+#   --part 2     (ember, Fashion-MNIST) the experiments and the comparison on wgpu, the MLP and
+#                LeNet beside PyTorch and JAX, ember on wgpu beside them, and a profile of the
+#                slowest ratio
+#   --part 3     (the resnet example, Fashion-MNIST) the ResNet beside PyTorch
+#   --part all   all three, where one call can carry the whole bundle
+#   --out DIR    where everything goes (default: $OUT on the device machine, else bench/gpu/out)
+#   --bundle DIR what bench/gpu/bundle.sh made (default .gpu)
+#   --rounds N   interleaved rounds of the side-by-side runs (default 3)
+#   --budget S   seconds the whole run may take (default 540): a step gets what is left of it,
+#                less 30 s for the report, and is skipped when under 10 s are left
+#   --pack       leave only report.md, summary.md and one suite.tar.gz in --out (the device tool
+#                brings back at most 8 files)
+#   --dry-run    every step on the CPU (flex) with tiny sizes and without the peers, which CI
+#                does not install: the same report, the same sections; what CI runs
+set -uo pipefail
+
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+part=all dry=0 pack=0 rounds=3 budget=540 out="${OUT:-$root/bench/gpu/out}" bundle="$root/.gpu" ember=""
+fail() { printf 'run.sh: %s\n' "$*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --part) part="${2:-}"; shift 2 ;;
+        --out) out="${2:-}"; shift 2 ;;
+        --bundle) bundle="${2:-}"; shift 2 ;;
+        --ember) ember="${2:-}"; shift 2 ;;
+        --rounds) rounds="${2:-}"; shift 2 ;;
+        --budget) budget="${2:-}"; shift 2 ;;
+        --pack) pack=1; shift ;;
+        --dry-run) dry=1; shift ;;
+        -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        *) fail "unknown argument '$1' (see --help)" ;;
+    esac
+done
+case "$part" in 1 | 2 | 3 | all) ;; *) fail "invalid --part '$part': 1, 2, 3 or all" ;; esac
+runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
+case "$rounds" in [1-9]) ;; *) fail "invalid --rounds '$rounds': 1 to 9" ;; esac
+case "$budget" in '' | *[!0-9]*) fail "invalid --budget '$budget': whole seconds" ;; esac
+deadline=$(( $(date +%s) + budget - 30 ))
+[ -n "$out" ] || fail "--out needs a directory"
+mkdir -p "$out" || fail "cannot create --out $out"
+out="$(cd "$out" && pwd)"
+
+# record PART NAME STATUS SECONDS LIMIT COMMAND: one line of the part's steps-PART.tsv.
+record() {
+    local file="$out/steps-$1.tsv"
+    [ -f "$file" ] || printf 'part\tstep\tstatus\tseconds\tlimit\tcommand\n' >"$file"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$file"
+}
+
+# step PART NAME LIMIT COMMAND...: runs COMMAND with a time limit (at most what is left of
+# --budget), its output in NAME.log, and records how it ended; a failing step never stops the
+# suite.
+step() {
+    local p="$1" name="$2" limit="$3"
+    shift 3
+    local left=$(( deadline - $(date +%s) ))
+    if [ "$left" -lt 10 ]; then
+        echo "[$(date +%T)] $name: skipped, the budget is spent"
+        record "$p" "$name" "skipped: the --budget of $budget s was spent" 0 0 "$*"
+        return
+    fi
+    [ "$left" -lt "$limit" ] && limit=$left
+    local start status
+    start=$(date +%s.%N)
+    printf '[%s] %s (limit %s s): %s\n' "$(date +%T)" "$name" "$limit" "$*"
+    timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
+    status=$?
+    case $status in
+        0) status=ok ;;
+        124 | 137) status="timed out" ;;
+        *) status="failed ($status)" ;;
+    esac
+    local seconds
+    seconds=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+    printf '[%s] %s: %s in %s s\n' "$(date +%T)" "$name" "$status" "$seconds"
+    record "$p" "$name" "$status" "$seconds" "$limit" "$*"
+}
+
+skip() { record "$1" "$2" "skipped: $3" 0 0 -; }
+
+if [ "$dry" = 1 ]; then
+    ember="${ember:-${CARGO_TARGET_DIR:-$root/target}/release/ember}"
+    [ -x "$ember" ] || fail "no ember binary at $ember (cargo build --release, or --ember PATH)"
+    devices=(flex)
+    bench_flags=(--quick --cpu flex)
+    compare_flags=(--batches 6 --batch-size 64 --features 32 --hidden 64,32 --sweep 1,2)
+    profile_flags=(--batches 6 --batch-size 64 --features 32 --hidden 64,32)
+    mode="dry run: every step on the CPU (flex), tiny sizes, no peers"
+else
+    # The bundle: ember and the resnet example, Fashion-MNIST, and the Vulkan loader for wgpu.
+    [ -d "$bundle" ] || fail "no bundle at $bundle: run bench/gpu/bundle.sh and carry it"
+    work=/tmp/ember-gpu
+    mkdir -p "$work"
+    for archive in "$bundle"/*.tar.xz; do
+        [ -e "$archive" ] && tar -xJf "$archive" -C "$work"
+    done
+    ember="${ember:-$work/ember}"
+    if [ "$part" != 3 ] && [ ! -x "$ember" ]; then fail "no ember in the bundle at $bundle"; fi
+    if command -v nvidia-smi >/dev/null && compgen -G "$bundle/gl/*.deb" >/dev/null; then
+        # The device tool's recipe for Vulkan on its NVIDIA machines: the loader, unpacked to /.
+        for deb in "$bundle"/gl/*.deb; do dpkg -x "$deb" /; done
+        ldconfig
+        icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+        [ -f "$icd" ] && export VK_DRIVER_FILES="$icd"
+    fi
+    # The driver's libraries (libcuda, NVML), where the loader's cache does not list them.
+    if ! ldconfig -p | grep -q 'libcuda\.so'; then
+        for dir in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+            [ -d "$dir" ] && export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        done
+    fi
+    devices=(cuda wgpu)
+    bench_flags=(--cpu flex)
+    compare_flags=(--sweep --repeat 2 --epochs 2)
+    profile_flags=()
+    mode="on the card"
+fi
+export PYTHONUNBUFFERED=1
+data="${FASHION_MNIST:-/tmp/ember-gpu/fashion-mnist}"
+python="${PYTHON:-python3}"
+echo "GPU suite, $mode; part $part; ember: $ember; out: $out"
+
+if [ "$dry" = 1 ]; then
+    runs 1 && skip 1 nvidia-smi "dry run"
+else
+    # Each call's machine: its card.
+    step "${part/all/1}" nvidia-smi 30 nvidia-smi
+fi
+if runs 1; then
+    if [ "$dry" != 1 ]; then
+        # What ember's CUDA and wgpu backends load at run time, and the profilers there are.
+        probe='ldconfig -p | grep -E "libcuda|libnvrtc|libnvidia-ml|libvulkan"; env | grep -E "^(LD_LIBRARY_PATH|VK_)"; command -v ncu nsys nvcc; nproc; python3 -c "import torch, jax; print(torch.__version__, jax.__version__)"'
+        step 1 environment 30 bash -c "$probe"
+    fi
+    step 1 devices 60 "$ember" devices
+    # cuda's experiments and comparison first, then the peers, then wgpu's.
+    d="${devices[0]}"
+    step 1 "chapter-$d" 180 "$ember" bench --report "$out/chapter-$d" --gpu "$d" --device "$d" \
+        "${bench_flags[@]}"
+    step 1 "compare-$d" 120 "$ember" compare --device "$d" --out "$out/compare-$d" \
+        "${compare_flags[@]}"
+    if [ "$dry" = 1 ]; then
+        skip 1 peers-chapter "dry run: CI does not install PyTorch and JAX"
+    else
+        step 1 peers-chapter 200 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
+            --rounds "$rounds" --workloads chapter-barrier,chapter-t+2,chapter-none
+    fi
+fi
+
+if runs 2; then
+    for d in "${devices[@]:1}"; do
+        step 2 "chapter-$d" 120 "$ember" bench --report "$out/chapter-$d" --gpu "$d" \
+            --device "$d" "${bench_flags[@]}"
+        step 2 "compare-$d" 90 "$ember" compare --device "$d" --out "$out/compare-$d" \
+            "${compare_flags[@]}"
+    done
+    if [ "$dry" = 1 ]; then
+        skip 2 peers-cuda "dry run: CI does not install PyTorch and JAX"
+        skip 2 peers-wgpu "dry run: CI does not install PyTorch and JAX"
+    else
+        step 2 peers-cuda 240 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
+            --data-dir "$data" --rounds "$rounds" --epochs 2 --workloads mlp,lenet
+        step 2 peers-wgpu 150 "$python" "$root/bench/peers.py" --device wgpu --ember "$ember" \
+            --data-dir "$data" --rounds 2 --epochs 2 --workloads chapter-barrier,mlp
+    fi
+    # The slowest ratio so far, profiled: ncu's kernel times where it exists, ember's trace.
+    step 2 profile 150 "$python" "$root/bench/gpu/profile.py" --out "$out/profile" \
+        --ember "$ember" --device "${devices[0]}" --results "$out" --data-dir "$data" \
+        -- "${profile_flags[@]}"
+fi
+
+if runs 3; then
+    if [ "$dry" = 1 ]; then
+        skip 3 peers-resnet "dry run: CI does not install PyTorch"
+    else
+        step 3 peers-resnet 300 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
+            --data-dir "$data" --rounds "$rounds" --epochs 2 --workloads resnet
+    fi
+fi
+
+"$python" "$root/bench/gpu/report.py" "$out" --mode "$mode" || echo "run.sh: report.py failed" >&2
+echo "wrote $out/report.md"
+if [ "$pack" = 1 ]; then
+    # Written beside --out, then moved in: a tarball growing inside the folder it reads makes
+    # tar fail ("file changed as we read it").
+    packed="$(mktemp -d)/suite.tar.gz"
+    if (cd "$out" && tar -czf "$packed" --anchored --exclude=./report.md --exclude=./summary.md .); then
+        find "$out" -mindepth 1 -maxdepth 1 ! -name report.md ! -name summary.md -exec rm -rf {} +
+        mv "$packed" "$out/suite.tar.gz"
+        echo "packed everything else into $out/suite.tar.gz"
+    else
+        echo "run.sh: packing failed; $out is left as it is" >&2
+    fi
+fi
