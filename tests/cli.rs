@@ -9,6 +9,8 @@ mod data;
 mod devices;
 #[path = "cli/gpu_suite.rs"]
 mod gpu_suite;
+#[path = "cli/metrics.rs"]
+mod metrics;
 #[path = "cli/recipes.rs"]
 mod recipes;
 #[path = "cli/remote.rs"]

@@ -5,8 +5,8 @@ use anyhow::Context;
 use burn::tensor::Device;
 use ember::{Block, Optimizer, SoftmaxCrossEntropyLoss};
 use ember_datasets::{DataLoader, fashion_mnist};
-use ember_trainer::evaluate::accuracy;
 use ember_trainer::fit::{Fit, FitRun, Progress};
+use ember_trainer::metric::MetricKind;
 use ember_trainer::policy::Window;
 use ember_trainer::trace::EpochRecord;
 
@@ -78,14 +78,17 @@ pub fn train<B: Block + 'static>(
     );
     let trainer = Optimizer::new(&net, "sgd", lr)?;
     let mut train_iter = DataLoader::new(train, batch_size)?.shuffle(0).prefetch(4);
-    let train_eval = train_iter.rebatched(1024)?;
     let test_iter = DataLoader::new(test, 1024)?;
-    let (d1, d2) = (eval_device.clone(), eval_device);
+    // train_acc is d2l's: counted on the training batches as the steps go (Fit's default).
     let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, device)
         .policy(Window(2))
         .epochs(epochs)
-        .evaluate("train_acc", move |net: &B| accuracy(net, &train_eval, &d1))
-        .evaluate("test_acc", move |net: &B| accuracy(net, &test_iter, &d2))
+        .evaluate_metrics(
+            "test",
+            test_iter,
+            [MetricKind::Accuracy.build()],
+            &eval_device,
+        )
         .progress(&mut EpochLines)
         .run(&mut train_iter)?;
     let total: f64 = run.trace.epochs.iter().map(|e| e.time).sum();

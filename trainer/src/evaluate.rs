@@ -4,29 +4,50 @@ use burn::tensor::{Device, Int, Tensor};
 use ember::{Block, Loss, Result};
 use ember_datasets::DataLoader;
 
-use crate::fit::{Target, read_count, tally};
+use crate::fit::Target;
+use crate::metric::{Accuracy, Metric, read_floats};
 
-/// The share of examples whose largest output is their class label: the rule of
-/// [`Target::correct`], counted on the device and read back once.
+/// Each of `metrics` over every example of `data`, in their order: one forward pass a batch,
+/// the metrics summed on the device and read back once each, at the end. Each metric starts
+/// from nothing.
+///
+/// `net` should be a snapshot without autodiff (`Module::valid`) living on `device`; `T` is
+/// the kind of targets (class labels, `Tensor<1, Int>`, or values, `Tensor<2>`).
+///
+/// # Errors
+/// What the network's forward pass returns for a batch it cannot take (a shape it does not
+/// accept), the targets' and the metrics' errors for targets they do not take, and
+/// [`ember::Error::Readback`] when a value cannot be read back.
+pub fn metrics<B: Block, T: Target>(
+    net: &B,
+    metrics: &mut [Box<dyn Metric>],
+    data: &DataLoader,
+    device: &Device,
+) -> Result<Vec<f64>> {
+    for metric in metrics.iter_mut() {
+        metric.reset();
+    }
+    for batch in data.epoch(0) {
+        let outputs: Tensor<2> = net.forward(batch.x_on(device)?).into_rank()?;
+        let y = T::upload(&batch, device)?;
+        T::check(&batch, outputs.dims()[1])?;
+        for metric in metrics.iter_mut() {
+            metric.update(&outputs, y.truth())?;
+        }
+    }
+    metrics.iter().map(|m| m.get()).collect()
+}
+
+/// The share of examples whose largest output is their class label ([`Accuracy`]), counted on
+/// the device and read back once.
 ///
 /// `net` should be a snapshot without autodiff (`Module::valid`) living on `device`.
 ///
 /// # Errors
-/// What the network's forward pass returns for a batch it cannot take (a shape it does not
-/// accept), [`ember::Error::Shape`] for targets that are not one label per example, and
-/// [`ember::Error::Execution`] when the count cannot be read back.
+/// As [`metrics`], and [`ember::Error::Shape`] for targets that are not one label per example.
 pub fn accuracy<B: Block>(net: &B, data: &DataLoader, device: &Device) -> Result<f64> {
-    let (mut correct, mut seen): (Option<Tensor<1, Int>>, usize) = (None, 0);
-    for batch in data.epoch(0) {
-        let scores: Tensor<2> = net.forward(batch.x_on(device)?).into_rank()?;
-        let labels = <Tensor<1, Int> as Target>::upload(&batch, device)?;
-        if let Some(right) = <Tensor<1, Int> as Target>::correct(&scores, &labels) {
-            correct = Some(tally(correct, right));
-        }
-        seen += batch.len();
-    }
-    let correct = correct.map(read_count).transpose()?.unwrap_or(0);
-    Ok(correct as f64 / seen.max(1) as f64)
+    let mut acc: [Box<dyn Metric>; 1] = [Box::new(Accuracy::default())];
+    Ok(metrics::<B, Tensor<1, Int>>(net, &mut acc, data, device)?[0])
 }
 
 /// The mean of `loss` over every example of `data`, summed on the device and read back once.
@@ -53,17 +74,7 @@ where
         seen += batch.len();
     }
     let total = match sum {
-        Some(sum) => sum
-            .into_data()
-            .convert::<f64>()
-            .try_to_vec::<f64>()
-            .map_err(|e| ember::Error::Readback {
-                what: "a loss".to_string(),
-                reason: format!("{e:?}"),
-            })?
-            .first()
-            .copied()
-            .unwrap_or(0.0),
+        Some(sum) => read_floats(sum, "a loss")?[0],
         None => 0.0,
     };
     Ok(total / seen.max(1) as f64)

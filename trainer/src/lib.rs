@@ -77,6 +77,7 @@ pub mod checkpoint;
 pub mod evaluate;
 pub mod fit;
 pub mod memory;
+pub mod metric;
 pub mod plot;
 pub mod policy;
 pub mod signals;

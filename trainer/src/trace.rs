@@ -90,7 +90,7 @@ pub struct EpochRecord {
     /// device finishing its share (empty on one device).
     #[serde(default)]
     pub device_time: Vec<f64>,
-    /// The epoch's evaluations (`test_acc`…), one column each.
+    /// The epoch's metrics (`train_acc`, `test_acc`, `valid_loss`…), one column each.
     #[serde(flatten)]
     pub metrics: BTreeMap<String, f64>,
 }

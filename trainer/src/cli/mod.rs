@@ -76,6 +76,7 @@ mod child;
 mod clash;
 mod compare;
 mod devices;
+mod eval;
 mod export;
 mod flags;
 mod list;

@@ -18,6 +18,8 @@ use super::workload::DataSpec;
 /// any work starts.
 pub struct OutputPaths {
     pub save: Option<PathBuf>,
+    /// `--save-best`: written after each epoch that improves the watched metric.
+    pub save_best: Option<PathBuf>,
     pub metrics: Option<PathBuf>,
     pub load: Option<PathBuf>,
     pub checkpoint: Option<Checkpointing>,
@@ -32,14 +34,16 @@ impl OutputPaths {
     pub fn check(
         data: &DataSpec,
         load: Option<PathBuf>,
-        save: Option<PathBuf>,
+        [save, save_best]: [Option<PathBuf>; 2],
         metrics: Option<PathBuf>,
         checkpoint: Option<PathBuf>,
         every: Option<usize>,
         resume: Option<PathBuf>,
     ) -> anyhow::Result<Self> {
-        if let Some(path) = &save {
-            io::check(path).with_context(|| format!("invalid --save {}", path.display()))?;
+        for (flag, path) in [("--save", &save), ("--save-best", &save_best)] {
+            if let Some(path) = path {
+                io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
+            }
         }
         if let Some(path) = &metrics {
             for file in Trace::paths(path) {
@@ -73,7 +77,7 @@ impl OutputPaths {
         clashes(
             data,
             &load,
-            &save,
+            [&save, &save_best],
             &metrics,
             checkpoint_dir.as_ref().map(|dir| (flag, dir)),
             resume.as_ref(),
@@ -94,6 +98,7 @@ impl OutputPaths {
         };
         Ok(Self {
             save,
+            save_best,
             metrics,
             load,
             checkpoint,
@@ -190,7 +195,7 @@ fn find_resume(path: &Path) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
 fn clashes(
     data: &DataSpec,
     load: &Option<PathBuf>,
-    save: &Option<PathBuf>,
+    [save, save_best]: [&Option<PathBuf>; 2],
     metrics: &Option<PathBuf>,
     checkpoint: Option<(&str, &PathBuf)>,
     resume: Option<&Checkpoint>,
@@ -214,8 +219,10 @@ fn clashes(
             files.input(what, &entry.path());
         }
     }
-    if let Some(path) = save {
-        files.output(format!("--save {}", path.display()), path);
+    for (flag, path) in [("--save", save), ("--save-best", save_best)] {
+        if let Some(path) = path {
+            files.output(format!("{flag} {}", path.display()), path);
+        }
     }
     if let Some(path) = metrics {
         for file in Trace::paths(path) {
@@ -237,7 +244,11 @@ fn clashes(
             &dir.join("lock"),
         );
         // An output under a name the run's checkpoints take would be in their way.
-        for (what, path) in [("--save", save), ("--metrics", metrics)] {
+        for (what, path) in [
+            ("--save", save),
+            ("--save-best", save_best),
+            ("--metrics", metrics),
+        ] {
             let Some(path) = path else { continue };
             let name = path.file_name().unwrap_or_default().to_string_lossy();
             let parent = path.parent().filter(|p| !p.as_os_str().is_empty());

@@ -8,9 +8,7 @@ use ember::optim::{Clipping, OPTIMIZERS, Schedule};
 use ember::{Error, OptimizerKind};
 
 use super::flags::Flag;
-use super::task::Task;
 use super::workload::Workload;
-use ember_trainer::fit::Watched;
 
 /// The optimizer, its options, the schedule and clipping, as given.
 #[derive(Debug, Args)]
@@ -251,34 +249,4 @@ pub fn recipe_words(w: &Workload) -> String {
         return String::new();
     }
     format!(", {}", w.recipe.describe())
-}
-
-/// A metric `flag` watches must be one of the run's epoch columns.
-pub fn check_watched(
-    flag: &str,
-    watched: &Watched,
-    task: &Task,
-    valid: bool,
-) -> anyhow::Result<()> {
-    let mut columns = vec!["loss"];
-    if let Task::Classify { test, .. } = task {
-        columns.push("train_acc");
-        if test.is_some() {
-            columns.push("test_acc");
-        }
-        if valid {
-            columns.push("valid_acc");
-        }
-    }
-    if valid {
-        columns.push("valid_loss");
-    }
-    if !columns.contains(&watched.metric.as_str()) {
-        bail!(
-            "invalid {flag} metric {:?}: this run's epochs have {}",
-            watched.metric,
-            columns.join(", ")
-        );
-    }
-    Ok(())
 }

@@ -10,16 +10,18 @@ use burn::tensor::Device;
 use clap::Args;
 use ember::{Block, DeviceName, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss};
 use ember_datasets::{DataLoader, Examples};
-use ember_trainer::evaluate::{accuracy, mean_loss};
-use ember_trainer::fit::{EarlyStopping, Fit, ReduceLrOnPlateau, Target};
+use ember_trainer::evaluate::mean_loss;
+use ember_trainer::fit::{EarlyStopping, Fit, ReduceLrOnPlateau, Target, Watched};
+use ember_trainer::metric::{TEST, VALID, column};
 use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
 use ember_trainer::signals;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::book_lines::BookLines;
+use super::eval::{self, EvalList, check_watched};
 use super::model::ModelSpec;
 use super::output_paths::{OutputPaths, finish, rescue};
-use super::recipe::{check_schedule, check_watched, recipe_words};
+use super::recipe::{check_schedule, recipe_words};
 use super::task::{LossName, Task, wrong_loss};
 use super::workload::{Workload, WorkloadArgs, positive};
 
@@ -82,15 +84,29 @@ pub struct TrainArgs {
     #[arg(long)]
     summary: bool,
     /// Stop when METRIC (`loss`, the mean training loss, or an epoch column: `train_acc`,
-    /// `test_acc`) has not improved by more than MIN_DELTA [default: 0] for PATIENCE epochs:
-    /// METRIC:PATIENCE[:MIN_DELTA]. Accuracies improve up, losses down. Read where the epoch's
-    /// metrics already are: no barrier. The last checkpoint is the stopped epoch's.
+    /// `test_acc`, `valid_ce`, as --eval makes them) has not improved by more than MIN_DELTA
+    /// [default: 0] for PATIENCE epochs: METRIC:PATIENCE[:MIN_DELTA]. Accuracies, top-K and F1
+    /// improve up, losses and errors down. Read where the epoch's metrics already are: no
+    /// barrier. The last checkpoint is the stopped epoch's.
     #[arg(long, value_name = "METRIC:PATIENCE[:MIN_DELTA]")]
     early_stop: Option<EarlyStopping>,
     /// Multiply the learning rate by FACTOR [default: 0.1] when METRIC has not improved for
     /// PATIENCE epochs (PyTorch's ReduceLROnPlateau, in epochs): METRIC:PATIENCE[:FACTOR].
     #[arg(long, value_name = "METRIC:PATIENCE[:FACTOR]")]
     reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
+    #[arg(long, value_name = "METRICS", long_help = eval::HELP)]
+    eval: Option<EvalList>,
+    /// Save the parameters (safetensors) here after every epoch that improves --best-on, as
+    /// --save writes them: a new file replaces the old one whole, never over an input. Read
+    /// where the epoch's metrics already are: no barrier. Parameters that are not finite are
+    /// never written: they end the run, as a failed step does. A resumed run knows the best so
+    /// far from its checkpoint.
+    #[arg(long, value_name = "PATH")]
+    save_best: Option<PathBuf>,
+    /// The metric --save-best watches, an epoch column as --early-stop takes [default: the
+    /// --early-stop metric, else valid_loss with --valid-split].
+    #[arg(long, value_name = "METRIC", requires = "save_best")]
+    best_on: Option<String>,
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
@@ -102,7 +118,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let mut outputs = OutputPaths::check(
         &workload.data,
         args.load,
-        args.save,
+        [args.save, args.save_best],
         args.metrics,
         args.checkpoint,
         args.checkpoint_every,
@@ -114,6 +130,12 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         return Err(wrong_loss(loss, &task, &workload.data));
     }
     let model = task.model(args.model, &workload)?;
+    let default_eval = EvalList::for_task(None, &task, &workload.data)?;
+    let eval = EvalList::for_task(args.eval, &task, &workload.data)?;
+    let columns = eval.columns(
+        matches!(&task, Task::Classify { test: Some(_), .. }),
+        workload.valid_split.is_some(),
+    );
     let watched = [
         ("--early-stop", args.early_stop.as_ref().map(|e| &e.0)),
         (
@@ -131,8 +153,23 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     for (flag, watched) in watched {
         if let Some(watched) = watched {
-            check_watched(flag, watched, &task, workload.valid_split.is_some())?;
+            check_watched(flag, watched, &columns)?;
         }
+    }
+    let best_on = match (&args.best_on, &args.early_stop) {
+        _ if outputs.save_best.is_none() => None,
+        (Some(metric), _) => Some(metric.clone()),
+        (None, Some(early_stop)) => Some(early_stop.0.metric.clone()),
+        (None, None) if workload.valid_split.is_some() => Some(column(VALID, "loss")),
+        (None, None) => bail!(
+            "--save-best needs a metric to watch: give --best-on METRIC (one of {}), or \
+             --valid-split F to watch valid_loss",
+            columns.join(", ")
+        ),
+    };
+    let best_on = best_on.map(|metric| Watched::new(&metric, 1, 0.0));
+    if let Some(watched) = &best_on {
+        check_watched("--best-on", watched, &columns)?;
     }
     task.check_memory(&workload, &model, &policy_kind, epochs)?;
     let (example, classes) = task.example_and_outputs(&workload);
@@ -158,6 +195,9 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         say!("{}", replicas.exchange());
     }
     let run = Run {
+        eval_given: (eval != default_eval).then(|| eval.to_string()),
+        eval,
+        best_on,
         early_stop: args.early_stop,
         reduce_lr_on_plateau: args.reduce_lr_on_plateau,
         workload: &workload,
@@ -186,6 +226,12 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
 
 /// One `ember train` run: the workload, the model, the policy, and where things go.
 struct Run<'a> {
+    /// `--eval`'s metrics, checked against the data's targets.
+    eval: EvalList,
+    /// `--eval` as given, where it differs from the default.
+    eval_given: Option<String>,
+    /// What `--save-best` watches.
+    best_on: Option<Watched>,
     early_stop: Option<EarlyStopping>,
     reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
     workload: &'a Workload,
@@ -233,7 +279,7 @@ impl Run<'_> {
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
         check_schedule(&w.recipe, w.batches, self.epochs)?;
-        let fit = w.fit(net, L2Loss, &device)?;
+        let fit = w.fit(net, L2Loss, &device)?.metrics(self.eval.build());
         let outputs = self.outputs;
         let run = self.configure(fit, progress)?.run(&mut w.epochs()?)?;
         finish(run, outputs)
@@ -241,8 +287,8 @@ impl Run<'_> {
 
     /// Training on examples held in memory (Fashion-MNIST, CSV, NPY), d2l's
     /// `train_ch3`/`train_ch6`: shuffled minibatches, SGD at the workload's rate, and after
-    /// each epoch, for class labels, the training accuracy its steps accumulated (`fit` does
-    /// that) and the accuracy on the test set.
+    /// each epoch the --eval metrics its steps accumulated (`fit` does that), and the same on
+    /// the validation share (with its loss) and on the test set.
     fn examples<L>(
         self,
         net: Sequential,
@@ -310,27 +356,24 @@ impl Run<'_> {
             net = net.infer_shape(x)?.load_parameters(path, &device)?;
         }
         check_schedule(&w.recipe, loader.num_batches(), self.epochs)?;
-        let mut fit = w.fit(net, loss.clone(), &device)?;
+        let mut fit = w
+            .fit(net, loss.clone(), &device)?
+            .metrics(self.eval.build());
         if let Some(valid) = valid {
-            let classes = valid.classes().is_some();
-            let valid = std::rc::Rc::new(DataLoader::new(valid, 1024)?);
+            let valid = DataLoader::new(valid, 1024)?;
             let (d, data) = (self.device.clone(), valid.clone());
-            fit = fit.evaluate("valid_loss", move |net: &Sequential| {
+            fit = fit.evaluate(column(VALID, "loss"), move |net: &Sequential| {
                 mean_loss(net, &loss, &data, &d)
             });
-            if classes {
-                let d = self.device.clone();
-                fit = fit.evaluate("valid_acc", move |net: &Sequential| {
-                    accuracy(net, &valid, &d)
-                });
+            if !self.eval.0.is_empty() {
+                fit = fit.evaluate_metrics(VALID, valid, self.eval.build(), self.device);
             }
         }
-        if let Some(test) = test {
-            let test_eval = DataLoader::new(test, 1024)?;
-            let d = self.device.clone();
-            fit = fit.evaluate("test_acc", move |net: &Sequential| {
-                accuracy(net, &test_eval, &d)
-            });
+        if let Some(test) = test
+            && !self.eval.0.is_empty()
+        {
+            let test = DataLoader::new(test, 1024)?;
+            fit = fit.evaluate_metrics(TEST, test, self.eval.build(), self.device);
         }
         let progress = BookLines {
             bar: None,
@@ -372,6 +415,18 @@ impl Run<'_> {
         }
         if let Some(reduce) = self.reduce_lr_on_plateau {
             fit = fit.callback(reduce);
+        }
+        if let (Some(watched), Some(path)) = (self.best_on, &self.outputs.save_best) {
+            let (path, recorded) = (path.clone(), self.outputs.recorded.clone());
+            fit = fit.save_best(watched, move |net: &Sequential, epoch| {
+                ember::io::safetensors::save_parameters_with(net, &path, &recorded)?;
+                say!(
+                    "epoch {}: the best so far: parameters saved to --save-best {}",
+                    epoch.epoch + 1,
+                    path.display()
+                );
+                Ok(())
+            });
         }
         if let Some(checkpoint) = &self.outputs.resume {
             // Every flag that differs, at once: one only the checkpoint's run had (--devices
@@ -458,6 +513,13 @@ impl Run<'_> {
         }
         if let Some(reduce) = &self.reduce_lr_on_plateau {
             flags.insert("--reduce-lr-on-plateau".to_string(), reduce.to_string());
+        }
+        // So are the columns they watch: --eval's, where it is not the default.
+        if let Some(eval) = &self.eval_given {
+            flags.insert("--eval".to_string(), eval.to_string());
+        }
+        if let Some(best) = &self.best_on {
+            flags.insert("--best-on".to_string(), best.metric.clone());
         }
         flags
     }

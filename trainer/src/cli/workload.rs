@@ -62,8 +62,9 @@ pub struct WorkloadArgs {
     #[arg(long = Flag::DATA.name, default_value = "synthetic")]
     pub data: DataSpec,
     /// Hold out this share of the training examples (a shuffle seeded by --seed) as a
-    /// validation set: each epoch prints its valid_loss (and valid_acc for classes), which
-    /// --early-stop and --reduce-lr-on-plateau can watch. Not for synthetic data.
+    /// validation set: each epoch prints its valid_loss and --eval's metrics on it (valid_acc
+    /// by default for classes), which --early-stop, --reduce-lr-on-plateau and --best-on can
+    /// watch. Not for synthetic data.
     #[arg(long = Flag::VALID_SPLIT.name, allow_negative_numbers = true)]
     pub valid_split: Option<f64>,
     /// With `csv:` or `npy:` data: the targets are class indices in 0..N (softmax

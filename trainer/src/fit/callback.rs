@@ -31,6 +31,7 @@ use std::str::FromStr;
 
 use ember::{Error, Result};
 
+use crate::metric::{Goal, goal_of};
 use crate::trace::EpochRecord;
 
 /// What a callback asks for after an epoch.
@@ -79,17 +80,8 @@ pub trait Callback {
     }
 }
 
-/// Which way a metric improves: accuracies up, losses down.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Goal {
-    /// Higher is better (`*acc*`, `*f1*`).
-    Max,
-    /// Lower is better (losses, errors).
-    Min,
-}
-
-/// A metric of the epochs' records, by its column: `loss` (the mean training loss) or an
-/// evaluation's name (`test_acc`, `train_acc`).
+/// A metric of the epochs' records, by its column: `loss` (the mean training loss) or a
+/// metric's (`test_acc`, `train_acc`, `valid_ce`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Watched {
     /// The column.
@@ -105,14 +97,10 @@ pub struct Watched {
 }
 
 impl Watched {
-    /// Watches `metric` with `patience` and `min_delta`; accuracies improve up, anything else
-    /// down.
+    /// Watches `metric` with `patience` and `min_delta`, improving the way its name says
+    /// ([`goal_of`]: accuracies, top-K and F1 up, losses and errors down).
     pub fn new(metric: &str, patience: usize, min_delta: f64) -> Self {
-        let goal = if metric.contains("acc") || metric.contains("f1") {
-            Goal::Max
-        } else {
-            Goal::Min
-        };
+        let goal = goal_of(metric);
         Self {
             metric: metric.to_string(),
             goal,
@@ -139,11 +127,25 @@ impl Watched {
         })
     }
 
-    /// Takes `epoch`: whether `bad` epochs without improvement have now passed, with the
-    /// reason.
-    fn ran_out(&mut self, epoch: &EpochRecord, bad: usize) -> Result<Option<String>> {
+    /// The same, improving the other way where `goal` says: for a metric of one's own whose
+    /// name [`goal_of`] cannot read ([`crate::metric::Metric::goal`] says).
+    #[must_use]
+    pub fn with_goal(mut self, goal: Goal) -> Self {
+        self.goal = goal;
+        self
+    }
+
+    /// Takes `epoch`: whether its value improves on the best so far by more than
+    /// `min_delta` (the first finite value does; NaN and infinities never do), which then
+    /// becomes the best. An epoch that does not improve counts toward the patience, the first
+    /// ones too: a run whose metric starts as NaN waits its patience for a finite value.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] when the epoch has no such metric, listing those it has.
+    pub fn improves(&mut self, epoch: &EpochRecord) -> Result<bool> {
         let value = self.value(epoch)?;
         let better = match self.best {
+            _ if !value.is_finite() => false,
             None => true,
             Some((best, _)) => match self.goal {
                 Goal::Max => value > best + self.min_delta,
@@ -153,13 +155,25 @@ impl Watched {
         if better {
             self.best = Some((value, epoch.epoch));
             self.waited = 0;
-            return Ok(None);
+        } else {
+            self.waited += 1;
         }
-        self.waited += 1;
-        if self.waited < bad {
+        Ok(better)
+    }
+
+    /// The best value so far, and its epoch (0-based).
+    pub fn best(&self) -> Option<(f64, usize)> {
+        self.best
+    }
+
+    /// Takes `epoch`: whether `bad` epochs without improvement have now passed, with the
+    /// reason.
+    fn ran_out(&mut self, epoch: &EpochRecord, bad: usize) -> Result<Option<String>> {
+        if self.improves(epoch)? || self.waited < bad {
             return Ok(None);
         }
         self.waited = 0;
+        let value = self.value(epoch)?;
         let (best, at) = self.best.unwrap_or((value, epoch.epoch));
         Ok(Some(format!(
             "{} has not improved by more than {} for {bad} epoch(s) (best {best:.4} after epoch {})",
@@ -348,6 +362,31 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("val_f1") && err.contains("test_acc"), "{err}");
+    }
+
+    #[test]
+    fn no_value_but_a_finite_one_improves() {
+        // A NaN first epoch counts toward the patience, and the first finite value is the best.
+        let mut stop: EarlyStopping = "loss:2".parse().unwrap();
+        let stops: Vec<bool> = [f64::NAN, 1.0, 1.5, 1.6]
+            .iter()
+            .enumerate()
+            .map(|(i, &loss)| stop.epoch_end(&epoch(i, loss, 0.0)).unwrap().stop.is_some())
+            .collect();
+        assert_eq!(stops, [false, false, false, true]);
+        let mut watched = Watched::new("loss", 1, 0.0);
+        assert!(!watched.improves(&epoch(0, f64::INFINITY, 0.0)).unwrap());
+        assert!(watched.improves(&epoch(1, 3.0, 0.0)).unwrap());
+        assert_eq!(watched.best(), Some((3.0, 1)));
+        // A metric of one's own whose name does not say which way it goes.
+        let mut auc = Watched::new("test_auc", 1, 0.0).with_goal(Goal::Max);
+        let record = |i, value| EpochRecord {
+            metrics: BTreeMap::from([("test_auc".to_string(), value)]),
+            ..epoch(i, 1.0, 0.0)
+        };
+        assert!(auc.improves(&record(0, 0.6)).unwrap());
+        assert!(auc.improves(&record(1, 0.7)).unwrap());
+        assert!(!auc.improves(&record(2, 0.65)).unwrap());
     }
 
     #[test]

@@ -10,20 +10,17 @@ use crate::memory::{mb, rss_bytes};
 use crate::policy::{InFlight, PolicyKind};
 use crate::trace::{BatchRecord, EpochRecord};
 
-/// The name of the training accuracy in the epoch records.
-pub const TRAIN_ACC: &str = "train_acc";
-
-/// A metric computed after every epoch on a snapshot of the network taken without autodiff
+/// Metrics computed after every epoch on a snapshot of the network taken without autodiff
 /// (`Module::valid`), on the caller's thread: test accuracy, validation loss…
 pub struct Evaluation<B> {
-    /// The metric's name, used as its column in the epoch records (`test_acc`).
-    pub name: String,
-    /// Computes the metric.
-    pub metric: Metric<B>,
+    /// The columns it gives in the epoch records, in its values' order (`test_acc`).
+    pub names: Vec<String>,
+    /// Computes them.
+    pub compute: Evaluate<B>,
 }
 
-/// A metric of a network snapshot.
-pub type Metric<B> = Box<dyn Fn(&B) -> Result<f64>>;
+/// Computes an evaluation's values from a network snapshot.
+pub type Evaluate<B> = Box<dyn Fn(&B) -> Result<Vec<f64>>>;
 
 /// An epoch in progress: its batches in flight, their records, and its memory and times.
 pub(super) struct Epoch {

@@ -11,13 +11,15 @@ use ember::{Block, Error, Loss, Replicas, Result, StepAt};
 use ember_datasets::Batch;
 
 use super::backend::{Backend, StepLosses};
+use super::best::Best;
 use super::callback::Callback;
-use super::epoch::{Epoch, Evaluation, TRAIN_ACC};
+use super::epoch::{Epoch, Evaluation};
 use super::progress::Progress;
 use super::resume;
 use super::source::BatchSource;
 use super::target::Target;
 use crate::checkpoint::{Checkpointing, Position};
+use crate::metric::{TRAIN, column};
 use crate::policy::{PolicyKind, SyncPolicy};
 use crate::signals::{Signal, requested};
 use crate::trace::{BatchRecord, Trace};
@@ -27,6 +29,7 @@ pub(super) struct Frontend<'a, B, L>
 where
     B: Block + 'static,
     L: Loss + Send + 'static,
+    L::Target: Target,
 {
     pub(super) engine: Engine<Backend<B, L>>,
     pub(super) replicas: Replicas,
@@ -51,6 +54,7 @@ where
     /// back finite, nothing shows that its parameters train on.
     pub(super) last_checkpoint: Option<(std::path::PathBuf, u64)>,
     pub(super) callbacks: Vec<Box<dyn Callback + 'a>>,
+    pub(super) best: Option<Best<'a, B>>,
     /// Why a callback ended the run.
     pub(super) ended_early: Option<String>,
 }
@@ -113,7 +117,25 @@ where
         {
             self.checkpoint(&[])?;
         }
+        // After the checkpoint: a save that fails stops the run with the epoch kept.
+        self.save_best(&record)?;
         Ok(self.ended_early.is_some())
+    }
+
+    /// The network, to what [`super::Fit::save_best`] gave, where the epoch's `record` improves
+    /// the watched metric.
+    fn save_best(&mut self, record: &crate::trace::EpochRecord) -> Result<()> {
+        let Some(best) = &mut self.best else {
+            return Ok(());
+        };
+        if !best.watched.improves(record)? {
+            return Ok(());
+        }
+        let snapshot = self
+            .engine
+            .issue(|b: &mut Backend<B, L>| Ok(b.net.valid()))
+            .wait()?;
+        (best.save)(&snapshot, record)
     }
 
     /// Each callback's action on the epoch's `record`: a scaled learning rate for the steps
@@ -270,16 +292,16 @@ where
         }
     }
 
-    /// The epoch's metrics: the training accuracy its steps counted, where the targets have
-    /// classes, and each evaluation, on a snapshot of the network without autodiff.
+    /// The epoch's metrics: the training metrics its steps summed (`train_acc`…), and each
+    /// evaluation, on a snapshot of the network without autodiff.
     fn metrics(&mut self) -> Result<BTreeMap<String, f64>> {
         let mut metrics = BTreeMap::new();
-        let train_acc = self
+        let train = self
             .engine
-            .issue(|b: &mut Backend<B, L>| b.train_accuracy().map(Host))
+            .issue(|b: &mut Backend<B, L>| b.train_metrics().map(Host))
             .wait()?;
-        if let Some(train_acc) = train_acc {
-            metrics.insert(TRAIN_ACC.to_string(), train_acc);
+        for (name, value) in train {
+            metrics.insert(column(TRAIN, &name), value);
         }
         if !self.evaluations.is_empty() {
             let snapshot = self
@@ -287,7 +309,8 @@ where
                 .issue(|b: &mut Backend<B, L>| Ok(b.net.valid()))
                 .wait()?;
             for evaluation in &self.evaluations {
-                metrics.insert(evaluation.name.clone(), (evaluation.metric)(&snapshot)?);
+                let values = (evaluation.compute)(&snapshot)?;
+                metrics.extend(evaluation.names.iter().cloned().zip(values));
             }
         }
         Ok(metrics)

@@ -41,6 +41,7 @@
 //! ```
 
 mod backend;
+mod best;
 mod callback;
 mod epoch;
 mod frontend;
@@ -55,19 +56,22 @@ use burn::tensor::Device;
 use ember::engine::Engine;
 use ember::optim::LrSchedule;
 use ember::{Block, Loss, Optimizer, Replicas, Result};
-use ember_datasets::Batch;
+use ember_datasets::{Batch, DataLoader};
 
-pub use callback::{Action, Callback, EarlyStopping, Goal, ReduceLrOnPlateau, Watched};
-pub use epoch::{Evaluation, Metric, TRAIN_ACC};
+use crate::metric::{Accuracy, Metric, column};
+
+pub use crate::metric::Goal;
+pub use best::SaveFn;
+pub use callback::{Action, Callback, EarlyStopping, ReduceLrOnPlateau, Watched};
+pub use epoch::{Evaluate, Evaluation};
 pub use progress::Progress;
 pub use source::{BatchSource, SyntheticEpochs};
 pub use target::Target;
-pub(crate) use target::{read_count, tally};
 
 use crate::checkpoint::{Checkpoint, Checkpointing};
 use crate::policy::SyncPolicy;
 use crate::signals::{RunInProgress, Signal};
-use crate::trace::Trace;
+use crate::trace::{EpochRecord, Trace};
 use backend::Backend;
 use frontend::{Frontend, Rates};
 
@@ -120,6 +124,7 @@ pub struct Fit<'a, B, L> {
     epochs: usize,
     warmup: bool,
     evaluations: Vec<Evaluation<B>>,
+    metrics: Option<Vec<Box<dyn Metric>>>,
     progress: Box<dyn Progress + 'a>,
     seed: Option<u64>,
     checkpointing: Option<Checkpointing>,
@@ -127,6 +132,7 @@ pub struct Fit<'a, B, L> {
     rescue: Option<Rescue<'a, B>>,
     schedule: Option<Box<dyn LrSchedule + 'a>>,
     callbacks: Vec<Box<dyn Callback + 'a>>,
+    best: Option<best::Best<'a, B>>,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -150,6 +156,7 @@ where
             epochs: 1,
             warmup: true,
             evaluations: Vec::new(),
+            metrics: None,
             progress: Box::new(()),
             seed: None,
             checkpointing: None,
@@ -157,6 +164,7 @@ where
             rescue: None,
             schedule: None,
             callbacks: Vec::new(),
+            best: None,
         }
     }
 
@@ -218,8 +226,75 @@ where
         metric: impl Fn(&B) -> Result<f64> + 'static,
     ) -> Self {
         self.evaluations.push(Evaluation {
-            name: name.into(),
-            metric: Box::new(metric),
+            names: vec![name.into()],
+            compute: Box::new(move |net| Ok(vec![metric(net)?])),
+        });
+        self
+    }
+
+    /// The metrics the training steps update, read at each epoch's end as `train_<name>`
+    /// ([`crate::metric`]). They add no barrier: each step adds to sums on the device, read
+    /// where the epoch ends. By default, accuracy where the loss takes class labels, and none
+    /// otherwise; an empty list turns them off. A run resumed from a checkpoint written in the
+    /// middle of an epoch counts that epoch's training metrics from the resume on.
+    ///
+    /// ```
+    /// use burn::prelude::*;
+    /// use ember::{Block, Dense, Init, Optimizer, Sequential, SoftmaxCrossEntropyLoss};
+    /// use ember_datasets::{DataLoader, Examples};
+    /// use ember_trainer::fit::Fit;
+    /// use ember_trainer::metric::MetricKind;
+    ///
+    /// let device = Device::flex().autodiff();
+    /// let x: Vec<f32> = (0..64).map(|i| (i as f32 * 0.37).sin()).collect();
+    /// let labels: Vec<usize> = (0..32).map(|i| i % 3).collect();
+    /// let data = Examples::classification(x, 2, labels, 3).unwrap();
+    /// let net: Sequential = Sequential::new().add(Dense::new(3)).initialize(Init::default(), &device);
+    /// let optimizer = Optimizer::new(&net, "sgd", 0.1).unwrap();
+    /// let kinds = MetricKind::parse_list("acc,top2,ce").unwrap();
+    /// let test = DataLoader::new(data.clone(), 16).unwrap();
+    /// let mut train = DataLoader::new(data, 8).unwrap();
+    /// let run = Fit::new(net, SoftmaxCrossEntropyLoss, optimizer, &device)
+    ///     .metrics(kinds.iter().map(|k| k.build()))
+    ///     .evaluate_metrics("test", test, kinds.iter().map(|k| k.build()), &Device::flex())
+    ///     .run(&mut train)
+    ///     .unwrap();
+    /// let epoch = &run.trace.epochs[0];
+    /// assert!((0.0..=1.0).contains(&epoch.metrics["train_top2"]));
+    /// assert!(epoch.metrics["test_ce"] > 0.0);
+    /// assert!(epoch.metrics["test_acc"] <= epoch.metrics["test_top2"]);
+    /// ```
+    pub fn metrics(mut self, metrics: impl IntoIterator<Item = Box<dyn Metric>>) -> Self {
+        self.metrics = Some(metrics.into_iter().collect());
+        self
+    }
+
+    /// After each epoch, `metrics` over every example of `data`, on a snapshot of the network
+    /// without autodiff, which lives on `device` (the training device without autodiff,
+    /// `device.inner()`), as `<set>_<name>`
+    /// columns (`test_acc`): one pass over the data for all of them. Its time does not count
+    /// in the epoch's.
+    pub fn evaluate_metrics(
+        mut self,
+        set: &str,
+        data: DataLoader,
+        metrics: impl IntoIterator<Item = Box<dyn Metric>>,
+        device: &Device,
+    ) -> Self {
+        let metrics: Vec<Box<dyn Metric>> = metrics.into_iter().collect();
+        let names = metrics.iter().map(|m| column(set, &m.name())).collect();
+        let device = device.clone();
+        let metrics = std::cell::RefCell::new(metrics);
+        self.evaluations.push(Evaluation {
+            names,
+            compute: Box::new(move |net: &B| {
+                crate::evaluate::metrics::<B, L::Target>(
+                    net,
+                    &mut metrics.borrow_mut(),
+                    &data,
+                    &device,
+                )
+            }),
         });
         self
     }
@@ -258,6 +333,23 @@ where
     /// [`ReduceLrOnPlateau`], or one's own.
     pub fn callback(mut self, callback: impl Callback + 'a) -> Self {
         self.callbacks.push(Box::new(callback));
+        self
+    }
+
+    /// After every epoch where `watched` improves (by more than its `min_delta`; NaN never
+    /// does), `save` gets a snapshot of the network without autodiff and the epoch's record:
+    /// Keras' `ModelCheckpoint(save_best_only=True)`. It runs where the epoch's metrics were
+    /// read, adding no barrier; its error stops the run. A resumed run knows the best so far
+    /// from its checkpoint's epochs. The watched metric's patience plays no part.
+    pub fn save_best(
+        mut self,
+        watched: Watched,
+        save: impl FnMut(&B, &EpochRecord) -> Result<()> + 'a,
+    ) -> Self {
+        self.best = Some(best::Best {
+            watched,
+            save: Box::new(save),
+        });
         self
     }
 
@@ -362,6 +454,9 @@ where
                 ended_early = Some(why);
             }
         }
+        if let Some(best) = &mut self.best {
+            best.replay(&start.trace.epochs)?;
+        }
         if base != given {
             self.progress.acted(&format!(
                 "learning rate {base}: {given} as the callbacks scaled it before this resume"
@@ -371,9 +466,13 @@ where
             self.progress
                 .acted(&format!("{why}, before this resume: nothing more to train"));
         }
+        let metrics = self.metrics.unwrap_or_else(|| match L::Target::LABELS {
+            true => vec![Box::new(Accuracy::default())],
+            false => Vec::new(),
+        });
         let mut frontend = Frontend {
             engine: Engine::new(
-                Backend::new(start.net, start.optimizer, self.loss),
+                Backend::new(start.net, start.optimizer, self.loss, metrics),
                 Some(device),
             ),
             replicas: self.replicas,
@@ -395,6 +494,7 @@ where
             stopped: None,
             last_checkpoint: None,
             callbacks: self.callbacks,
+            best: self.best,
             ended_early,
         };
         if self.warmup

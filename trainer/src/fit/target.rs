@@ -1,12 +1,14 @@
 //! Loss targets: what a host batch's `y` becomes on a device, how it is checked against the
-//! network's outputs, and what counts as a correct prediction.
+//! network's outputs, and what metrics see of it.
 
 use burn::tensor::{Device, Int, Tensor};
 use ember::{Error, NdTensor, Result};
 use ember_datasets::Batch;
 
+use crate::metric::Truth;
+
 /// A loss target built from a host batch's `y` on a device.
-pub trait Target: Sized {
+pub trait Target: Sized + Clone + Send {
     /// Uploads the targets of `batch` to `device`.
     ///
     /// # Errors
@@ -22,18 +24,35 @@ pub trait Target: Sized {
         Ok(())
     }
 
-    /// How many of the batch's examples the network's outputs got right, on the device, where
-    /// "right" means something (class labels: the largest output is the label). The loop sums
-    /// it over an epoch's steps and reads it once, as `train_acc`: d2l's `train_ch3` metric,
-    /// from the forward passes the steps already made.
-    fn correct(_outputs: &Tensor<2>, _target: &Self) -> Option<Tensor<1, Int>> {
-        None
-    }
+    /// Whether the targets are class labels, for which `Fit` counts accuracy by default.
+    const LABELS: bool = false;
+
+    /// The targets as a metric takes them.
+    fn truth(&self) -> Truth<'_>;
+
+    /// The targets on `device` (a replica's, for the main device's metrics).
+    #[must_use]
+    fn to_device(self, device: &Device) -> Self;
+
+    /// Several batches' targets as one, in order.
+    fn cat(parts: Vec<Self>) -> Self;
 }
 
 impl Target for Tensor<2> {
     fn upload(batch: &Batch, device: &Device) -> Result<Self> {
         NdTensor::from_host(&batch.y, &batch.y_shape, device)?.into_rank()
+    }
+
+    fn truth(&self) -> Truth<'_> {
+        Truth::Values(self)
+    }
+
+    fn to_device(self, device: &Device) -> Self {
+        Tensor::to_device(self, device)
+    }
+
+    fn cat(parts: Vec<Self>) -> Self {
+        Tensor::cat(parts, 0)
     }
 }
 
@@ -51,10 +70,18 @@ impl Target for Tensor<1, Int> {
         Ok(Tensor::<1, Int>::from_ints(labels.as_slice(), device))
     }
 
-    fn correct(outputs: &Tensor<2>, labels: &Self) -> Option<Tensor<1, Int>> {
-        let [rows, _] = outputs.dims();
-        let predicted = outputs.clone().detach().argmax(1).reshape([rows]);
-        Some(predicted.equal(labels.clone()).int().sum())
+    const LABELS: bool = true;
+
+    fn truth(&self) -> Truth<'_> {
+        Truth::Labels(self)
+    }
+
+    fn to_device(self, device: &Device) -> Self {
+        Tensor::to_device(self, device)
+    }
+
+    fn cat(parts: Vec<Self>) -> Self {
+        Tensor::cat(parts, 0)
     }
 
     /// Every label must be a class index below the network's output width.
@@ -76,33 +103,4 @@ impl Target for Tensor<1, Int> {
             None => Ok(()),
         }
     }
-}
-
-/// `sum + more` on the device, `more` where there is no sum yet.
-pub(crate) fn tally(sum: Option<Tensor<1, Int>>, more: Tensor<1, Int>) -> Tensor<1, Int> {
-    match sum {
-        Some(sum) => sum + more,
-        None => more,
-    }
-}
-
-/// Reads back a count summed on the device ([`Target::correct`]'s).
-///
-/// # Errors
-/// [`Error::Execution`] with burn's own words when the read fails.
-pub(crate) fn read_count(count: Tensor<1, Int>) -> Result<i64> {
-    count
-        .into_data()
-        .convert::<i64>()
-        .try_to_vec::<i64>()
-        .map_err(|e| Error::Readback {
-            what: "a count".to_string(),
-            reason: format!("{e:?}"),
-        })?
-        .first()
-        .copied()
-        .ok_or_else(|| Error::Readback {
-            what: "a count".to_string(),
-            reason: "no value".to_string(),
-        })
 }

@@ -1,0 +1,282 @@
+//! `ember train --eval`: the metrics each epoch reports on the training batches and on the held
+//! out sets, in the printed lines and the epochs' CSV, and their bad values; and `--save-best`,
+//! which keeps the parameters of the epoch best on one of them. Each metric's numerics are
+//! checked against PyTorch in trainer/src/metric/tests.rs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::common::cli::{TINY, args, fails_with, strs, succeeds};
+
+/// Three classes of a table of 240 rows, the class the sign pattern of two features.
+fn table(dir: &Path) -> String {
+    let csv = dir.join("table.csv");
+    let rows: Vec<String> = (0..240)
+        .map(|i| {
+            let a = ((i * 37 % 101) as f32 / 50.0) - 1.0;
+            let b = ((i * 53 % 97) as f32 / 48.0) - 1.0;
+            let class = if a < -0.3 {
+                0
+            } else if b < 0.0 {
+                1
+            } else {
+                2
+            };
+            format!("{a},{b},{class}")
+        })
+        .collect();
+    std::fs::write(&csv, format!("a,b,label\n{}\n", rows.join("\n"))).unwrap();
+    format!("csv:{}", csv.display())
+}
+
+/// The epochs' CSV as one map a row, column to cell.
+fn epochs(path: &Path) -> Vec<BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|line| {
+            header
+                .iter()
+                .zip(line.split(','))
+                .map(|(h, c)| (h.to_string(), c.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+fn number(row: &BTreeMap<String, String>, column: &str) -> f64 {
+    row.get(column)
+        .unwrap_or_else(|| panic!("no column {column} in {row:?}"))
+        .parse()
+        .unwrap_or_else(|_| panic!("{column} is not a number in {row:?}"))
+}
+
+/// `ember train` on `data` (a table of three classes) with a quarter held out, at rate `lr`.
+fn on_table(data: &str, lr: &str) -> Vec<String> {
+    let base = [
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        data,
+        "--classes",
+        "3",
+        "--model",
+        "mlp:16",
+        "--batch-size",
+        "20",
+        "--valid-split",
+        "0.25",
+        "--lr",
+        lr,
+    ];
+    base.map(String::from).to_vec()
+}
+
+#[test]
+fn eval_metrics_are_reported_on_every_set_and_can_be_watched() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = table(dir.path());
+    let trace = dir.path().join("run.csv");
+    let mut run = on_table(&data, "0.5");
+    run.extend(
+        [
+            "--epochs",
+            "10",
+            "--eval",
+            "acc,top2,ce,f1",
+            "--early-stop",
+            "valid_f1:20",
+            "--metrics",
+            trace.to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
+    let out = succeeds(&strs(&run));
+    let last = out.lines().rfind(|l| l.contains("train loss")).unwrap();
+    for column in [
+        "train_top2",
+        "train_ce",
+        "train_f1",
+        "valid_acc",
+        "valid_ce",
+        "valid_loss",
+    ] {
+        assert!(last.contains(&format!("{column} ")), "{column} in {last}");
+    }
+    let rows = epochs(&dir.path().join("run.epochs.csv"));
+    assert_eq!(rows.len(), 10);
+    for row in &rows {
+        for set in ["train", "valid"] {
+            let acc = number(row, &format!("{set}_acc"));
+            let top2 = number(row, &format!("{set}_top2"));
+            let f1 = number(row, &format!("{set}_f1"));
+            assert!(
+                acc <= top2 && top2 <= 1.0,
+                "{set}: top-2 counts the top-1 too: {row:?}"
+            );
+            assert!((0.0..=1.0).contains(&f1), "{row:?}");
+        }
+        // The loss is the softmax cross-entropy: on the same held-out examples, the metric
+        // and the loss are one number, summed two ways.
+        let (ce, loss) = (number(row, "valid_ce"), number(row, "valid_loss"));
+        assert!(
+            (ce - loss).abs() < 1e-4 * loss.max(1.0),
+            "{ce} against {loss}"
+        );
+    }
+    assert!(number(&rows[9], "valid_acc") > 0.8, "{:?}", rows[9]);
+    // Off, nothing is counted: no column, and the rest of the run the same.
+    let off: Vec<String> = run
+        .iter()
+        .map(|a| match a.as_str() {
+            "acc,top2,ce,f1" => "none".to_string(),
+            "valid_f1:20" => "valid_loss:20".to_string(),
+            a if a == trace.to_str().unwrap() => dir.path().join("off.csv").display().to_string(),
+            _ => a.clone(),
+        })
+        .collect();
+    succeeds(&strs(&off));
+    let rows_off = epochs(&dir.path().join("off.epochs.csv"));
+    assert!(
+        rows_off[0].keys().all(|k| !k.ends_with("_acc")),
+        "{:?}",
+        rows_off[0]
+    );
+    assert_eq!(
+        number(&rows_off[9], "valid_loss"),
+        number(&rows[9], "valid_loss")
+    );
+    // A metric the run does not count cannot be watched.
+    let mut unwatched = run.clone();
+    let at = unwatched.iter().position(|a| a == "valid_f1:20").unwrap();
+    unwatched[at] = "valid_top5:2".to_string();
+    fails_with(
+        &strs(&unwatched),
+        "invalid --early-stop metric \"valid_top5\": this run's epochs have loss, train_acc, \
+         train_top2, train_ce, train_f1, valid_acc",
+    );
+    for (eval, needle) in [
+        (
+            "mse",
+            "invalid --eval mse: it needs values to regress, and --data csv:",
+        ),
+        ("accuracy", "expected acc, topK (top5, …), ce, f1, mse, mae"),
+        ("acc,acc", "acc: it is named twice"),
+        ("top0", "topK needs a whole K of 1 or more"),
+        ("top4", "invalid --eval top4: --data csv:"),
+    ] {
+        let mut bad = run.clone();
+        let at = bad.iter().position(|a| a == "acc,top2,ce,f1").unwrap();
+        bad[at] = eval.to_string();
+        let at = bad.iter().position(|a| a == "valid_f1:20").unwrap();
+        bad[at] = "loss:5".to_string();
+        fails_with(&strs(&bad), needle);
+    }
+}
+
+#[test]
+fn regression_metrics_count_the_steps_own_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.csv");
+    let path = trace.to_str().unwrap();
+    succeeds(&args(
+        &TINY,
+        &["--epochs", "2", "--eval", "mse,mae", "--metrics", path],
+    ));
+    for row in epochs(&dir.path().join("t.epochs.csv")) {
+        // L2Loss is half the squared error, on the very outputs the metric counts.
+        let (mse, loss) = (number(&row, "train_mse"), number(&row, "mean_loss"));
+        assert!(
+            (mse - 2.0 * loss).abs() < 1e-5 * mse.max(1.0),
+            "{mse} against 2 x {loss}"
+        );
+        assert!(number(&row, "train_mae") > 0.0, "{row:?}");
+    }
+    fails_with(
+        &args(&TINY, &["--eval", "acc"]),
+        "invalid --eval acc: it needs class labels, and --data synthetic has values to regress",
+    );
+}
+
+#[test]
+fn save_best_keeps_the_best_epochs_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = table(dir.path());
+    let best = dir.path().join("best.safetensors");
+    let trace = dir.path().join("run.csv");
+    let base = on_table(&data, "0.8");
+    let base = strs(&base);
+    let out = succeeds(&args(
+        &base,
+        &[
+            "--epochs",
+            "8",
+            "--save-best",
+            best.to_str().unwrap(),
+            "--best-on",
+            "valid_acc",
+            "--metrics",
+            trace.to_str().unwrap(),
+        ],
+    ));
+    let rows = epochs(&dir.path().join("run.epochs.csv"));
+    // The epoch of the best validation accuracy, the first of equals.
+    let mut top = 0;
+    for (epoch, row) in rows.iter().enumerate() {
+        if number(row, "valid_acc") > number(&rows[top], "valid_acc") {
+            top = epoch;
+        }
+    }
+    assert!(
+        top + 1 < rows.len(),
+        "the test needs a best epoch before the last: {rows:?}"
+    );
+    let saved = out
+        .lines()
+        .filter(|l| l.contains("parameters saved to --save-best"))
+        .count();
+    assert!(saved >= 2, "{out}");
+    assert!(
+        out.contains(&format!("epoch {}: the best so far", top + 1)),
+        "{out}"
+    );
+    // The same run stopped after that epoch saves the same bytes.
+    let until = dir.path().join("until.safetensors");
+    let epochs_then = (top + 1).to_string();
+    succeeds(&args(
+        &base,
+        &["--epochs", &epochs_then, "--save", until.to_str().unwrap()],
+    ));
+    assert_eq!(
+        std::fs::read(&best).unwrap(),
+        std::fs::read(&until).unwrap()
+    );
+    // What it will not do: watch nothing, watch a column the run lacks, or write over an input.
+    let csv = data.strip_prefix("csv:").unwrap();
+    for (more, needle) in [
+        (
+            [
+                "--save-best",
+                best.to_str().unwrap(),
+                "--best-on",
+                "test_acc",
+            ],
+            "invalid --best-on metric \"test_acc\": this run's epochs have loss, train_acc, \
+             valid_acc, valid_loss",
+        ),
+        (
+            ["--save-best", csv, "--best-on", "valid_acc"],
+            "--save-best",
+        ),
+    ] {
+        let before = std::fs::read(csv).unwrap();
+        fails_with(&args(&base, &more), needle);
+        assert_eq!(std::fs::read(csv).unwrap(), before, "the data is as it was");
+    }
+    fails_with(
+        &args(&TINY, &["--save-best", best.to_str().unwrap()]),
+        "--save-best needs a metric to watch",
+    );
+}

@@ -1,0 +1,115 @@
+//! `--eval`: which metrics each epoch reports, on which sets, and the columns they make, which
+//! `--early-stop` and `--reduce-lr-on-plateau` may watch.
+
+use anyhow::bail;
+use ember_trainer::fit::Watched;
+use ember_trainer::metric::{self, Metric, MetricKind, TEST, TRAIN, VALID};
+
+use super::task::Task;
+use super::workload::DataSpec;
+
+/// `--eval`'s long help.
+pub const HELP: &str = "Metrics of every epoch, comma separated: acc, topK (top5, …), ce \
+(cross-entropy), f1 (macro F1) for class labels; mse, mae for values to regress; `none` for \
+none [default: acc for class labels, none for values]. Each is counted on the training batches \
+as the steps run (train_NAME), then on the test set and on --valid-split's share (test_NAME, \
+valid_NAME). They print on the epoch lines and go to <stem>.epochs.csv. A metric adds no \
+barrier: the steps add to sums on the device, which are read once, at the epoch's end, where \
+every policy waits anyway.";
+
+/// The metrics `--eval` named, in its order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EvalList(pub Vec<MetricKind>);
+
+impl std::str::FromStr for EvalList {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> anyhow::Result<Self> {
+        if s == "none" {
+            return Ok(Self(Vec::new()));
+        }
+        MetricKind::parse_list(s).map(Self).map_err(|e| match e {
+            // clap names the whole value: name the part only where it is a part.
+            ember::Error::InvalidValue { value, reason, .. } if value != s => {
+                anyhow::anyhow!("{value}: {reason}")
+            }
+            ember::Error::InvalidValue { reason, .. } => anyhow::anyhow!("{reason}, or none"),
+            e => e.into(),
+        })
+    }
+}
+
+impl std::fmt::Display for EvalList {
+    /// As `--eval` takes it: `acc,top5`, or `none`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.is_empty() {
+            true => f.write_str("none"),
+            false => {
+                let names: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+                f.write_str(&names.join(","))
+            }
+        }
+    }
+}
+
+impl EvalList {
+    /// The list `--eval` gave, or the default for `task`'s targets, checked against them.
+    pub fn for_task(given: Option<Self>, task: &Task, data: &DataSpec) -> anyhow::Result<Self> {
+        let labels = matches!(task, Task::Classify { .. });
+        let Some(given) = given else {
+            return Ok(Self(match labels {
+                true => vec![MetricKind::Accuracy],
+                false => Vec::new(),
+            }));
+        };
+        if let Some(wrong) = given.0.iter().find(|k| k.needs_labels() != labels) {
+            let (needs, has) = match labels {
+                true => ("values to regress", "class labels"),
+                false => ("class labels", "values to regress"),
+            };
+            bail!("invalid --eval {wrong}: it needs {needs}, and --data {data} has {has}");
+        }
+        if let Task::Classify { train, .. } = task
+            && let Some(classes) = train.classes()
+            && let Some(k) = given.0.iter().find_map(|k| match k {
+                MetricKind::TopK(k) if *k > classes => Some(*k),
+                _ => None,
+            })
+        {
+            bail!("invalid --eval top{k}: --data {data} has {classes} classes, fewer than {k}");
+        }
+        Ok(given)
+    }
+
+    /// New metrics of the list's kinds.
+    pub fn build(&self) -> Vec<Box<dyn Metric>> {
+        self.0.iter().map(|k| k.build()).collect()
+    }
+
+    /// The epoch columns a run with these metrics has: `loss`, each metric on the training
+    /// batches and on the sets the run evaluates, and `valid_loss` with a validation share.
+    pub fn columns(&self, test: bool, valid: bool) -> Vec<String> {
+        let mut columns = vec!["loss".to_string()];
+        for (set, on) in [(TRAIN, true), (TEST, test), (VALID, valid)] {
+            if on {
+                columns.extend(self.0.iter().map(|k| metric::column(set, &k.to_string())));
+            }
+        }
+        if valid {
+            columns.push(metric::column(VALID, "loss"));
+        }
+        columns
+    }
+}
+
+/// A metric `flag` watches must be one of the run's epoch columns.
+pub fn check_watched(flag: &str, watched: &Watched, columns: &[String]) -> anyhow::Result<()> {
+    if !columns.contains(&watched.metric) {
+        bail!(
+            "invalid {flag} metric {:?}: this run's epochs have {}",
+            watched.metric,
+            columns.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! The best epoch's network ([`super::Fit::save_best`]): after each epoch whose watched metric
+//! improves, a snapshot of the network goes to the caller's `save`, where the epoch's metrics
+//! were already read, so no barrier is added. A resumed run learns the best so far from its
+//! checkpoint's epochs, and saves again only on a better one.
+
+use ember::Result;
+
+use super::callback::Watched;
+use crate::trace::EpochRecord;
+
+/// What saves the best network: it gets the snapshot (without autodiff) and the epoch's record.
+pub type SaveFn<'a, B> = Box<dyn FnMut(&B, &EpochRecord) -> Result<()> + 'a>;
+
+/// The metric watched, and what saves the network when it improves.
+pub(super) struct Best<'a, B> {
+    pub(super) watched: Watched,
+    pub(super) save: SaveFn<'a, B>,
+}
+
+impl<B> Best<'_, B> {
+    /// Replays a resumed run's earlier epochs: the best so far, nothing saved.
+    pub(super) fn replay(&mut self, epochs: &[EpochRecord]) -> Result<()> {
+        for epoch in epochs {
+            self.watched.improves(epoch)?;
+        }
+        Ok(())
+    }
+}

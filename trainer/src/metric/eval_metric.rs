@@ -1,0 +1,104 @@
+//! Gluon's `EvalMetric` as a trait: what a metric sees of a batch, which way it improves, and
+//! the device sums and reads the built-in metrics share.
+
+use burn::tensor::{Int, Tensor};
+use ember::{Error, Result};
+
+/// Which way a metric improves: accuracies up, losses down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Goal {
+    /// Higher is better (`acc`, `top5`, `f1`).
+    Max,
+    /// Lower is better (losses, errors).
+    Min,
+}
+
+/// A batch's targets, as a metric sees them.
+#[derive(Debug, Clone, Copy)]
+pub enum Truth<'a> {
+    /// One class index per example, `[batch]`.
+    Labels(&'a Tensor<1, Int>),
+    /// Values of the outputs' shape, `[batch, outputs]`.
+    Values(&'a Tensor<2>),
+}
+
+/// A metric accumulated over batches on the device, Gluon's `EvalMetric`.
+pub trait Metric: Send {
+    /// Its name: the column's suffix in the epoch records (`acc` gives `train_acc`,
+    /// `test_acc`).
+    fn name(&self) -> String;
+
+    /// Which way it improves: give it to [`crate::fit::Watched::with_goal`] to watch a metric
+    /// of one's own whose name does not say ([`super::goal_of`]).
+    fn goal(&self) -> Goal;
+
+    /// Adds a batch: the network's `outputs` (`[batch, outputs]`) and their targets. Issues
+    /// device work only, and reads nothing back.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for targets the metric does not take (class labels for `mse`),
+    /// [`Error::Shape`] for outputs that do not fit them.
+    fn update(&mut self, outputs: &Tensor<2>, truth: Truth<'_>) -> Result<()>;
+
+    /// The value over every example since the last reset, read back once (NaN before any).
+    ///
+    /// # Errors
+    /// [`Error::Readback`] when the device cannot be read.
+    fn get(&self) -> Result<f64>;
+
+    /// Forgets every batch.
+    fn reset(&mut self);
+
+    /// A new metric of the same kind, with nothing counted: one for each set evaluated.
+    fn fresh(&self) -> Box<dyn Metric>;
+}
+
+/// Reads back a float tensor, saying `what` it was where the read fails.
+///
+/// # Errors
+/// [`Error::Readback`] with burn's own words.
+pub fn read_floats(tensor: Tensor<1>, what: &str) -> Result<Vec<f64>> {
+    tensor
+        .into_data()
+        .convert::<f64>()
+        .try_into_vec::<f64>()
+        .map_err(|e| Error::Readback {
+            what: what.to_string(),
+            reason: format!("{e:?}"),
+        })
+}
+
+/// Reads back an integer tensor, saying `what` it was where the read fails.
+///
+/// # Errors
+/// [`Error::Readback`] with burn's own words.
+pub fn read_ints(tensor: Tensor<1, Int>, what: &str) -> Result<Vec<i64>> {
+    tensor
+        .into_data()
+        .convert::<i64>()
+        .try_into_vec::<i64>()
+        .map_err(|e| Error::Readback {
+            what: what.to_string(),
+            reason: format!("{e:?}"),
+        })
+}
+
+/// `sum + more` on the device, `more` where there is no sum yet.
+pub(super) fn add<const D: usize, K>(sum: Option<Tensor<D, K>>, more: Tensor<D, K>) -> Tensor<D, K>
+where
+    K: burn::tensor::kind::Numeric,
+{
+    match sum {
+        Some(sum) => sum + more,
+        None => more,
+    }
+}
+
+/// The error for a metric given targets it does not take.
+pub(super) fn wrong_truth(metric: &str, needs: &str, got: &str) -> Error {
+    Error::InvalidValue {
+        name: "metric",
+        value: metric.to_string(),
+        reason: format!("it needs {needs}, and this loss's targets are {got}"),
+    }
+}
