@@ -164,7 +164,7 @@ fn eval_metrics_are_reported_on_every_set_and_can_be_watched() {
         ),
         ("accuracy", "expected acc, topK (top5, …), ce, f1, mse, mae"),
         ("acc,acc", "acc: it is named twice"),
-        ("top0", "topK needs a whole K of 1 or more"),
+        ("top0", "topK needs a whole K from 1 up to the classes"),
         ("top4", "invalid --eval top4: --data csv:"),
     ] {
         let mut bad = run.clone();
@@ -278,5 +278,49 @@ fn save_best_keeps_the_best_epochs_parameters() {
     fails_with(
         &args(&TINY, &["--save-best", best.to_str().unwrap()]),
         "--save-best needs a metric to watch",
+    );
+    // Inside the checkpoints' directory, even inside one checkpoint, an output is refused before
+    // any work: rotation would delete it, and it would change a checkpoint a resume checks.
+    let ck = dir.path().join("ck");
+    let ck_arg = ck.to_str().unwrap().to_string();
+    succeeds(&args(&base, &["--epochs", "1", "--checkpoint", &ck_arg]));
+    let step = std::fs::read_dir(&ck)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("step-"))
+        .unwrap()
+        .path();
+    let inside = step.join("model.bpk");
+    let before = std::fs::read(&inside).unwrap();
+    for (flag, path) in [("--save-best", &inside), ("--save", &ck.join("mine.st"))] {
+        let mut more = vec![
+            "--epochs",
+            "2",
+            "--resume",
+            &ck_arg,
+            flag,
+            path.to_str().unwrap(),
+        ];
+        if flag == "--save-best" {
+            more.extend(["--best-on", "loss"]);
+        }
+        fails_with(
+            &args(&base, &more),
+            &format!("{flag} {} is inside --resume", path.display()),
+        );
+    }
+    assert_eq!(
+        std::fs::read(&inside).unwrap(),
+        before,
+        "the checkpoint is as it was"
+    );
+    // A trailing slash names a directory: refused before training, naming the flag.
+    let slash = format!("{}/", dir.path().join("newdir").display());
+    fails_with(
+        &args(
+            &base,
+            &["--epochs", "1", "--save-best", &slash, "--best-on", "loss"],
+        ),
+        &format!("invalid --save-best {slash}"),
     );
 }

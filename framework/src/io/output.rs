@@ -37,6 +37,13 @@ pub fn check(path: &Path) -> Result<PathBuf> {
         path: path.to_path_buf(),
         what,
     };
+    // `out/` names a directory, whatever is there: a file cannot be written under it.
+    if path.as_os_str().to_string_lossy().ends_with('/') {
+        return Err(refuse(
+            "it ends with a /, which names a directory (outputs go only to regular files)"
+                .to_string(),
+        ));
+    }
     let target = match fs::symlink_metadata(path) {
         // Nothing there yet, or a parent that is no directory: the directory's check says.
         Err(e)

@@ -30,10 +30,13 @@ impl std::str::FromStr for EvalList {
         }
         MetricKind::parse_list(s).map(Self).map_err(|e| match e {
             // clap names the whole value: name the part only where it is a part.
-            ember::Error::InvalidValue { value, reason, .. } if value != s => {
+            ember::Error::InvalidValue { value, reason, .. } if value != s && !value.is_empty() => {
                 anyhow::anyhow!("{value}: {reason}")
             }
-            ember::Error::InvalidValue { reason, .. } => anyhow::anyhow!("{reason}, or none"),
+            ember::Error::InvalidValue { reason, .. } if reason.contains("expected") => {
+                anyhow::anyhow!("{reason}, or none")
+            }
+            ember::Error::InvalidValue { reason, .. } => anyhow::anyhow!(reason),
             e => e.into(),
         })
     }

@@ -243,20 +243,26 @@ fn clashes(
             format!("{flag} {} (its lock)", dir.display()),
             &dir.join("lock"),
         );
-        // An output under a name the run's checkpoints take would be in their way.
+        // An output in the checkpoints' directory, at any depth, would be in their way: under
+        // a name they take, or inside one of them, which rotation deletes and a resume checks.
+        let dir_is = io::identity(dir);
         for (what, path) in [
             ("--save", save),
             ("--save-best", save_best),
             ("--metrics", metrics),
         ] {
             let Some(path) = path else { continue };
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-            let inside = io::identity(parent.unwrap_or(Path::new("."))) == io::identity(dir);
-            if inside && checkpoint::step_of(&name).is_some() {
+            let inside = path.ancestors().skip(1).any(|above| {
+                let above = match above.as_os_str().is_empty() {
+                    true => Path::new("."),
+                    false => above,
+                };
+                io::identity(above) == dir_is
+            });
+            if inside {
                 bail!(
-                    "{what} {} is a name {flag} {}'s checkpoints take; give it a path outside \
-                     them",
+                    "{what} {} is inside {flag} {}, where the run's checkpoints are written, \
+                     rotated and checked; give it a path outside that directory",
                     path.display(),
                     dir.display()
                 );

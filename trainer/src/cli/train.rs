@@ -98,9 +98,11 @@ pub struct TrainArgs {
     eval: Option<EvalList>,
     /// Save the parameters (safetensors) here after every epoch that improves --best-on, as
     /// --save writes them: a new file replaces the old one whole, never over an input. Read
-    /// where the epoch's metrics already are: no barrier. Parameters that are not finite are
-    /// never written: they end the run, as a failed step does. A resumed run knows the best so
-    /// far from its checkpoint.
+    /// where the epoch's metrics already are: no barrier. An epoch whose loss or any metric is
+    /// NaN or infinite is never the best, and parameters that are not finite are never written
+    /// (they end the run, as a failed step does). Written before the epoch's checkpoint, so a
+    /// run killed between the two trains and saves that epoch again on --resume, which knows
+    /// the best so far from the checkpoint.
     #[arg(long, value_name = "PATH")]
     save_best: Option<PathBuf>,
     /// The metric --save-best watches, an epoch column as --early-stop takes [default: the
@@ -195,7 +197,11 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         say!("{}", replicas.exchange());
     }
     let run = Run {
-        eval_given: (eval != default_eval).then(|| eval.to_string()),
+        eval_given: (eval != default_eval).then(|| {
+            let mut names: Vec<String> = eval.0.iter().map(ToString::to_string).collect();
+            names.sort();
+            names.join(",")
+        }),
         eval,
         best_on,
         early_stop: args.early_stop,
@@ -514,12 +520,10 @@ impl Run<'_> {
         if let Some(reduce) = &self.reduce_lr_on_plateau {
             flags.insert("--reduce-lr-on-plateau".to_string(), reduce.to_string());
         }
-        // So are the columns they watch: --eval's, where it is not the default.
+        // So are the columns they watch: --eval's, where it is not the default, in any order.
+        // (--save-best's best is replayed from the epochs too, and may come or go on a resume.)
         if let Some(eval) = &self.eval_given {
-            flags.insert("--eval".to_string(), eval.to_string());
-        }
-        if let Some(best) = &self.best_on {
-            flags.insert("--best-on".to_string(), best.metric.clone());
+            flags.insert("--eval".to_string(), eval.clone());
         }
         flags
     }

@@ -18,10 +18,18 @@ pub(super) struct Best<'a, B> {
 }
 
 impl<B> Best<'_, B> {
+    /// Whether `epoch` is the best so far: the watched metric improves, and nothing the epoch
+    /// measured is NaN or infinite (its loss, any metric), since a network whose outputs are
+    /// not numbers somewhere is no network to keep, whatever the watched metric says.
+    pub(super) fn improves(&mut self, epoch: &EpochRecord) -> Result<bool> {
+        let finite = epoch.mean_loss.is_finite() && epoch.metrics.values().all(|v| v.is_finite());
+        Ok(finite && self.watched.improves(epoch)?)
+    }
+
     /// Replays a resumed run's earlier epochs: the best so far, nothing saved.
     pub(super) fn replay(&mut self, epochs: &[EpochRecord]) -> Result<()> {
         for epoch in epochs {
-            self.watched.improves(epoch)?;
+            self.improves(epoch)?;
         }
         Ok(())
     }

@@ -106,6 +106,9 @@ where
         // In the trace first: a callback that fails leaves the epoch's records to the rescue.
         self.trace.batches.extend(current.records);
         self.trace.epochs.push(record.clone());
+        // Before the checkpoint: a run killed between the two has not passed this epoch, and a
+        // resume trains it again and saves it again, where the other order would lose it.
+        self.save_best(&record)?;
         self.callbacks_at(&record)?;
         // At the end of every epoch, or with `every`, at the end of the run: a run shorter
         // than `every` steps still leaves its checkpoint.
@@ -117,18 +120,16 @@ where
         {
             self.checkpoint(&[])?;
         }
-        // After the checkpoint: a save that fails stops the run with the epoch kept.
-        self.save_best(&record)?;
         Ok(self.ended_early.is_some())
     }
 
     /// The network, to what [`super::Fit::save_best`] gave, where the epoch's `record` improves
-    /// the watched metric.
+    /// the watched metric ([`Best::improves`]).
     fn save_best(&mut self, record: &crate::trace::EpochRecord) -> Result<()> {
         let Some(best) = &mut self.best else {
             return Ok(());
         };
-        if !best.watched.improves(record)? {
+        if !best.improves(record)? {
             return Ok(());
         }
         let snapshot = self

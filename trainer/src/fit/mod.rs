@@ -337,7 +337,8 @@ where
     }
 
     /// After every epoch where `watched` improves (by more than its `min_delta`; NaN never
-    /// does), `save` gets a snapshot of the network without autodiff and the epoch's record:
+    /// does, nor an epoch whose loss or any metric is NaN or infinite), before the epoch's
+    /// checkpoint, `save` gets a snapshot of the network without autodiff and the epoch's record:
     /// Keras' `ModelCheckpoint(save_best_only=True)`. It runs where the epoch's metrics were
     /// read, adding no barrier; its error stops the run. A resumed run knows the best so far
     /// from its checkpoint's epochs. The watched metric's patience plays no part.

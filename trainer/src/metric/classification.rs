@@ -23,6 +23,12 @@ fn labels<'a>(metric: &str, outputs: &Tensor<2>, truth: Truth<'a>) -> Result<&'a
     Ok(labels)
 }
 
+/// Per row of `outputs`, 1 where it holds no NaN and 0 where it does: a row with a NaN
+/// predicts no class, so that it counts as wrong in `acc` and `f1` as in `topK`.
+fn numbers(outputs: &Tensor<2>) -> Tensor<2, Int> {
+    outputs.clone().is_nan().any_dim(1).bool_not().int()
+}
+
 /// Examples counted, and a count summed on the device: the state of the counting metrics.
 #[derive(Default)]
 struct Count {
@@ -46,7 +52,8 @@ impl Count {
 }
 
 /// `acc`: the share of examples whose largest output is their label (Gluon's `Accuracy`,
-/// d2l's `accuracy`). Of equal largest outputs the first counts, as `argmax` gives it.
+/// d2l's `accuracy`). Of equal largest outputs the first counts, as `argmax` gives it; a row
+/// with a NaN output counts as wrong.
 #[derive(Default)]
 pub struct Accuracy(Count);
 
@@ -63,7 +70,8 @@ impl Metric for Accuracy {
         let labels = labels("acc", outputs, truth)?;
         let [rows, _] = outputs.dims();
         let predicted = outputs.clone().detach().argmax(1).reshape([rows]);
-        let right = predicted.equal(labels.clone()).int().sum();
+        let right = predicted.equal(labels.clone()).int() * numbers(outputs).reshape([rows]);
+        let right = right.sum();
         self.0.add(right, rows);
         Ok(())
     }
@@ -201,7 +209,8 @@ impl Metric for CrossEntropy {
 /// `f1`: the macro F1 score, scikit-learn's `f1_score(average="macro")`: per class,
 /// `2 TP / (2 TP + FP + FN)`, averaged over the classes that occur among the labels or the
 /// predictions (Gluon's `F1(average="macro")` is binary only). The prediction is the largest
-/// output, as for `acc`. Three per-class counts are summed on the device.
+/// output, as for `acc`; a row with a NaN output predicts no class (a miss for its label).
+/// Three per-class counts are summed on the device.
 #[derive(Default)]
 pub struct MacroF1 {
     /// Per class: examples predicted and labelled so (TP), predicted so, labelled so.
@@ -225,7 +234,8 @@ impl Metric for MacroF1 {
             .reshape([1, classes])
             .expand([rows, classes]);
         let hot = |index: Tensor<2, Int>| index.expand([rows, classes]).equal(all.clone()).int();
-        let predicted = hot(outputs.clone().detach().argmax(1));
+        let predicted =
+            hot(outputs.clone().detach().argmax(1)) * numbers(outputs).expand([rows, classes]);
         let labelled = hot(labels.clone().reshape([rows, 1]));
         let column = |t: Tensor<2, Int>| t.sum_dim(0).reshape([classes]);
         let batch = [

@@ -143,9 +143,21 @@ impl FromStr for MetricKind {
             "f1" => Self::MacroF1,
             "mse" => Self::MeanSquaredError,
             "mae" => Self::MeanAbsoluteError,
-            _ => match s.strip_prefix("top").map(str::parse::<usize>) {
-                Some(Ok(k)) if k >= 1 => Self::TopK(k),
-                Some(_) => return Err(invalid("topK needs a whole K of 1 or more".to_string())),
+            "" => return Err(invalid(format!("an empty name: expected {METRIC_NAMES}"))),
+            _ => match s.strip_prefix("top") {
+                Some(k) if k.bytes().all(|b| b.is_ascii_digit()) => match k.parse::<usize>() {
+                    Ok(k) if k >= 1 => Self::TopK(k),
+                    _ => {
+                        return Err(invalid(
+                            "topK needs a whole K from 1 up to the classes".to_string(),
+                        ));
+                    }
+                },
+                Some(_) => {
+                    return Err(invalid(
+                        "topK needs a whole K from 1 up to the classes".to_string(),
+                    ));
+                }
                 None => return Err(invalid(format!("expected {METRIC_NAMES}"))),
             },
         })

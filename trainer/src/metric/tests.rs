@@ -149,6 +149,9 @@ fn metric_lists_parse_and_bad_names_are_named() {
         ("top0", "top0"),
         ("topx", "topx"),
         ("", ""),
+        ("acc,", ""),
+        ("top+2", "top+2"),
+        ("top99999999999999999999", "top99999999999999999999"),
         ("acc,acc", "acc"),
     ] {
         let err = MetricKind::parse_list(bad).unwrap_err().to_string();
@@ -192,4 +195,15 @@ fn top_k_breaks_ties_as_accuracy_does_and_a_nan_misses() {
     let scores = [nan, 1.0, 2.0, 3.0, nan, 1.0];
     assert_eq!(on(&mut TopK::new(3), &scores, &[0, 2]), 0.5);
     assert_eq!(on(&mut TopK::new(1), &scores, &[2, 0]), 0.0);
+    // acc and top1 agree on rows with a NaN: both wrong, wherever the NaN is.
+    for labels in [[0, 2], [2, 0], [1, 1]] {
+        let acc = on(&mut Accuracy::default(), &scores, &labels);
+        assert_eq!(acc, on(&mut TopK::new(1), &scores, &labels), "{labels:?}");
+        assert_eq!(acc, 0.0, "{labels:?}");
+    }
+    // In F1 a row with a NaN predicts nothing: a miss for its label, no false positive.
+    let rows = [0.0, 5.0, 1.0, nan, 9.0, 0.0];
+    let f1 = on(&mut MacroF1::default(), &rows, &[1, 1]);
+    // Class 1: TP 1, predicted 1, labelled 2: 2/3; no other class occurs.
+    assert!((f1 - 2.0 / 3.0).abs() < 1e-12, "{f1}");
 }
