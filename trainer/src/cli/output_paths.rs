@@ -243,6 +243,10 @@ fn clashes(
             format!("{flag} {} (its lock)", dir.display()),
             &dir.join("lock"),
         );
+    }
+    // The clashes first: an output that is one of the inputs says which.
+    files.check()?;
+    if let Some((flag, dir)) = checkpoint {
         // An output in the checkpoints' directory, at any depth, would be in their way: under
         // a name they take, or inside one of them, which rotation deletes and a resume checks.
         let dir_is = io::identity(dir);
@@ -269,7 +273,7 @@ fn clashes(
             }
         }
     }
-    files.check()
+    Ok(())
 }
 
 /// A run that fails before its training starts (on its data, its model) gives the directory
