@@ -283,19 +283,29 @@ fn save_best_keeps_the_best_epochs_parameters() {
     // any work: rotation would delete it, and it would change a checkpoint a resume checks.
     let ck = dir.path().join("ck");
     let ck_arg = ck.to_str().unwrap().to_string();
-    succeeds(&args(&base, &["--epochs", "1", "--checkpoint", &ck_arg]));
-    let step = std::fs::read_dir(&ck)
+    // Two epochs, two checkpoints: the older is not the one a resume reads, whose files are
+    // refused as its inputs.
+    succeeds(&args(&base, &["--epochs", "2", "--checkpoint", &ck_arg]));
+    let mut steps: Vec<_> = std::fs::read_dir(&ck)
         .unwrap()
         .flatten()
-        .find(|e| e.file_name().to_string_lossy().starts_with("step-"))
-        .unwrap()
-        .path();
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("step-")
+        })
+        .collect();
+    steps.sort();
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    let step = &steps[0];
     let inside = step.join("model.bpk");
     let before = std::fs::read(&inside).unwrap();
     for (flag, path) in [("--save-best", &inside), ("--save", &ck.join("mine.st"))] {
         let mut more = vec![
             "--epochs",
-            "2",
+            "3",
             "--resume",
             &ck_arg,
             flag,
