@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::cli::{TINY, args, fails_with, strs, succeeds};
+use common::cli::{TINY, args, checkpoints, fails_with, strs, succeeds};
 
 /// A run of `epochs` epochs of 4 batches that keeps its checkpoints in `ck`, with `more`
 /// flags.
@@ -22,19 +22,7 @@ fn run(ck: &Path, epochs: &str, more: &[&str]) -> Vec<String> {
 
 /// The newest checkpoint in `ck`.
 fn newest(ck: &Path) -> PathBuf {
-    let mut steps: Vec<PathBuf> = std::fs::read_dir(ck)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("step-")
-        })
-        .collect();
-    steps.sort();
-    steps.pop().expect("a checkpoint")
+    checkpoints(ck).pop().expect("a checkpoint")
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::common::cli::{TINY, args, fails_with, strs, succeeds};
+use super::common::cli::{TINY, args, checkpoints, fails_with, strs, succeeds};
 
 /// Three classes of a table of 240 rows, the class the sign pattern of two features.
 fn table(dir: &Path) -> String {
@@ -286,18 +286,7 @@ fn save_best_keeps_the_best_epochs_parameters() {
     // Two epochs, two checkpoints: the older is not the one a resume reads, whose files are
     // refused as its inputs.
     succeeds(&args(&base, &["--epochs", "2", "--checkpoint", &ck_arg]));
-    let mut steps: Vec<_> = std::fs::read_dir(&ck)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with("step-")
-        })
-        .collect();
-    steps.sort();
+    let steps = checkpoints(&ck);
     assert_eq!(steps.len(), 2, "{steps:?}");
     let step = &steps[0];
     let inside = step.join("model.bpk");

@@ -1,5 +1,6 @@
 //! Running the `ember` binary: success and failure checks shared by the CLI tests.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the ember binary with `args`.
@@ -63,4 +64,23 @@ pub fn args<'a>(base: &[&'a str], more: &[&'a str]) -> Vec<&'a str> {
 /// Owned arguments as the `&str`s the helpers above take.
 pub fn strs(args: &[String]) -> Vec<&str> {
     args.iter().map(String::as_str).collect()
+}
+
+/// The checkpoints in the directory `ck` (its `step-N` entries), oldest first; none where the
+/// directory is missing.
+pub fn checkpoints(ck: &Path) -> Vec<PathBuf> {
+    let mut steps: Vec<PathBuf> = std::fs::read_dir(ck)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("step-")
+        })
+        .collect();
+    steps.sort();
+    steps
 }

@@ -3,7 +3,7 @@
 //! Before 2026-11-25, `--save old.st` was overwritten with NaN and Inf (exit 1), and a resume
 //! with another `--lr` was refused.
 
-use common::cli::{TINY, args, ember, fails_with, succeeds, text};
+use common::cli::{TINY, args, checkpoints, ember, fails_with, succeeds, text};
 
 use crate::common;
 
@@ -65,13 +65,8 @@ fn a_diverged_run_resumes_from_its_last_finite_checkpoint_at_a_lower_lr() {
         "{stdout}"
     );
     assert!(stdout.contains("step-0000000004"), "{stdout}");
-    let newest = std::fs::read_dir(ck)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("step-"))
-        .max()
-        .unwrap();
+    let newest = checkpoints(std::path::Path::new(ck)).pop().unwrap();
+    let newest = newest.file_name().unwrap().to_string_lossy();
     assert_eq!(
         newest, "step-0000000004",
         "a checkpoint of the diverged epoch was written"
@@ -118,13 +113,9 @@ fn a_run_that_diverges_at_once_writes_no_checkpoint_and_says_none_is_there() {
     assert!(stderr.contains("diverged"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!stdout.contains("go on with --resume"), "{stdout}");
-    let steps = std::fs::read_dir(&ck)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("step-"))
-        .count();
     assert_eq!(
-        steps, 0,
+        checkpoints(&ck).len(),
+        0,
         "a checkpoint of non-finite parameters was written"
     );
     // The checkpoint write failed the run, and the trace so far is written all the same.

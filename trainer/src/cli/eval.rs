@@ -42,20 +42,18 @@ impl std::str::FromStr for EvalList {
     }
 }
 
-impl std::fmt::Display for EvalList {
-    /// As `--eval` takes it: `acc,top5`, or `none`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0.is_empty() {
-            true => f.write_str("none"),
-            false => {
-                let names: Vec<String> = self.0.iter().map(ToString::to_string).collect();
-                f.write_str(&names.join(","))
-            }
+impl EvalList {
+    /// As a checkpoint records it, for a resume to match: the names sorted (an order is no
+    /// other run), comma separated, or `none`.
+    pub fn recorded(&self) -> String {
+        let mut names: Vec<String> = self.0.iter().map(ToString::to_string).collect();
+        names.sort();
+        match names.is_empty() {
+            true => "none".to_string(),
+            false => names.join(","),
         }
     }
-}
 
-impl EvalList {
     /// The list `--eval` gave, or the default for `task`'s targets, checked against them.
     pub fn for_task(given: Option<Self>, task: &Task, data: &DataSpec) -> anyhow::Result<Self> {
         let labels = matches!(task, Task::Classify { .. });

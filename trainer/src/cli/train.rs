@@ -197,11 +197,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         say!("{}", replicas.exchange());
     }
     let run = Run {
-        eval_given: (eval != default_eval).then(|| {
-            let mut names: Vec<String> = eval.0.iter().map(ToString::to_string).collect();
-            names.sort();
-            names.join(",")
-        }),
+        eval_given: (eval != default_eval).then(|| eval.recorded()),
         eval,
         best_on,
         early_stop: args.early_stop,
