@@ -5,9 +5,11 @@
 
 mod common;
 
+use common::params::{flat, max_difference};
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use burn::module::{Module, ModuleVisitor, Param};
+use burn::module::Module;
 use burn::prelude::*;
 use ember::{
     Activation, Block, Dense, DeviceList, Dropout, Init, L2Loss, Loss, Optimizer, OptimizerKind,
@@ -15,30 +17,6 @@ use ember::{
 };
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::fit::{BatchSource, Fit, FitRun, SyntheticEpochs};
-
-/// Every parameter's values, in visiting order.
-struct Flatten(Vec<f32>);
-
-impl ModuleVisitor for Flatten {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let values = param.val().into_data().convert::<f32>().try_to_vec::<f32>();
-        self.0.extend(values.unwrap());
-    }
-}
-
-fn flat(net: &Sequential) -> Vec<f32> {
-    let mut visitor = Flatten(Vec::new());
-    net.visit(&mut visitor);
-    visitor.0
-}
-
-fn max_difference(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f32::max)
-}
 
 /// Batches whose targets vary (the chapter's are all 1), so that each half of a batch pulls
 /// the parameters its own way.

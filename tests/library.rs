@@ -3,6 +3,8 @@
 
 mod common;
 
+#[path = "library/accumulate.rs"]
+mod accumulate;
 #[path = "library/callbacks.rs"]
 mod callbacks;
 #[path = "library/schedules.rs"]

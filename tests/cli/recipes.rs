@@ -11,7 +11,7 @@ use super::common::cli::{TINY, args, ember, fails_with, succeeds, text};
 
 #[test]
 fn bad_recipe_values_are_errors_naming_the_flag() {
-    let cases: [(&[&str], &str); 14] = [
+    let cases: [(&[&str], &str); 16] = [
         (&["--optimizer", "lion"], "invalid --optimizer \"lion\""),
         (
             &["--optimizer", "adam", "--momentum", "0.9"],
@@ -44,6 +44,8 @@ fn bad_recipe_values_are_errors_naming_the_flag() {
         (&["--clip-norm", "0"], "invalid --clip-norm 0"),
         (&["--clip-norm", "nan"], "invalid --clip-norm NaN"),
         (&["--clip-value", "-1"], "invalid --clip-value -1"),
+        (&["--accumulate", "0"], "invalid --accumulate 0"),
+        (&["--accumulate", "-2"], "invalid --accumulate -2"),
     ];
     for (more, needle) in cases {
         fails_with(&args(&TINY, more), needle);
@@ -220,6 +222,7 @@ fn train_help_lists_every_recipe_flag() {
         "--lr-schedule",
         "--clip-norm",
         "--clip-value",
+        "--accumulate",
     ] {
         assert!(help.contains(flag), "{flag} missing from:\n{help}");
     }

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod fashion;
 pub mod memory;
 pub mod npy;
+pub mod params;
 
 use burn::prelude::*;
 use ember::{Activation, Block, Dense, DeviceName, Init, L2Loss, Optimizer, Sequential};

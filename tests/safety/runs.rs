@@ -34,7 +34,8 @@ pub fn read_until(
 
 /// Enough work to stop in the middle: 2 epochs of 150 batches, a checkpoint every 7, with a
 /// recipe whose state a resume must carry: AdamW's moments, a cosine schedule with warm-up
-/// (its rate from the step's number) and global-norm clipping.
+/// (its rate from the update's number), global-norm clipping, and gradients summed over 3
+/// batches (a checkpoint due inside a group waits for its end).
 pub fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
     [
         "train",
@@ -46,6 +47,8 @@ pub fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
         "cosine:warmup=30",
         "--clip-norm",
         "0.5",
+        "--accumulate",
+        "3",
         "--device",
         "flex",
         "--batches",

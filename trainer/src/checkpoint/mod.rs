@@ -143,6 +143,12 @@ pub struct Position {
     /// checkpoint written before ember kept them).
     #[serde(default)]
     pub checksums: BTreeMap<String, u32>,
+    /// The training metrics' sums over the epoch's batches so far, by metric name
+    /// ([`crate::metric::Metric::state`]), where the checkpoint is in the middle of an epoch:
+    /// a resume counts the epoch whole. None in a checkpoint written before ember kept them,
+    /// nor for a metric that cannot say.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metrics: BTreeMap<String, Vec<f64>>,
 }
 
 /// A complete checkpoint found on disk.

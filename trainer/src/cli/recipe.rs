@@ -50,6 +50,16 @@ pub struct RecipeArgs {
     /// Clamp every gradient element to [-X, X] (Gluon's clip_gradient), after --clip-norm.
     #[arg(long = Flag::CLIP_VALUE.name, allow_negative_numbers = true)]
     pub clip_value: Option<f64>,
+    /// Sum the gradients of N batches before each optimizer step, which divides them by all
+    /// their examples: under SGD the update of one batch N times as large, in the memory of
+    /// one (BatchNorm and Dropout still see each batch). An epoch's last group may be shorter.
+    /// --lr-schedule counts updates. Clipping applies to the summed gradients. The sync policy
+    /// still counts batches: under t+2, batch t+2 starts once batch t is done, whatever group
+    /// they are in, so the lead and the memory in flight stay a batch's; checkpoints
+    /// (--checkpoint-every counts batches) and SIGINT/SIGTERM wait for the group's last batch
+    /// [default: 1].
+    #[arg(long = Flag::ACCUMULATE.name, value_name = "N", allow_negative_numbers = true)]
+    pub accumulate: Option<i64>,
 }
 
 /// The checked recipe.
@@ -58,6 +68,8 @@ pub struct Recipe {
     pub optimizer: OptimizerKind,
     pub schedule: Option<Schedule>,
     pub clipping: Clipping,
+    /// Batches a step's gradients sum over.
+    pub accumulate: usize,
 }
 
 impl Default for Recipe {
@@ -67,6 +79,7 @@ impl Default for Recipe {
             optimizer: OptimizerKind::sgd(),
             schedule: None,
             clipping: Clipping::NONE,
+            accumulate: 1,
         }
     }
 }
@@ -153,10 +166,19 @@ impl TryFrom<&RecipeArgs> for Recipe {
                 anyhow::anyhow!("invalid {} {value}: {}", Flag::CLIP_VALUE, reason(e))
             })?;
         }
+        let accumulate = match args.accumulate {
+            None => 1,
+            Some(n) if n >= 1 => n as usize,
+            Some(n) => bail!(
+                "invalid {} {n}: an update sums the gradients of 1 batch or more",
+                Flag::ACCUMULATE
+            ),
+        };
         Ok(Self {
             optimizer,
             schedule,
             clipping,
+            accumulate,
         })
     }
 }
@@ -201,6 +223,9 @@ impl Recipe {
         if self.clipping != Clipping::NONE {
             words.push_str(&format!(", clip {}", self.clipping));
         }
+        if self.accumulate > 1 {
+            words.push_str(&format!(", {} batches an update", self.accumulate));
+        }
         words
     }
 }
@@ -227,14 +252,14 @@ fn option_of(kind: &OptimizerKind, option: &str) -> Option<String> {
     Some(value.to_string())
 }
 
-/// `recipe`'s schedule against a run of `epochs` of `per_epoch` steps, before anything is
-/// written: a warm-up as long as the run is refused, naming --lr-schedule.
+/// `recipe`'s schedule against a run of `epochs` of `per_epoch` batches (fewer updates with
+/// --accumulate), before anything is written: a warm-up as long as the run is refused, naming --lr-schedule.
 pub fn check_schedule(recipe: &Recipe, per_epoch: usize, epochs: usize) -> anyhow::Result<()> {
     use ember::optim::LrSchedule;
     let Some(schedule) = &recipe.schedule else {
         return Ok(());
     };
-    let steps = (per_epoch * epochs) as u64;
+    let steps = (per_epoch.div_ceil(recipe.accumulate) * epochs) as u64;
     schedule.check(steps).map_err(|e| match e {
         ember::Error::InvalidValue { reason, .. } => {
             anyhow::anyhow!("invalid --lr-schedule {schedule}: {reason}")

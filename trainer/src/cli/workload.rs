@@ -395,7 +395,7 @@ where
     L::Target: Target,
 {
     let optimizer = Optimizer::new(&net, recipe.optimizer, lr)?.clip(recipe.clipping);
-    let fit = Fit::new(net, loss, optimizer, device);
+    let fit = Fit::new(net, loss, optimizer, device).accumulate(recipe.accumulate);
     Ok(match &recipe.schedule {
         Some(schedule) => fit.lr_schedule(schedule.clone()),
         None => fit,

@@ -1,8 +1,9 @@
 //! What lives on the engine's worker during a run: the network, the optimizer and the loss,
-//! and the units the loop issues to it: the warm-up, a training step, and the reads of the
-//! epoch's metrics and of the network itself.
+//! and the units the loop issues to it: the warm-up, a training step (or a batch whose
+//! gradients wait for the next ones, [`super::Fit::accumulate`]), and the reads of the epoch's
+//! metrics and of the network itself.
 
-use burn::optim::GradientsParams;
+use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 use ember::engine::Computed;
 use ember::{Block, Loss, NdTensor, Optimizer, Replicas, Result, random};
@@ -21,6 +22,9 @@ pub(super) struct Backend<B, L: Loss> {
     metrics: Vec<Box<dyn Metric>>,
     /// The steps' outputs (detached) and targets not yet given to the metrics.
     pending: Pending<L::Target>,
+    /// The summed gradients of the batches since the last update, and their examples.
+    accumulated: GradientsAccumulator<B>,
+    accumulated_examples: usize,
 }
 
 /// Outputs the metrics have not seen yet, and how many values they hold.
@@ -56,18 +60,23 @@ where
                 batches: Vec::new(),
                 values: 0,
             },
+            accumulated: GradientsAccumulator::new(),
+            accumulated_examples: 0,
         }
     }
 
-    /// One training step at learning rate `rate`: upload, forward, loss, backward,
-    /// `step(batch_size)`, on one device or split across the replicas, and the training metrics'
-    /// updates. Returns each device's per-example loss.
+    /// One batch: upload, forward, loss, backward, on one device or split across the replicas,
+    /// and the training metrics' updates. Where `update`, the optimizer then steps at `rate`
+    /// with the gradients summed since the last update and this batch's, divided by all their
+    /// examples (Gluon's `grad_req='add'` then `step(batch_size)`); otherwise the gradients are
+    /// added to that sum. Returns each device's per-example loss.
     pub(super) fn step(
         &mut self,
         batch: Batch,
         replicas: &Replicas,
         seed: Option<u64>,
         rate: f64,
+        update: bool,
     ) -> Result<StepLosses> {
         let size = batch.len();
         let metered = !self.metrics.is_empty();
@@ -89,9 +98,27 @@ where
         if self.pending.values >= CHUNK_VALUES {
             self.update_metrics()?;
         }
-        self.optimizer.set_learning_rate(rate);
-        self.net = self.optimizer.step_params(self.net.clone(), grads, size)?;
+        self.accumulated.accumulate(&self.net, grads);
+        self.accumulated_examples += size;
+        if update {
+            self.apply(rate)?;
+        }
         Ok(StepLosses(losses))
+    }
+
+    /// The optimizer's step at `rate` with the gradients summed since the last one, where
+    /// there are any: the last, shorter group of an epoch that `--accumulate` does not divide.
+    pub(super) fn apply(&mut self, rate: f64) -> Result<()> {
+        let examples = std::mem::take(&mut self.accumulated_examples);
+        if examples == 0 {
+            return Ok(());
+        }
+        let grads = self.accumulated.grads();
+        self.optimizer.set_learning_rate(rate);
+        self.net = self
+            .optimizer
+            .step_params(self.net.clone(), grads, examples)?;
+        Ok(())
     }
 
     /// The book's warm-up (`loss(y, net(X)).wait_to_read()`), then a backward pass and an
@@ -125,6 +152,21 @@ where
             metric.update(&outputs, targets.truth())?;
         }
         Ok(())
+    }
+
+    /// Each training metric's sums over this epoch's steps so far, by name, for a checkpoint
+    /// (none at an epoch's end, where they start again; none for a metric that cannot say).
+    pub(super) fn metric_states(&mut self) -> Result<std::collections::BTreeMap<String, Vec<f64>>> {
+        self.update_metrics()?;
+        let mut states = std::collections::BTreeMap::new();
+        for metric in &self.metrics {
+            if let Some(state) = metric.state()?
+                && !state.is_empty()
+            {
+                states.insert(metric.name(), state);
+            }
+        }
+        Ok(states)
     }
 
     /// Each training metric's value over this epoch's steps, by name, read once; they start

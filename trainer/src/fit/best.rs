@@ -5,7 +5,7 @@
 
 use ember::Result;
 
-use super::callback::Watched;
+use super::watched::Watched;
 use crate::trace::EpochRecord;
 
 /// What saves the best network: it gets the snapshot (without autodiff) and the epoch's record.

@@ -58,24 +58,16 @@ impl Epoch {
         rss
     }
 
-    /// `waitall` on the batches in flight, and their completions into their records.
-    pub(super) fn wait_all(&mut self, seconds: &impl Fn(Instant) -> f64) -> Result<()> {
-        self.flight.wait_all()?;
-        self.absorb(seconds);
-        Ok(())
-    }
-
-    /// Moves the completions the policy observed into their batches' records.
-    pub(super) fn absorb(&mut self, seconds: &impl Fn(Instant) -> f64) {
+    /// Moves the completions the policy observed into their batches' records; returns those
+    /// records' places in `records`, in the order the batches were issued.
+    pub(super) fn absorb(&mut self, seconds: &impl Fn(Instant) -> f64) -> Vec<usize> {
+        let mut done = Vec::new();
         for observed in self.flight.take_observed() {
-            let Some(record) = self
-                .records
-                .iter_mut()
-                .rev()
-                .find(|r| r.batch == observed.batch)
-            else {
+            let Some(place) = self.records.iter().rposition(|r| r.batch == observed.batch) else {
                 continue;
             };
+            done.push(place);
+            let record = &mut self.records[place];
             record.done = seconds(observed.done.at);
             if observed.done.devices.len() > 1 {
                 record.device_done = observed
@@ -94,6 +86,8 @@ impl Epoch {
                 self.peak_pool = Some(self.peak_pool.unwrap_or(0).max(pool.in_use));
             }
         }
+        done.sort_unstable();
+        done
     }
 
     /// The epoch's row, from its batches, once they are all done at `end` with RSS

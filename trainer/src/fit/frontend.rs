@@ -1,6 +1,10 @@
 //! The frontend: the loop that prepares each batch and issues its step to the engine, as far
-//! ahead as the sync policy lets it, and stops at the barriers that checkpoints and signals
-//! need.
+//! ahead as the sync policy lets it, tells the callbacks of each batch's end as it learns of it,
+//! and stops at the barriers that checkpoints and signals need.
+//!
+//! With [`super::Fit::accumulate`], the optimizer steps once a group of batches: checkpoints
+//! and stops (a signal's, a batch-level callback's) wait for the group's last batch, so that
+//! every checkpoint holds whole updates and a resume forms the same groups.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -14,6 +18,7 @@ use super::backend::{Backend, StepLosses};
 use super::best::Best;
 use super::callback::Callback;
 use super::epoch::{Epoch, Evaluation};
+use super::groups::Groups;
 use super::progress::Progress;
 use super::resume;
 use super::source::BatchSource;
@@ -57,6 +62,12 @@ where
     pub(super) best: Option<Best<'a, B>>,
     /// Why a callback ended the run.
     pub(super) ended_early: Option<String>,
+    /// The run stopped in the middle of an epoch, where a batch's end asked it to (the reason
+    /// is in `ended_early`), at the first whole update after the ask. An ask at the epoch's
+    /// last batches ends the run at the epoch's end instead, as an epoch's callback does.
+    pub(super) halted: bool,
+    /// How the optimizer's updates are formed from batches.
+    pub(super) groups: Groups,
 }
 
 impl<B, L> Frontend<'_, B, L>
@@ -79,9 +90,13 @@ where
         epoch: usize,
         carried: Vec<BatchRecord>,
     ) -> Result<bool> {
+        for callback in &mut self.callbacks {
+            callback.epoch_begin(epoch)?;
+        }
         let mut current = Epoch::begin(epoch, carried);
         let issued = self
             .issue_epoch(data, self.at.next_batch, &mut current)
+            .and_then(|()| self.close_group(&current))
             .and_then(|()| current.flight.wait_all());
         if let Err(error) = issued {
             self.set_aside_if_diverged(&error, &current.records);
@@ -92,8 +107,8 @@ where
         }
         let end = Instant::now();
         let rss_after = current.sample_rss();
-        current.absorb(&|at| self.seconds(at));
-        if self.stopped.is_some() {
+        self.observe(&mut current)?;
+        if self.stopped.is_some() || self.halted {
             self.trace.batches.extend(current.records);
             return Ok(true);
         }
@@ -113,14 +128,56 @@ where
         // At the end of every epoch, or with `every`, at the end of the run: a run shorter
         // than `every` steps still leaves its checkpoint.
         let last = epoch + 1 == self.epochs || self.ended_early.is_some();
+        let due = self.update_ends_due();
         if self
             .checkpointing
             .as_ref()
-            .is_some_and(|c| c.every.is_none() || last)
+            .is_some_and(|c| c.every.is_none() || last || due)
         {
             self.checkpoint(&[])?;
         }
         Ok(self.ended_early.is_some())
+    }
+
+    /// The epoch's last, shorter group's update, where `--accumulate` does not divide its
+    /// batches. Issued after its batches, and waited for with them at the epoch's end.
+    fn close_group(&mut self, current: &Epoch) -> Result<()> {
+        let rate = self.rates.of(self.groups.update(), current.epoch)?;
+        if !self.groups.close() {
+            return Ok(());
+        }
+        self.engine
+            .issue(move |b: &mut Backend<B, L>| b.apply(rate).map(Host))
+            .wait()
+    }
+
+    /// At an update's end: whether `--checkpoint-every`'s count of batches passed a multiple
+    /// since the last update's end. Each batch ends an update without `--accumulate`.
+    fn update_ends_due(&mut self) -> bool {
+        let every = self.checkpointing.as_ref().and_then(|c| c.every);
+        self.groups.passed(self.at.steps, every)
+    }
+
+    /// Moves the completions the loop has observed into their records, and tells the
+    /// callbacks of each batch's end, in issue order.
+    fn observe(&mut self, current: &mut Epoch) -> Result<()> {
+        for done in current.absorb(&|at| self.seconds(at)) {
+            let record = &current.records[done];
+            for callback in &mut self.callbacks {
+                let action = callback.batch_end(record)?;
+                if let Some((scale, why)) = action.scale_lr {
+                    self.rates.base *= scale;
+                    self.progress.acted(&why);
+                }
+                if let Some(why) = action.stop
+                    && self.ended_early.is_none()
+                {
+                    self.progress.acted(&why);
+                    self.ended_early = Some(why);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The network, to what [`super::Fit::save_best`] gave, where the epoch's `record` improves
@@ -171,6 +228,16 @@ where
                 break;
             }
             self.policy.before_issue(index, &mut current.flight)?;
+            self.observe(current)?;
+            if self.ended_early.is_some() && self.groups.closed() {
+                // A batch's end asked to stop: the batches in flight end, and the checkpoint is
+                // written here, as a signal's.
+                self.halted = true;
+                current.flight.wait_all()?;
+                self.observe(current)?;
+                self.checkpoint(&current.records)?;
+                break;
+            }
             let issue_start = Instant::now();
             let Some(batch) = batches.next() else { break };
             self.issue(batch?, index, issue_start, current)?;
@@ -208,10 +275,14 @@ where
             .seed
             .map(|seed| ember::random::derive(seed, self.at.steps));
         let replicas = self.replicas.clone();
-        let rate = self.rates.of(self.at.steps, current.epoch)?;
-        let handle = self
-            .engine
-            .issue(move |backend: &mut Backend<B, L>| backend.step(batch, &replicas, seed, rate));
+        let rate = self.rates.of(self.groups.update(), current.epoch)?;
+        for callback in &mut self.callbacks {
+            callback.batch_begin(current.epoch, index, rate)?;
+        }
+        let update = self.groups.issue();
+        let handle = self.engine.issue(move |backend: &mut Backend<B, L>| {
+            backend.step(batch, &replicas, seed, rate, update)
+        });
         current.flight.push(index, handle);
         self.at.steps += 1;
         self.at.epoch = current.epoch;
@@ -240,16 +311,17 @@ where
         Ok(())
     }
 
-    /// After each issue: a barrier and a checkpoint when one is due or a signal came. Returns
-    /// whether a signal stops the run.
+    /// After each issue that ends an update: a barrier and a checkpoint when one is due or a
+    /// signal came. Returns whether a signal stops the run.
     fn after_issue(&mut self, current: &mut Epoch) -> Result<bool> {
+        if !self.groups.closed() {
+            return Ok(false);
+        }
         self.stopped = requested();
-        let due = self.checkpointing.as_ref().is_some_and(|c| {
-            c.every
-                .is_some_and(|every| self.at.steps.is_multiple_of(every as u64))
-        });
+        let due = self.update_ends_due();
         if self.stopped.is_some() || due {
-            current.wait_all(&|at| self.seconds(at))?;
+            current.flight.wait_all()?;
+            self.observe(current)?;
             self.checkpoint(&current.records)?;
         }
         Ok(self.stopped.is_some())

@@ -45,10 +45,12 @@ mod best;
 mod callback;
 mod epoch;
 mod frontend;
+mod groups;
 mod progress;
 mod resume;
 mod source;
 mod target;
+mod watched;
 
 use std::time::Instant;
 
@@ -62,11 +64,12 @@ use crate::metric::{Accuracy, Metric, column};
 
 pub use crate::metric::Goal;
 pub use best::SaveFn;
-pub use callback::{Action, Callback, EarlyStopping, ReduceLrOnPlateau, Watched};
+pub use callback::{Action, Callback};
 pub use epoch::{Evaluate, Evaluation};
 pub use progress::Progress;
 pub use source::{BatchSource, SyntheticEpochs};
 pub use target::Target;
+pub use watched::{EarlyStopping, ReduceLrOnPlateau, Watched};
 
 use crate::checkpoint::{Checkpoint, Checkpointing};
 use crate::policy::SyncPolicy;
@@ -74,6 +77,7 @@ use crate::signals::{RunInProgress, Signal};
 use crate::trace::{EpochRecord, Trace};
 use backend::Backend;
 use frontend::{Frontend, Rates};
+use groups::Groups;
 
 /// What a run hands back.
 pub struct FitRun<B> {
@@ -133,6 +137,7 @@ pub struct Fit<'a, B, L> {
     schedule: Option<Box<dyn LrSchedule + 'a>>,
     callbacks: Vec<Box<dyn Callback + 'a>>,
     best: Option<best::Best<'a, B>>,
+    accumulate: usize,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -165,6 +170,7 @@ where
             schedule: None,
             callbacks: Vec::new(),
             best: None,
+            accumulate: 1,
         }
     }
 
@@ -235,8 +241,10 @@ where
     /// The metrics the training steps update, read at each epoch's end as `train_<name>`
     /// ([`crate::metric`]). They add no barrier: each step adds to sums on the device, read
     /// where the epoch ends. By default, accuracy where the loss takes class labels, and none
-    /// otherwise; an empty list turns them off. A run resumed from a checkpoint written in the
-    /// middle of an epoch counts that epoch's training metrics from the resume on.
+    /// otherwise; an empty list turns them off. A checkpoint written in the middle of an epoch
+    /// keeps their sums so far ([`Metric::state`]), and a run resumed from it goes on from them,
+    /// so that the epoch's values are the uninterrupted run's (a metric of one's own that keeps
+    /// no state counts that epoch from the resume on).
     ///
     /// ```
     /// use burn::prelude::*;
@@ -329,8 +337,8 @@ where
         self
     }
 
-    /// Adds a callback at the end of every epoch ([`Callback`]): [`EarlyStopping`],
-    /// [`ReduceLrOnPlateau`], or one's own.
+    /// Adds a callback ([`Callback`]), called at the run's, each epoch's and each batch's
+    /// begin and end: [`EarlyStopping`], [`ReduceLrOnPlateau`], or one's own.
     pub fn callback(mut self, callback: impl Callback + 'a) -> Self {
         self.callbacks.push(Box::new(callback));
         self
@@ -351,6 +359,40 @@ where
             watched,
             save: Box::new(save),
         });
+        self
+    }
+
+    /// Sums the gradients of `batches` batches before each optimizer step, which then divides
+    /// them by all their examples: under SGD, the same update as one batch `batches` times as
+    /// large, with the memory of one (BatchNorm's statistics and Dropout's masks stay per
+    /// batch). The last group of an epoch that `batches` does not divide is shorter, as
+    /// Lightning's `accumulate_grad_batches`. A learning-rate schedule counts updates, not
+    /// batches (a run of `epochs × ⌈batches per epoch / batches⌉`).
+    ///
+    /// The sync policy still counts batches: `Window(2)` lets batch t+2 start once batch t is
+    /// done, whatever group they are in, so the frontend's lead and the memory in flight are a
+    /// batch's, as without accumulation. Checkpoints (`every` counts batches) and stops wait
+    /// for the group's last batch, so that a checkpoint holds whole updates.
+    ///
+    /// ```
+    /// use burn::prelude::*;
+    /// use ember::{Block, Dense, Init, L2Loss, Sequential, Optimizer};
+    /// use ember_datasets::Synthetic;
+    /// use ember_trainer::fit::{Fit, SyntheticEpochs};
+    ///
+    /// let device = Device::flex().autodiff();
+    /// let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+    /// let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
+    /// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 5);
+    /// let run = Fit::new(net, L2Loss, optimizer, &device)
+    ///     .accumulate(2)
+    ///     .run(&mut data)
+    ///     .unwrap();
+    /// // Five batches, three updates: (0, 1), (2, 3) and (4).
+    /// assert_eq!(run.trace.batches.len(), 5);
+    /// ```
+    pub fn accumulate(mut self, batches: usize) -> Self {
+        self.accumulate = batches;
         self
     }
 
@@ -408,9 +450,16 @@ where
         // only threads that have not allocated yet.
         ember::kernels::keep_freed_memory();
         let device = self.replicas.main().clone();
+        if self.accumulate == 0 {
+            return Err(ember::Error::InvalidValue {
+                name: "accumulate",
+                value: "0".to_string(),
+                reason: "an update needs the gradients of at least 1 batch".to_string(),
+            });
+        }
         let total = match (&self.schedule, data.batches_per_epoch()) {
             (Some(schedule), Some(per_epoch)) => {
-                let total = (per_epoch * self.epochs) as u64;
+                let total = (per_epoch.div_ceil(self.accumulate) * self.epochs) as u64;
                 schedule.check(total)?;
                 total
             }
@@ -467,10 +516,21 @@ where
             self.progress
                 .acted(&format!("{why}, before this resume: nothing more to train"));
         }
-        let metrics = self.metrics.unwrap_or_else(|| match L::Target::LABELS {
+        let mut metrics = self.metrics.unwrap_or_else(|| match L::Target::LABELS {
             true => vec![Box::new(Accuracy::default())],
             false => Vec::new(),
         });
+        // A checkpoint in the middle of an epoch holds the sums of the epoch's batches so far.
+        if let Some(checkpoint) = &self.resume
+            && start.at.next_batch > 0
+        {
+            for metric in &mut metrics {
+                if let Some(state) = checkpoint.position.metrics.get(&metric.name()) {
+                    metric.restore(state, &device)?;
+                }
+            }
+        }
+        let groups = Groups::start(self.accumulate, &start.at, &start.trace);
         let mut frontend = Frontend {
             engine: Engine::new(
                 Backend::new(start.net, start.optimizer, self.loss, metrics),
@@ -497,11 +557,16 @@ where
             callbacks: self.callbacks,
             best: self.best,
             ended_early,
+            halted: false,
+            groups,
         };
         if self.warmup
             && let Some(batch) = first
         {
             frontend.warmup(batch)?;
+        }
+        for callback in &mut frontend.callbacks {
+            callback.train_begin(&frontend.trace)?;
         }
         let run_in_progress = RunInProgress::start();
         frontend.start = Instant::now();
@@ -535,6 +600,9 @@ where
             return Err(error);
         }
         let backend = frontend.engine.finish()?;
+        for callback in &mut frontend.callbacks {
+            callback.train_end(&frontend.trace)?;
+        }
         Ok(FitRun {
             net: backend.net,
             optimizer: backend.optimizer,

@@ -38,6 +38,7 @@ pub(super) fn start<B: Block>(
             .map(|c| c.description.clone())
             .unwrap_or_default(),
         checksums: Default::default(),
+        metrics: Default::default(),
     };
     let Some(checkpoint) = resume else {
         return Ok(Start {
@@ -64,8 +65,8 @@ pub(super) fn start<B: Block>(
     })
 }
 
-/// Writes a checkpoint of the backend's network and optimizer as they stand after every issued
-/// step, at `position`.
+/// Writes a checkpoint of the backend's network, optimizer and training metrics' sums as they
+/// stand after every issued step, at `position`.
 pub(super) fn write<B, L>(
     engine: &Engine<Backend<B, L>>,
     checkpointing: &Checkpointing,
@@ -77,8 +78,18 @@ where
     L: Loss + Send + Sync + 'static,
     L::Target: Target,
 {
-    let (net, optimizer) = engine
-        .issue(|b: &mut Backend<B, L>| Ok(Host((b.net.clone(), b.optimizer.clone()))))
+    let (net, optimizer, metrics) = engine
+        .issue(|b: &mut Backend<B, L>| {
+            Ok(Host((
+                b.net.clone(),
+                b.optimizer.clone(),
+                b.metric_states()?,
+            )))
+        })
         .wait()?;
-    checkpoint::write(checkpointing, position, &net, &optimizer, trace)
+    let position = Position {
+        metrics,
+        ..position.clone()
+    };
+    checkpoint::write(checkpointing, &position, &net, &optimizer, trace)
 }

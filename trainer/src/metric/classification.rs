@@ -2,10 +2,12 @@
 //! macro F1. Each sums its counts on the device, one small tensor a batch.
 
 use burn::tensor::activation::log_softmax;
-use burn::tensor::{Int, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use ember::{Error, Result};
 
-use super::eval_metric::{Goal, Metric, Truth, add, read_floats, read_ints, wrong_truth};
+use super::eval_metric::{
+    Goal, Metric, Truth, add, read_floats, read_ints, state_of, sums_of, wrong_truth,
+};
 
 /// The labels of `truth`, checked against `outputs`' rows, or the error naming `metric`.
 fn labels<'a>(metric: &str, outputs: &Tensor<2>, truth: Truth<'a>) -> Result<&'a Tensor<1, Int>> {
@@ -49,6 +51,21 @@ impl Count {
             None => f64::NAN,
         })
     }
+
+    /// `[count, examples]`, for a checkpoint.
+    fn state(&self, what: &str) -> Result<Option<Vec<f64>>> {
+        state_of(self.sum.as_slice(), self.examples, what)
+    }
+
+    fn restore(metric: &str, state: &[f64], device: &Device) -> Result<Self> {
+        Ok(match sums_of(metric, state, 1, Some(1))? {
+            None => Self::default(),
+            Some((sums, examples)) => Self {
+                sum: Some(Tensor::from_ints([sums[0][0] as i64], device)),
+                examples,
+            },
+        })
+    }
 }
 
 /// `acc`: the share of examples whose largest output is their label (Gluon's `Accuracy`,
@@ -86,6 +103,15 @@ impl Metric for Accuracy {
 
     fn fresh(&self) -> Box<dyn Metric> {
         Box::new(Self::default())
+    }
+
+    fn state(&self) -> Result<Option<Vec<f64>>> {
+        self.0.state("an accuracy's count")
+    }
+
+    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
+        self.0 = Count::restore("acc", state, device)?;
+        Ok(())
     }
 }
 
@@ -159,6 +185,15 @@ impl Metric for TopK {
     fn fresh(&self) -> Box<dyn Metric> {
         Box::new(Self::new(self.k))
     }
+
+    fn state(&self) -> Result<Option<Vec<f64>>> {
+        self.count.state("a top-K accuracy's count")
+    }
+
+    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
+        self.count = Count::restore(&self.name(), state, device)?;
+        Ok(())
+    }
 }
 
 /// `ce`: the mean over the examples of `-log softmax(outputs)[label]`, PyTorch's
@@ -203,6 +238,21 @@ impl Metric for CrossEntropy {
 
     fn fresh(&self) -> Box<dyn Metric> {
         Box::new(Self::default())
+    }
+
+    fn state(&self) -> Result<Option<Vec<f64>>> {
+        state_of(self.sum.as_slice(), self.examples, "a cross-entropy's sum")
+    }
+
+    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
+        *self = match sums_of("ce", state, 1, Some(1))? {
+            None => Self::default(),
+            Some((sums, examples)) => Self {
+                sum: Some(Tensor::from_floats([sums[0][0] as f32], device)),
+                examples,
+            },
+        };
+        Ok(())
     }
 }
 
@@ -273,5 +323,25 @@ impl Metric for MacroF1 {
 
     fn fresh(&self) -> Box<dyn Metric> {
         Box::new(Self::default())
+    }
+
+    /// The three per-class counts, one after the other (and a count of 0, unused).
+    fn state(&self) -> Result<Option<Vec<f64>>> {
+        let counts = self.counts.as_ref().map_or(&[][..], |c| &c[..]);
+        state_of(counts, 0, "an F1 score's counts")
+    }
+
+    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
+        self.counts = match sums_of("f1", state, 3, None)? {
+            None => None,
+            Some((sums, _)) => {
+                let ints = |values: &Vec<f64>| {
+                    let values: Vec<i64> = values.iter().map(|&v| v as i64).collect();
+                    Tensor::<1, Int>::from_ints(values.as_slice(), device)
+                };
+                Some([ints(&sums[0]), ints(&sums[1]), ints(&sums[2])])
+            }
+        };
+        Ok(())
     }
 }

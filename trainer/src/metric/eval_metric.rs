@@ -1,7 +1,7 @@
 //! Gluon's `EvalMetric` as a trait: what a metric sees of a batch, which way it improves, and
 //! the device sums and reads the built-in metrics share.
 
-use burn::tensor::{Int, Tensor};
+use burn::tensor::{Device, Int, Tensor};
 use ember::{Error, Result};
 
 /// Which way a metric improves: accuracies up, losses down.
@@ -51,6 +51,76 @@ pub trait Metric: Send {
 
     /// A new metric of the same kind, with nothing counted: one for each set evaluated.
     fn fresh(&self) -> Box<dyn Metric>;
+
+    /// What it has counted since the last reset, read back, for a checkpoint: a run resumed in
+    /// the middle of an epoch goes on from it ([`Metric::restore`]) and counts the epoch whole,
+    /// as the run never stopped does. `None`, the default, for a metric that cannot say: a
+    /// resumed run then counts that epoch from the resume on.
+    ///
+    /// # Errors
+    /// [`Error::Readback`] when the device cannot be read.
+    fn state(&self) -> Result<Option<Vec<f64>>> {
+        Ok(None)
+    }
+
+    /// Goes on from what [`Metric::state`] gave, its sums on `device`. The default does
+    /// nothing.
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a state this metric never gives.
+    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
+        let _ = (state, device);
+        Ok(())
+    }
+}
+
+/// A metric's state: its sums on the device (read back) and how many things they count, or
+/// nothing before the first batch. Integers and `f32` sums are exact as `f64`.
+pub(super) fn state_of<const D: usize>(
+    sums: &[Tensor<D, impl burn::tensor::kind::Numeric>],
+    counted: usize,
+    what: &str,
+) -> Result<Option<Vec<f64>>> {
+    let mut state = Vec::new();
+    for sum in sums {
+        let data = sum.clone().into_data().convert::<f64>();
+        let values = data.try_into_vec::<f64>().map_err(|e| Error::Readback {
+            what: what.to_string(),
+            reason: format!("{e:?}"),
+        })?;
+        state.extend(values);
+    }
+    if !sums.is_empty() {
+        state.push(counted as f64);
+    }
+    Ok(Some(state))
+}
+
+/// The sums of a state [`state_of`] gave, `parts` tensors of `len` values each (`None` where
+/// the state is empty: nothing counted), and the count; an error naming `metric` for a state
+/// of another length.
+pub(super) fn sums_of(
+    metric: &str,
+    state: &[f64],
+    parts: usize,
+    len: Option<usize>,
+) -> Result<Option<(Vec<Vec<f64>>, usize)>> {
+    let Some((&counted, values)) = state.split_last() else {
+        return Ok(None);
+    };
+    let len = len.unwrap_or(values.len() / parts.max(1));
+    if len == 0 || values.len() != parts * len || counted < 0.0 || counted.fract() != 0.0 {
+        return Err(Error::InvalidValue {
+            name: "metric state",
+            value: format!("{metric}: {state:?}"),
+            reason: format!(
+                "expected {parts} sum(s) then a count; the checkpoint holds another metric's \
+                 state, or was edited"
+            ),
+        });
+    }
+    let sums = values.chunks(len).map(<[f64]>::to_vec).collect();
+    Ok(Some((sums, counted as usize)))
 }
 
 /// Reads back a float tensor, saying `what` it was where the read fails.

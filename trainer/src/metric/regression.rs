@@ -1,10 +1,10 @@
 //! Metrics of outputs against target values: the mean squared and the mean absolute error,
 //! each summed on the device over every output.
 
-use burn::tensor::Tensor;
+use burn::tensor::{Device, Tensor};
 use ember::{Error, Result};
 
-use super::eval_metric::{Goal, Metric, Truth, add, read_floats, wrong_truth};
+use super::eval_metric::{Goal, Metric, Truth, add, read_floats, state_of, sums_of, wrong_truth};
 
 /// The sum over every output of `error(outputs - targets)`, and the outputs counted.
 #[derive(Default)]
@@ -35,6 +35,21 @@ impl ErrorSum {
         self.sum = Some(add(self.sum.take(), error(difference).sum()));
         self.outputs += outputs.dims().iter().product::<usize>();
         Ok(())
+    }
+
+    /// `[sum, outputs]`, for a checkpoint.
+    fn state(&self, what: &str) -> Result<Option<Vec<f64>>> {
+        state_of(self.sum.as_slice(), self.outputs, what)
+    }
+
+    fn restore(metric: &str, state: &[f64], device: &Device) -> Result<Self> {
+        Ok(match sums_of(metric, state, 1, Some(1))? {
+            None => Self::default(),
+            Some((sums, outputs)) => Self {
+                sum: Some(Tensor::from_floats([sums[0][0] as f32], device)),
+                outputs,
+            },
+        })
     }
 
     fn mean(&self, what: &str) -> Result<f64> {
@@ -74,6 +89,15 @@ impl Metric for MeanSquaredError {
     fn fresh(&self) -> Box<dyn Metric> {
         Box::new(Self::default())
     }
+
+    fn state(&self) -> Result<Option<Vec<f64>>> {
+        self.0.state("a squared error's sum")
+    }
+
+    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
+        self.0 = ErrorSum::restore("mse", state, device)?;
+        Ok(())
+    }
 }
 
 /// `mae`: the mean over every output of `|output - target|`, PyTorch's `l1_loss`.
@@ -103,5 +127,14 @@ impl Metric for MeanAbsoluteError {
 
     fn fresh(&self) -> Box<dyn Metric> {
         Box::new(Self::default())
+    }
+
+    fn state(&self) -> Result<Option<Vec<f64>>> {
+        self.0.state("an absolute error's sum")
+    }
+
+    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
+        self.0 = ErrorSum::restore("mae", state, device)?;
+        Ok(())
     }
 }

@@ -47,6 +47,17 @@ fn regression(rows: std::ops::Range<usize>, device: &Device) -> (Tensor<2>, Tens
     )
 }
 
+/// Gives `metric` the rows of the classification data (`labels`) or of the regression data.
+fn feed(metric: &mut dyn Metric, rows: std::ops::Range<usize>, labels: bool, device: &Device) {
+    if labels {
+        let (out, y) = classification(rows, device);
+        metric.update(&out, Truth::Labels(&y)).unwrap();
+    } else {
+        let (out, y) = regression(rows, device);
+        metric.update(&out, Truth::Values(&y)).unwrap();
+    }
+}
+
 /// The metric's value over the batches, twice: the second time after a reset, which must
 /// forget the first.
 fn over_batches(metric: &mut dyn Metric, labels: bool) -> f64 {
@@ -55,13 +66,7 @@ fn over_batches(metric: &mut dyn Metric, labels: bool) -> f64 {
     for _ in 0..2 {
         metric.reset();
         for rows in BATCHES {
-            if labels {
-                let (out, y) = classification(rows, &device);
-                metric.update(&out, Truth::Labels(&y)).unwrap();
-            } else {
-                let (out, y) = regression(rows, &device);
-                metric.update(&out, Truth::Values(&y)).unwrap();
-            }
+            feed(metric, rows, labels, &device);
         }
         values.push(metric.get().unwrap());
     }
@@ -206,4 +211,39 @@ fn top_k_breaks_ties_as_accuracy_does_and_a_nan_misses() {
     let f1 = on(&mut MacroF1::default(), &rows, &[1, 1]);
     // Class 1: TP 1, predicted 1, labelled 2: 2/3; no other class occurs.
     assert!((f1 - 2.0 / 3.0).abs() < 1e-12, "{f1}");
+}
+
+#[test]
+fn a_metric_goes_on_from_its_state_as_if_never_stopped() {
+    let device = Device::flex();
+    for name in ["acc", "top2", "ce", "f1", "mse", "mae"] {
+        let kind: MetricKind = name.parse().unwrap();
+        let labels = matches!(name, "acc" | "top2" | "ce" | "f1");
+        let feed = |metric: &mut dyn Metric, rows| feed(metric, rows, labels, &device);
+        let mut whole = kind.build();
+        for rows in BATCHES {
+            feed(&mut *whole, rows);
+        }
+        // Stopped after the first two batches: a fresh one goes on from the state.
+        let mut first = kind.build();
+        assert_eq!(
+            first.state().unwrap(),
+            Some(Vec::new()),
+            "{name}: nothing yet"
+        );
+        feed(&mut *first, BATCHES[0].clone());
+        feed(&mut *first, BATCHES[1].clone());
+        let state = first.state().unwrap().unwrap();
+        let mut resumed = kind.build();
+        resumed.restore(&state, &device).unwrap();
+        feed(&mut *resumed, BATCHES[2].clone());
+        assert_eq!(resumed.get().unwrap(), whole.get().unwrap(), "{name}");
+        // Only the first batches, not the whole: the state is what was counted.
+        let mut alone = kind.build();
+        feed(&mut *alone, BATCHES[2].clone());
+        assert_ne!(resumed.get().unwrap(), alone.get().unwrap(), "{name}");
+        // Another metric's state is refused, naming the metric.
+        let err = resumed.restore(&[1.0, 2.0, 3.0, 4.5], &device).unwrap_err();
+        assert!(err.to_string().contains(name), "{err}");
+    }
 }
