@@ -9,7 +9,7 @@ use std::path::Path;
 use super::common::cli::{TINY, args, checkpoints, fails_with, strs, succeeds};
 
 /// Three classes of a table of 240 rows, the class the sign pattern of two features.
-fn table(dir: &Path) -> String {
+pub fn table(dir: &Path) -> String {
     let csv = dir.join("table.csv");
     let rows: Vec<String> = (0..240)
         .map(|i| {

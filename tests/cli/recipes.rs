@@ -8,6 +8,7 @@
 include!("../reference/torch_recipes.out.rs");
 
 use super::common::cli::{TINY, args, ember, fails_with, succeeds, text};
+use super::common::params::{max_difference, values};
 
 #[test]
 fn bad_recipe_values_are_errors_naming_the_flag() {
@@ -429,4 +430,56 @@ fn callbacks_are_part_of_what_a_resume_must_match_and_a_stopped_run_says_so() {
         ),
         "--reduce-lr-on-plateau scales --lr, which --lr-schedule onecycle:0.1 ignores",
     );
+}
+
+#[test]
+fn accumulated_batches_train_as_one_batch_as_large_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = super::metrics::table(dir.path());
+    let run = |batch: &str, accumulate: &str, save: &str| {
+        let save = dir.path().join(save);
+        let stdout = succeeds(&[
+            "train",
+            "--device",
+            "flex",
+            "--data",
+            &data,
+            "--classes",
+            "3",
+            "--model",
+            "mlp:16",
+            "--epochs",
+            "2",
+            "--lr",
+            "0.5",
+            "--momentum",
+            "0.9",
+            "--batch-size",
+            batch,
+            "--accumulate",
+            accumulate,
+            "--save",
+            save.to_str().unwrap(),
+        ]);
+        (stdout, values(&save))
+    };
+    // 240 rows: 12 batches of 20 an epoch, in 3 updates of 4, or 12 of 20 in updates of 5, 5
+    // and 2, as batches of 100 cut 240.
+    for (accumulate, large) in [("4", "80"), ("5", "100")] {
+        let (stdout, accumulated) = run("20", accumulate, "accumulated.st");
+        let first = stdout.lines().find(|l| l.starts_with("training")).unwrap();
+        assert!(
+            first.contains(&format!("{accumulate} batches an update")),
+            "{first}"
+        );
+        let (_, one) = run(large, "1", "one.st");
+        let difference = max_difference(&accumulated, &one);
+        eprintln!("--accumulate {accumulate} x 20 against {large}: {difference:e}");
+        assert!(
+            difference < 1e-6,
+            "{accumulate} x 20 against {large}: {difference}"
+        );
+        let (_, small) = run("20", "1", "small.st");
+        assert!(max_difference(&small, &one) > 1e-3);
+    }
 }

@@ -1,5 +1,8 @@
 //! A network's parameters as numbers, to compare two runs.
 
+use std::collections::BTreeMap;
+use std::path::Path;
+
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use ember::Sequential;
@@ -26,4 +29,23 @@ pub fn max_difference(a: &[f32], b: &[f32]) -> f32 {
         .zip(b)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f32::max)
+}
+
+/// The safetensors file's tensors, by name, as raw bytes.
+pub fn tensors(path: &Path) -> BTreeMap<String, Vec<u8>> {
+    let bytes = std::fs::read(path).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    file.tensors()
+        .into_iter()
+        .map(|(name, view)| (name, view.data().to_vec()))
+        .collect()
+}
+
+/// Every value of a safetensors file of `f32` tensors, in the file's order of names.
+pub fn values(path: &Path) -> Vec<f32> {
+    tensors(path)
+        .values()
+        .flat_map(|bytes| bytes.chunks_exact(4))
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }

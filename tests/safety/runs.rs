@@ -1,7 +1,6 @@
 //! Shared by the safety tests: `ember` as a child process to read from and stop, the run
 //! that is stopped and resumed, and what runs leave on disk (tensors, listings, temporaries).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
@@ -72,15 +71,7 @@ pub fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
     .to_vec()
 }
 
-/// The safetensors file's tensors, by name, as raw bytes.
-pub fn tensors(path: &Path) -> BTreeMap<String, Vec<u8>> {
-    let bytes = std::fs::read(path).unwrap();
-    let file = safetensors::SafeTensors::deserialize(&bytes).unwrap();
-    file.tensors()
-        .into_iter()
-        .map(|(name, view)| (name, view.data().to_vec()))
-        .collect()
-}
+pub use super::common::params::tensors;
 
 /// Every entry of `dir`, sorted.
 pub fn listing(dir: &Path) -> Vec<String> {

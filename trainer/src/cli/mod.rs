@@ -80,6 +80,7 @@ mod eval;
 mod export;
 mod flags;
 mod list;
+mod lr_find;
 mod model;
 mod output_paths;
 mod recipe;
@@ -112,6 +113,12 @@ enum Command {
     /// Write a trained network (--load) as an ONNX model (--out) that ONNX Runtime, and other
     /// runtimes that read ONNX, run without ember.
     Export(export::ExportArgs),
+    /// Find a learning rate (PyTorch Lightning's lr_find): train a copy of the network one batch
+    /// at each rate from --min-lr to --max-lr, rising exponentially, until the loss blows up;
+    /// print the curve and the rate where the smoothed loss falls fastest, as `suggested --lr
+    /// X`. Takes `train`'s workload flags (--lr plays no part). It runs under a barrier, so
+    /// that a blow-up stops it at once.
+    LrFind(lr_find::LrFindArgs),
     /// Print a network's layers with their output shapes and parameters (Gluon's
     /// `net.summary(x)`).
     Summary(summary::SummaryArgs),
@@ -141,6 +148,7 @@ pub fn run() -> ExitCode {
         Command::Train(args) => train::run(args),
         Command::Export(args) => export::run(args),
         Command::Summary(args) => summary::run(args),
+        Command::LrFind(args) => lr_find::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Compare(args) => compare::run(args),

@@ -180,16 +180,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         let summary = super::summary::summary(&model, &example, classes)?;
         say!("{}", summary.to_string().trim_end());
     }
-    let picked = workload.open_devices()?;
-    for (index, device) in picked.iter().enumerate() {
-        match picked.len() {
-            1 => say!("device: {}", device.reason),
-            _ => say!("device {index}: {}", device.reason),
-        }
-        // --seed fixes the weights' initialization as well as the data.
-        device.device.seed(workload.seed);
-        device.device.clone().autodiff().seed(workload.seed);
-    }
+    let picked = workload.open_seeded_devices()?;
     let main = &picked[0];
     let device = main.device.clone().autodiff();
     let replicas = Replicas::new(picked.iter().map(|p| p.device.clone().autodiff()).collect())?;

@@ -318,6 +318,24 @@ impl Workload {
         Ok(self)
     }
 
+    /// [`Workload::open_devices`] for a run that trains: each device's line printed, and each
+    /// seeded with `--seed`, which fixes the weights' initialization as well as the data.
+    ///
+    /// # Errors
+    /// A device that cannot be opened, named.
+    pub fn open_seeded_devices(&self) -> anyhow::Result<Vec<PickedDevice>> {
+        let picked = self.open_devices()?;
+        for (index, device) in picked.iter().enumerate() {
+            match picked.len() {
+                1 => say!("device: {}", device.reason),
+                _ => say!("device {index}: {}", device.reason),
+            }
+            device.device.seed(self.seed);
+            device.device.clone().autodiff().seed(self.seed);
+        }
+        Ok(picked)
+    }
+
     /// `--device` for a command that runs on one device: `--devices` is refused, naming
     /// `command`.
     pub fn one_device(&self, command: &str) -> anyhow::Result<&DeviceSpec> {

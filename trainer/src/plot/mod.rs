@@ -6,6 +6,7 @@
 //! solid/dashed line), so the figures read in black-and-white print too.
 
 mod bars;
+mod lr_find;
 mod memory;
 mod sweep;
 mod time;
@@ -229,6 +230,7 @@ fn sparse(points: &[(f64, f64)], count: usize) -> Vec<(f64, f64)> {
 }
 
 pub use bars::BarsFigure;
+pub use lr_find::LrFindFigure;
 pub use memory::MemoryFigure;
 pub use sweep::SweepFigure;
 pub use time::TimeFigure;
