@@ -144,3 +144,18 @@ fn a_sweep_refused_before_any_work_names_its_value() {
         "{message}"
     );
 }
+
+#[test]
+fn a_sweep_refuses_accumulation_which_would_give_several_batches_one_rate() {
+    let device = Device::flex().autodiff();
+    let net = network(&device);
+    let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
+    let mut data = SyntheticEpochs::new(Synthetic::regression(32, 6, 0.01, 4), 7);
+    let Err(err) = Fit::new(net, L2Loss, optimizer, &device)
+        .accumulate(4)
+        .lr_find(&mut data, LrSweep::new(1e-4, 0.5, 30))
+    else {
+        panic!("a sweep with --accumulate 4 ran");
+    };
+    assert!(err.to_string().contains("accumulate"), "{err}");
+}

@@ -131,3 +131,48 @@ fn a_save_stopped_by_sigint_or_sigkill_leaves_no_temporary_behind() {
         std::fs::remove_file(&save).unwrap();
     }
 }
+
+#[test]
+fn a_signal_inside_an_epochs_last_group_stops_the_run_at_the_epochs_end() {
+    // 150 batches an epoch, one update of them all: no group ends before the epoch does (and
+    // the run has 2 updates, too few for a warm-up).
+    let with_groups = |run: Vec<String>| -> Vec<String> {
+        let mut run = run;
+        let at = run.iter().position(|a| a == "--accumulate").unwrap();
+        run[at + 1] = "200".to_string();
+        let at = run.iter().position(|a| a == "--lr-schedule").unwrap();
+        run[at + 1] = "cosine".to_string();
+        run
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let reference = dir.path().join("reference.safetensors");
+    succeeds(&strs(&with_groups(resumable(
+        &dir.path().join("ref-ck"),
+        &reference,
+    ))));
+    let checkpoints = dir.path().join("ck");
+    let save = dir.path().join("resumed.safetensors");
+    let run = with_groups(resumable(&checkpoints, &save));
+    let mut child = spawn(&strs(&run));
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    read_until(&mut lines, "batch 50,");
+    run_kill("INT", child.id());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(130), "{rest:?}");
+    // Stopped at the end of the first epoch, its 150 batches in the checkpoint.
+    assert!(
+        rest.iter().any(|l| l.contains("stopped by SIGINT")),
+        "{rest:?}"
+    );
+    let steps: Vec<String> = listing(&checkpoints)
+        .into_iter()
+        .filter(|name| name.starts_with("step-"))
+        .collect();
+    assert_eq!(steps.last().map(String::as_str), Some("step-0000000150"));
+    let mut resume = run.clone();
+    let at = resume.iter().position(|a| a == "--checkpoint").unwrap();
+    resume[at] = "--resume".to_string();
+    succeeds(&strs(&resume));
+    assert_eq!(tensors(&save), tensors(&reference));
+}

@@ -1,5 +1,6 @@
 //! SIGINT and SIGTERM (and SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2): a run in [`fit`](crate::fit)
-//! finishes the batch in flight, writes a checkpoint when it keeps them, and returns
+//! finishes the batches in flight (with gradient accumulation, the update's group, or the
+//! epoch, whichever ends first), writes a checkpoint when it keeps them, and returns
 //! [`FitRun::stopped`](crate::fit::FitRun); the `ember` binary then exits with 128 + the
 //! signal's number (130 for SIGINT, 143 for SIGTERM).
 //!

@@ -172,6 +172,7 @@ pub fn run(args: LrFindArgs) -> anyhow::Result<()> {
         load: args.load.as_ref(),
         sweep,
     };
+    ember_trainer::signals::install()?;
     let found = match (loss, task) {
         (LossName::L2, Task::Synthetic) => {
             let w = &workload;
@@ -207,7 +208,13 @@ pub fn run(args: LrFindArgs) -> anyhow::Result<()> {
         }
         (loss, task) => return Err(wrong_loss(loss, &task, &workload.data)),
     };
-    report(&found, args.plot.as_ref(), &workload, &model)
+    report(&found, args.plot.as_ref(), &workload, &model)?;
+    // A sweep stopped by SIGINT or SIGTERM still prints what it found, then exits as a stopped
+    // run does.
+    match found.ended {
+        SweepEnd::Stopped(signal) => Err(super::Interrupted(signal).into()),
+        _ => Ok(()),
+    }
 }
 
 /// One sweep: the workload, its network and devices, and the sweep.
@@ -314,7 +321,8 @@ fn loss(value: f64) -> String {
     }
 }
 
-/// Prints the table, the sweep's end and the suggestion, and draws `--plot`.
+/// Prints the table, the sweep's end and the suggestion, then draws `--plot` (a figure that
+/// cannot be drawn loses nothing printed).
 fn report(
     found: &LrFinding<Sequential>,
     plot: Option<&PathBuf>,
@@ -354,6 +362,9 @@ fn report(
         found.sweep.steps,
         found.ended
     );
+    if let Suggestion::At { lr, .. } = &found.suggestion {
+        say!("suggested --lr {}", rounded(*lr));
+    }
     if let Some(dir) = plot {
         let subtitle = format!(
             "{}, model {model}, {}, batch {}",
@@ -370,10 +381,7 @@ fn report(
         }
     }
     match &found.suggestion {
-        Suggestion::At { lr, .. } => {
-            say!("suggested --lr {}", rounded(*lr));
-            Ok(())
-        }
+        Suggestion::At { .. } => Ok(()),
         none => bail!("no learning rate to suggest: {none}"),
     }
 }

@@ -40,7 +40,8 @@ pub struct RecipeArgs {
     /// linearly), `step:EVERY:FACTOR` and `multistep:E1,E2,...:FACTOR` (counted in epochs, as
     /// PyTorch's StepLR and MultiStepLR stepped per epoch), `poly:POWER` (PolynomialLR), or
     /// `onecycle:MAX_LR` (PyTorch's OneCycleLR without its momentum cycling; it ignores --lr).
-    /// The trace records each batch's rate. A resumed run may change it, as --lr.
+    /// The trace records each batch's rate. With --accumulate, batches become updates here: the
+    /// schedule counts updates. A resumed run may change it, as --lr.
     #[arg(long = Flag::LR_SCHEDULE.name)]
     pub lr_schedule: Option<String>,
     /// Scale all gradients together so that their global L2 norm is at most X (PyTorch's
@@ -260,9 +261,13 @@ pub fn check_schedule(recipe: &Recipe, per_epoch: usize, epochs: usize) -> anyho
         return Ok(());
     };
     let steps = (per_epoch.div_ceil(recipe.accumulate) * epochs) as u64;
+    let updates = match recipe.accumulate {
+        1 => String::new(),
+        n => format!(" (updates of --accumulate {n} batches: {steps} in the run)"),
+    };
     schedule.check(steps).map_err(|e| match e {
         ember::Error::InvalidValue { reason, .. } => {
-            anyhow::anyhow!("invalid --lr-schedule {schedule}: {reason}")
+            anyhow::anyhow!("invalid --lr-schedule {schedule}: {reason}{updates}")
         }
         other => other.into(),
     })

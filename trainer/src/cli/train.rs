@@ -67,7 +67,8 @@ pub struct TrainArgs {
     /// epoch, or as --checkpoint-every says; the last two are kept.
     #[arg(long)]
     checkpoint: Option<PathBuf>,
-    /// Write a checkpoint after every N batches rather than at the end of each epoch.
+    /// Write a checkpoint after every N batches rather than at the end of each epoch (with
+    /// --accumulate, at the end of the update the N-th batch falls in).
     #[arg(long)]
     checkpoint_every: Option<usize>,
     /// Go on from the newest sound checkpoint in this directory (a damaged newer one is moved

@@ -47,7 +47,8 @@ pub struct WorkloadArgs {
     /// 2048,512].
     #[arg(long = Flag::HIDDEN.name)]
     pub hidden: Option<List<Size>>,
-    /// Learning rate: the optimizer's, or the base that --lr-schedule starts from.
+    /// Learning rate: the optimizer's, or the base that --lr-schedule starts from (`ember
+    /// lr-find` suggests one).
     #[arg(long = Flag::LR.name, default_value_t = 0.01, allow_negative_numbers = true)]
     pub lr: f64,
     #[command(flatten)]

@@ -160,8 +160,10 @@ where
         self.update_metrics()?;
         let mut states = std::collections::BTreeMap::new();
         for metric in &self.metrics {
+            // JSON has no NaN or infinity: such a sum is not kept.
             if let Some(state) = metric.state()?
                 && !state.is_empty()
+                && state.iter().all(|v| v.is_finite())
             {
                 states.insert(metric.name(), state);
             }

@@ -13,8 +13,9 @@
 //!
 //! An epoch-level callback's state is a function of the epochs' records, so a resumed run
 //! replays the checkpoint's epochs through it ([`Callback::replay`]) and goes on as the
-//! uninterrupted run would. Batch-level actions are not replayed: a resumed run starts from the
-//! checkpoint's parameters and rate.
+//! uninterrupted run would. Batch-level actions are not kept: a resumed run's rate is the
+//! optimizer's as the epochs' callbacks scaled it, without a batch's scaling, and a run that
+//! a batch's end stopped trains on when resumed.
 //!
 //! A callback of one's own, in a few lines:
 //!
@@ -103,7 +104,9 @@ pub trait Callback {
         Ok(())
     }
 
-    /// A batch is done: its record, with its loss and its times.
+    /// A batch is done: its record, with its loss and its times (its device-pool sample is
+    /// read later, where the loop waits anyway: reading it here would wait behind the batches
+    /// issued since).
     fn batch_end(&mut self, batch: &BatchRecord) -> Result<Action> {
         let _ = batch;
         Ok(Action::go_on())

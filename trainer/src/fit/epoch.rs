@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ember::Result;
+use ember::engine::Handle;
 
 use crate::memory::{mb, rss_bytes};
 use crate::policy::{InFlight, PolicyKind};
@@ -27,6 +28,8 @@ pub(super) struct Epoch {
     pub(super) epoch: usize,
     pub(super) flight: InFlight,
     pub(super) records: Vec<BatchRecord>,
+    /// Records observed whose device-pool sample is not read yet, with their handles.
+    unsampled: Vec<(usize, Handle<f32>)>,
     rss_before: u64,
     peak_rss: u64,
     peak_pool: Option<u64>,
@@ -43,6 +46,7 @@ impl Epoch {
             epoch,
             flight: InFlight::new(epoch, rss_before),
             records: carried,
+            unsampled: Vec::new(),
             rss_before,
             peak_rss: rss_before,
             peak_pool: None,
@@ -59,7 +63,10 @@ impl Epoch {
     }
 
     /// Moves the completions the policy observed into their batches' records; returns those
-    /// records' places in `records`, in the order the batches were issued.
+    /// records' places in `records`, in the order the batches were issued. Their device-pool
+    /// samples are left for [`Epoch::sample_pools`]: reading one waits for a round trip
+    /// through the device's queue, behind the batches issued since, which here, on every
+    /// batch, would be a barrier.
     pub(super) fn absorb(&mut self, seconds: &impl Fn(Instant) -> f64) -> Vec<usize> {
         let mut done = Vec::new();
         for observed in self.flight.take_observed() {
@@ -79,15 +86,24 @@ impl Epoch {
             }
             record.observed = seconds(observed.at);
             record.loss = observed.done.value;
-            let pool = observed.handle.pool();
+            self.unsampled.push((place, observed.handle));
+        }
+        done.sort_unstable();
+        done
+    }
+
+    /// Reads the device-pool samples of the records observed so far, where the loop waits
+    /// anyway (a checkpoint, the epoch's end, an error).
+    pub(super) fn sample_pools(&mut self) {
+        for (place, handle) in std::mem::take(&mut self.unsampled) {
+            let pool = handle.pool();
+            let record = &mut self.records[place];
             record.pool_in_use = pool.map(|p| p.in_use);
             record.pool_reserved = pool.map(|p| p.reserved);
             if let Some(pool) = pool {
                 self.peak_pool = Some(self.peak_pool.unwrap_or(0).max(pool.in_use));
             }
         }
-        done.sort_unstable();
-        done
     }
 
     /// The epoch's row, from its batches, once they are all done at `end` with RSS

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 use std::time::Instant;
 
 use ember::engine::{Engine, Host};
-use ember::optim::{LrSchedule, ScheduleAt};
 use ember::{Block, Error, Loss, Replicas, Result, StepAt};
 use ember_datasets::Batch;
 
@@ -20,6 +19,7 @@ use super::callback::Callback;
 use super::epoch::{Epoch, Evaluation};
 use super::groups::Groups;
 use super::progress::Progress;
+use super::rates::Rates;
 use super::resume;
 use super::source::BatchSource;
 use super::target::Target;
@@ -90,24 +90,38 @@ where
         epoch: usize,
         carried: Vec<BatchRecord>,
     ) -> Result<bool> {
-        for callback in &mut self.callbacks {
-            callback.epoch_begin(epoch)?;
-        }
         let mut current = Epoch::begin(epoch, carried);
         let issued = self
-            .issue_epoch(data, self.at.next_batch, &mut current)
-            .and_then(|()| self.close_group(&current))
-            .and_then(|()| current.flight.wait_all());
+            .callbacks
+            .iter_mut()
+            .try_for_each(|c| c.epoch_begin(epoch))
+            .and_then(|()| self.issue_epoch(data, self.at.next_batch, &mut current))
+            .and_then(|()| self.close_group(&mut current));
         if let Err(error) = issued {
             self.set_aside_if_diverged(&error, &current.records);
             // The batches issued so far stay in the trace, for what a failed run still writes.
             current.absorb(&|at| self.seconds(at));
+            current.sample_pools();
             self.trace.batches.extend(current.records);
             return Err(error);
         }
         let end = Instant::now();
         let rss_after = current.sample_rss();
-        self.observe(&mut current)?;
+        let observed = self.observe(&mut current);
+        current.sample_pools();
+        if let Err(error) = observed {
+            self.trace.batches.extend(current.records);
+            return Err(error);
+        }
+        // The epoch's end is an update's end: a signal that came while its last group was open
+        // stops the run here, with a checkpoint of every batch (the epoch's record is the
+        // resumed run's to write, as after a signal at the last batch).
+        if self.stopped.is_none() && !self.halted {
+            self.stopped = requested();
+            if self.stopped.is_some() {
+                self.checkpoint(&current.records)?;
+            }
+        }
         if self.stopped.is_some() || self.halted {
             self.trace.batches.extend(current.records);
             return Ok(true);
@@ -139,16 +153,23 @@ where
         Ok(self.ended_early.is_some())
     }
 
-    /// The epoch's last, shorter group's update, where `--accumulate` does not divide its
-    /// batches. Issued after its batches, and waited for with them at the epoch's end.
-    fn close_group(&mut self, current: &Epoch) -> Result<()> {
-        let rate = self.rates.of(self.groups.update(), current.epoch)?;
-        if !self.groups.close() {
-            return Ok(());
-        }
-        self.engine
-            .issue(move |b: &mut Backend<B, L>| b.apply(rate).map(Host))
-            .wait()
+    /// The epoch's end: its last, shorter group's update, where `--accumulate` does not divide
+    /// its batches, issued after them; then `waitall`, so that a failed batch is named before
+    /// the update that needed it.
+    fn close_group(&mut self, current: &mut Epoch) -> Result<()> {
+        let update = match self.groups.closed() {
+            true => None,
+            false => {
+                let rate = self.rates.of(self.groups.update(), current.epoch)?;
+                self.groups.close();
+                Some(
+                    self.engine
+                        .issue(move |b: &mut Backend<B, L>| b.apply(rate).map(Host)),
+                )
+            }
+        };
+        current.flight.wait_all()?;
+        update.map_or(Ok(()), |update| update.wait())
     }
 
     /// At an update's end: whether `--checkpoint-every`'s count of batches passed a multiple
@@ -205,7 +226,9 @@ where
                 self.rates.base *= scale;
                 self.progress.acted(&why);
             }
-            if let Some(why) = action.stop {
+            if let Some(why) = action.stop
+                && self.ended_early.is_none()
+            {
                 self.progress.acted(&why);
                 self.ended_early = Some(why);
             }
@@ -233,9 +256,7 @@ where
                 // A batch's end asked to stop: the batches in flight end, and the checkpoint is
                 // written here, as a signal's.
                 self.halted = true;
-                current.flight.wait_all()?;
-                self.observe(current)?;
-                self.checkpoint(&current.records)?;
+                self.settle(current)?;
                 break;
             }
             let issue_start = Instant::now();
@@ -320,11 +341,18 @@ where
         self.stopped = requested();
         let due = self.update_ends_due();
         if self.stopped.is_some() || due {
-            current.flight.wait_all()?;
-            self.observe(current)?;
-            self.checkpoint(&current.records)?;
+            self.settle(current)?;
         }
         Ok(self.stopped.is_some())
+    }
+
+    /// `waitall` in the middle of an epoch, every completion into its record (the callbacks
+    /// told), and a checkpoint there.
+    fn settle(&mut self, current: &mut Epoch) -> Result<()> {
+        current.flight.wait_all()?;
+        self.observe(current)?;
+        current.sample_pools();
+        self.checkpoint(&current.records)
     }
 
     /// Writes a checkpoint of the run as it stands, with the current epoch's `records` so far,
@@ -401,44 +429,5 @@ where
             .wait()
             .map(drop)
             .map_err(|e| e.at_step(StepAt { epoch: 0, batch: 0 }))
-    }
-}
-
-/// Each step's learning rate: `base`, the optimizer's, or what `schedule` makes of it over a
-/// run of `total` steps. The frontend computes it as it issues the step, so that the trace
-/// records it and a resumed run gives the same step the same rate.
-pub(super) struct Rates<'a> {
-    pub(super) base: f64,
-    pub(super) schedule: Option<Box<dyn LrSchedule + 'a>>,
-    pub(super) total: u64,
-}
-
-impl Rates<'_> {
-    /// The rate of step `step` (from 0), in epoch `epoch`.
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] for a schedule (a user's own) that gives a rate that is not a
-    /// finite number, 0 or more, naming the schedule and the step.
-    fn of(&self, step: u64, epoch: usize) -> Result<f64> {
-        let Some(schedule) = &self.schedule else {
-            return Ok(self.base);
-        };
-        let at = ScheduleAt {
-            step,
-            epoch,
-            total: self.total,
-        };
-        let rate = schedule.rate(self.base, at);
-        if !(rate.is_finite() && rate >= 0.0) {
-            return Err(Error::InvalidValue {
-                name: "learning rate",
-                value: rate.to_string(),
-                reason: format!(
-                    "the schedule {schedule:?} gave it for step {step} (epoch {epoch}); a rate \
-                     must be a finite number, 0 or more"
-                ),
-            });
-        }
-        Ok(rate)
     }
 }

@@ -19,13 +19,16 @@ pub(super) struct Groups {
 
 impl Groups {
     /// Groups of `every` batches, from where `at` stands after the epochs of `trace`: the
-    /// updates of its whole epochs, and the whole groups of the one it stopped in.
+    /// updates of its whole epochs, and those of the one it stopped in. A run stops only where
+    /// no batch waits for an update: at a group's end, or at an epoch's end after its shorter
+    /// last group's update (a signal there), so the groups up to `next_batch` are all whole
+    /// but the last.
     pub(super) fn start(every: usize, at: &Position, trace: &Trace) -> Self {
         let updates = match every {
             1 => at.steps,
             _ => {
                 let done: usize = trace.epochs.iter().map(|e| e.batches.div_ceil(every)).sum();
-                (done + at.next_batch / every) as u64
+                (done + at.next_batch.div_ceil(every)) as u64
             }
         };
         Self {
@@ -116,6 +119,11 @@ mod tests {
         assert_eq!(
             Groups::start(1, &at(6, 0, 6), &Trace::default()).update(),
             6
+        );
+        // Stopped at the end of an epoch of 7, after its last group (batch 7) was applied.
+        assert_eq!(
+            Groups::start(3, &at(7, 0, 7), &Trace::default()).update(),
+            3
         );
     }
 }

@@ -48,6 +48,7 @@ mod frontend;
 mod groups;
 mod lr_find;
 mod progress;
+mod rates;
 mod resume;
 mod source;
 mod target;
@@ -78,8 +79,9 @@ use crate::policy::SyncPolicy;
 use crate::signals::{RunInProgress, Signal};
 use crate::trace::{EpochRecord, Trace};
 use backend::Backend;
-use frontend::{Frontend, Rates};
+use frontend::Frontend;
 use groups::Groups;
+use rates::Rates;
 
 /// What a run hands back.
 pub struct FitRun<B> {
@@ -245,8 +247,10 @@ where
     /// where the epoch ends. By default, accuracy where the loss takes class labels, and none
     /// otherwise; an empty list turns them off. A checkpoint written in the middle of an epoch
     /// keeps their sums so far ([`Metric::state`]), and a run resumed from it goes on from them,
-    /// so that the epoch's values are the uninterrupted run's (a metric of one's own that keeps
-    /// no state counts that epoch from the resume on).
+    /// so that the epoch's counts (`acc`, `topK`, `f1`) are the uninterrupted run's, and its
+    /// float sums (`ce`, `mse`, `mae`) are to the rounding of where the sums were cut. A metric
+    /// of one's own that keeps no state, or whose sum is not finite, counts that epoch from
+    /// the resume on.
     ///
     /// ```
     /// use burn::prelude::*;
@@ -374,7 +378,10 @@ where
     /// The sync policy still counts batches: `Window(2)` lets batch t+2 start once batch t is
     /// done, whatever group they are in, so the frontend's lead and the memory in flight are a
     /// batch's, as without accumulation. Checkpoints (`every` counts batches) and stops wait
-    /// for the group's last batch, so that a checkpoint holds whole updates.
+    /// for the group's last batch (or the epoch's end), so that a checkpoint holds whole
+    /// updates; resume with the same `batches`, or the groups form elsewhere. A run that fails
+    /// inside a group hands [`Fit::rescue`] the network of the last whole update: the group's
+    /// gradients are never applied.
     ///
     /// ```
     /// use burn::prelude::*;

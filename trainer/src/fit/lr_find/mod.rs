@@ -187,6 +187,15 @@ where
                 reason: "the learning-rate finder needs batches to sweep over".to_string(),
             });
         };
+        if self.accumulate > 1 {
+            return Err(Error::InvalidValue {
+                name: "accumulate",
+                value: self.accumulate.to_string(),
+                reason: "the sweep takes one batch at each rate, and an update of several \
+                         batches would give them one; sweep with batches as large as an update"
+                    .to_string(),
+            });
+        }
         // The copy starts from the very parameters handed back.
         let net = infer(self.net, &first, &self.replicas)?;
         self.net = net.clone();
