@@ -1,4 +1,5 @@
-//! Resuming to the same bits: CLI runs killed with SIGKILL at several points, and a library
+//! Resuming to the same bits: CLI runs (a schedule, clipping, accumulation, early stopping)
+//! killed with SIGKILL at several points, and a library
 //! run with Adam, Dropout and BatchNorm from any of its checkpoints, end where a run never
 //! stopped ends; a resume with other flags is refused, naming them.
 
@@ -17,7 +18,13 @@ use super::runs::{listing, no_temporaries, read_until, resumable, spawn, tensors
 fn runs_killed_at_several_points_resume_to_the_same_bits_as_a_run_never_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let reference = dir.path().join("reference.safetensors");
-    succeeds(&strs(&resumable(&dir.path().join("ref-ck"), &reference)));
+    let stdout = succeeds(&strs(&resumable(&dir.path().join("ref-ck"), &reference)));
+    // The run ends by early stopping, after epoch 2 of 3: the resumed runs must too.
+    assert!(
+        stdout.contains("early stop: loss has not improved by more than 1"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("epoch 3:"), "{stdout}");
     let expected = tensors(&reference);
 
     // Where to kill: before any checkpoint, after a line of progress in each epoch, and after

@@ -31,10 +31,12 @@ pub fn read_until(
     panic!("no line with {needle:?} in:\n{seen}");
 }
 
-/// Enough work to stop in the middle: 2 epochs of 150 batches, a checkpoint every 7, with a
-/// recipe whose state a resume must carry: AdamW's moments, a cosine schedule with warm-up
-/// (its rate from the update's number), global-norm clipping, and gradients summed over 3
-/// batches (a checkpoint due inside a group waits for its end).
+/// Enough work to stop in the middle: up to 3 epochs of 150 batches, a checkpoint every 7,
+/// with a recipe whose state a resume must carry: AdamW's moments, a cosine schedule with
+/// warm-up (its rate from the update's number), global-norm clipping, gradients summed over 3
+/// batches (a checkpoint due inside a group waits for its end), and early stopping, which ends
+/// the run after epoch 2 (the loss does not fall by 1 in an epoch): a resumed run must replay
+/// its state and stop there too.
 pub fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
     [
         "train",
@@ -59,7 +61,9 @@ pub fn resumable(checkpoints: &Path, save: &Path) -> Vec<String> {
         "--hidden",
         "128,64",
         "--epochs",
-        "2",
+        "3",
+        "--early-stop",
+        "loss:1:1",
         "--checkpoint",
         checkpoints.to_str().unwrap(),
         "--checkpoint-every",
