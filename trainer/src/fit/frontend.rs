@@ -15,7 +15,7 @@ use ember_datasets::Batch;
 
 use super::backend::{Backend, StepLosses};
 use super::best::Best;
-use super::callback::Callback;
+use super::callback::{Action, Callback};
 use super::epoch::{Epoch, Evaluation};
 use super::groups::Groups;
 use super::progress::Progress;
@@ -138,7 +138,7 @@ where
         // Before the checkpoint: a run killed between the two has not passed this epoch, and a
         // resume trains it again and saves it again, where the other order would lose it.
         self.save_best(&record)?;
-        self.callbacks_at(&record)?;
+        self.ask_callbacks(|callback| callback.epoch_end(&record))?;
         // At the end of every epoch, or with `every`, at the end of the run: a run shorter
         // than `every` steps still leaves its checkpoint.
         let last = epoch + 1 == self.epochs || self.ended_early.is_some();
@@ -184,18 +184,28 @@ where
     fn observe(&mut self, current: &mut Epoch) -> Result<()> {
         for done in current.absorb(&|at| self.seconds(at)) {
             let record = &current.records[done];
-            for callback in &mut self.callbacks {
-                let action = callback.batch_end(record)?;
-                if let Some((scale, why)) = action.scale_lr {
-                    self.rates.base *= scale;
-                    self.progress.acted(&why);
-                }
-                if let Some(why) = action.stop
-                    && self.ended_early.is_none()
-                {
-                    self.progress.acted(&why);
-                    self.ended_early = Some(why);
-                }
+            self.ask_callbacks(|callback| callback.batch_end(record))?;
+        }
+        Ok(())
+    }
+
+    /// Each callback's answer to `ask`, acted on in turn: a scaled learning rate for the steps
+    /// issued after it, or the run's end (the first reason given stays).
+    fn ask_callbacks(
+        &mut self,
+        mut ask: impl FnMut(&mut dyn Callback) -> Result<Action>,
+    ) -> Result<()> {
+        for callback in &mut self.callbacks {
+            let action = ask(callback.as_mut())?;
+            if let Some((scale, why)) = action.scale_lr {
+                self.rates.base *= scale;
+                self.progress.acted(&why);
+            }
+            if let Some(why) = action.stop
+                && self.ended_early.is_none()
+            {
+                self.progress.acted(&why);
+                self.ended_early = Some(why);
             }
         }
         Ok(())
@@ -215,25 +225,6 @@ where
             .issue(|b: &mut Backend<B, L>| Ok(b.net.valid()))
             .wait()?;
         (best.save)(&snapshot, record)
-    }
-
-    /// Each callback's action on the epoch's `record`: a scaled learning rate for the steps
-    /// after it, or the run's end.
-    fn callbacks_at(&mut self, record: &crate::trace::EpochRecord) -> Result<()> {
-        for callback in &mut self.callbacks {
-            let action = callback.epoch_end(record)?;
-            if let Some((scale, why)) = action.scale_lr {
-                self.rates.base *= scale;
-                self.progress.acted(&why);
-            }
-            if let Some(why) = action.stop
-                && self.ended_early.is_none()
-            {
-                self.progress.acted(&why);
-                self.ended_early = Some(why);
-            }
-        }
-        Ok(())
     }
 
     /// Issues the epoch's batches from `first` on, each when the policy allows, until the data

@@ -6,7 +6,7 @@ use burn::tensor::{Device, Int, Tensor};
 use ember::{Error, Result};
 
 use super::eval_metric::{
-    Goal, Metric, Truth, add, read_floats, read_ints, state_of, sums_of, wrong_truth,
+    Goal, Mean, Metric, Truth, add, read_ints, state_of, sums_of, wrong_truth,
 };
 
 /// The labels of `truth`, checked against `outputs`' rows, or the error naming `metric`.
@@ -199,10 +199,7 @@ impl Metric for TopK {
 /// `ce`: the mean over the examples of `-log softmax(outputs)[label]`, PyTorch's
 /// `cross_entropy` of the outputs as logits (Gluon's `CrossEntropy` takes probabilities).
 #[derive(Default)]
-pub struct CrossEntropy {
-    sum: Option<Tensor<1>>,
-    examples: usize,
-}
+pub struct CrossEntropy(Mean);
 
 impl Metric for CrossEntropy {
     fn name(&self) -> String {
@@ -218,18 +215,12 @@ impl Metric for CrossEntropy {
         let [rows, _] = outputs.dims();
         let picked =
             log_softmax(outputs.clone().detach(), 1).gather(1, labels.clone().reshape([rows, 1]));
-        self.sum = Some(add(self.sum.take(), -picked.sum()));
-        self.examples += rows;
+        self.0.add(-picked.sum(), rows);
         Ok(())
     }
 
     fn get(&self) -> Result<f64> {
-        Ok(match &self.sum {
-            Some(sum) => {
-                read_floats(sum.clone(), "a cross-entropy's sum")?[0] / self.examples as f64
-            }
-            None => f64::NAN,
-        })
+        self.0.get("a cross-entropy's sum")
     }
 
     fn reset(&mut self) {
@@ -241,17 +232,11 @@ impl Metric for CrossEntropy {
     }
 
     fn state(&self) -> Result<Option<Vec<f64>>> {
-        state_of(self.sum.as_slice(), self.examples, "a cross-entropy's sum")
+        self.0.state("a cross-entropy's sum")
     }
 
     fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
-        *self = match sums_of("ce", state, 1, Some(1))? {
-            None => Self::default(),
-            Some((sums, examples)) => Self {
-                sum: Some(Tensor::from_floats([sums[0][0] as f32], device)),
-                examples,
-            },
-        };
+        self.0 = Mean::restore("ce", state, device)?;
         Ok(())
     }
 }

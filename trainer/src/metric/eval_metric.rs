@@ -153,6 +153,46 @@ pub fn read_ints(tensor: Tensor<1, Int>, what: &str) -> Result<Vec<i64>> {
         })
 }
 
+/// A float sum on the device and the count it is the sum over: what `ce`, `mse` and `mae`
+/// keep, their value the sum's mean.
+#[derive(Default)]
+pub(super) struct Mean {
+    sum: Option<Tensor<1>>,
+    count: usize,
+}
+
+impl Mean {
+    /// Adds `more`, summed over `count` things.
+    pub(super) fn add(&mut self, more: Tensor<1>, count: usize) {
+        self.sum = Some(add(self.sum.take(), more));
+        self.count += count;
+    }
+
+    /// The mean, read back once (NaN before any), saying `what` the sum is where it fails.
+    pub(super) fn get(&self, what: &str) -> Result<f64> {
+        Ok(match &self.sum {
+            Some(sum) => read_floats(sum.clone(), what)?[0] / self.count as f64,
+            None => f64::NAN,
+        })
+    }
+
+    /// `[sum, count]`, for a checkpoint.
+    pub(super) fn state(&self, what: &str) -> Result<Option<Vec<f64>>> {
+        state_of(self.sum.as_slice(), self.count, what)
+    }
+
+    /// From what [`Mean::state`] gave, on `device`; an error naming `metric` for another state.
+    pub(super) fn restore(metric: &str, state: &[f64], device: &Device) -> Result<Self> {
+        Ok(match sums_of(metric, state, 1, Some(1))? {
+            None => Self::default(),
+            Some((sums, count)) => Self {
+                sum: Some(Tensor::from_floats([sums[0][0] as f32], device)),
+                count,
+            },
+        })
+    }
+}
+
 /// `sum + more` on the device, `more` where there is no sum yet.
 pub(super) fn add<const D: usize, K>(sum: Option<Tensor<D, K>>, more: Tensor<D, K>) -> Tensor<D, K>
 where
