@@ -18,7 +18,7 @@ fn main() -> anyhow::Result<()> {
     let device = &args.device;
 
     // A small ResNet for 28×28 images, sized for a CPU.
-    let net = models::small_resnet();
+    let net = models::small_resnet(10);
     let net = net.initialize(Init::Xavier, device);
 
     // d2l.train_ch6(net, train_iter, test_iter, num_epochs, lr=0.05)

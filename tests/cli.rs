@@ -13,6 +13,8 @@ mod gpu_suite;
 mod lr_find;
 #[path = "cli/metrics.rs"]
 mod metrics;
+#[path = "cli/models.rs"]
+mod models;
 #[path = "cli/recipes.rs"]
 mod recipes;
 #[path = "cli/remote.rs"]

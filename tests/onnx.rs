@@ -160,7 +160,7 @@ fn lenet_and_lenet_relu_run_in_onnx_runtime_as_in_ember() {
 
 #[test]
 fn the_small_resnet_with_batchnorm_runs_in_onnx_runtime_as_in_ember() {
-    let net = built(ember::models::small_resnet(), &[1, 28, 28]);
+    let net = built(ember::models::small_resnet(10), &[1, 28, 28]);
     let net = with_running_statistics(net, &[1, 28, 28]);
     let stats = net.collect_params();
     assert!(stats.get("1.running_mean").is_some(), "{}", net.summary());

@@ -100,6 +100,17 @@ impl<U: Block> Sequential<U> {
     }
 }
 
+impl Sequential {
+    /// This chain of built-in layers as a chain that may also hold blocks of one's own type
+    /// `U`, as one network type for both: `models::mlp(&[256], 10).with_blocks::<Residual>()`
+    /// has the same children, parameters and names.
+    pub fn with_blocks<U: Block>(self) -> Sequential<U> {
+        Sequential {
+            layers: self.layers.into_iter().map(Layer::with_blocks).collect(),
+        }
+    }
+}
+
 impl<U: Block> Block for Sequential<U> {
     /// # Shapes
     /// - input: what the first child takes
@@ -223,6 +234,17 @@ macro_rules! layers {
                     $(Layer::$kind(_) => stringify!($kind),)*
                     Layer::Sequential(_) => "Sequential",
                     Layer::Block(_) => "Block",
+                }
+            }
+        }
+
+        impl Layer {
+            /// The same child, for a chain whose blocks of one's own are of type `U`.
+            pub fn with_blocks<U: Block>(self) -> Layer<U> {
+                match self {
+                    $(Layer::$kind(layer) => Layer::$kind(layer),)*
+                    Layer::Sequential(sequential) => Layer::Sequential(sequential.with_blocks()),
+                    Layer::Block(never) => match never {},
                 }
             }
         }

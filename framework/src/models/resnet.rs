@@ -125,9 +125,9 @@ impl Export for Residual {
 /// net = nn.Sequential()
 /// net.add(nn.Conv2D(8, kernel_size=3, padding=1), nn.BatchNorm(), nn.Activation('relu'),
 ///         Residual(8), Residual(16, use_1x1conv=True, strides=2),
-///         nn.GlobalAvgPool2D(), nn.Dense(10))
+///         nn.GlobalAvgPool2D(), nn.Dense(outputs))
 /// ```
-pub fn small_resnet() -> Sequential<Residual> {
+pub fn small_resnet(outputs: usize) -> Sequential<Residual> {
     Sequential::new()
         .add(Conv2D::new(8, 3).padding(1))
         .add(BatchNorm::new())
@@ -135,5 +135,5 @@ pub fn small_resnet() -> Sequential<Residual> {
         .add_block(Residual::new(8, false, 1))
         .add_block(Residual::new(16, true, 2))
         .add(GlobalAvgPool2D::new())
-        .add(Dense::new(10))
+        .add(Dense::new(outputs))
 }

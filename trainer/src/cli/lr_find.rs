@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::{Args, ValueEnum};
-use ember::{Block, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss};
+use ember::{Block, Init, L2Loss, Loss, Replicas, SoftmaxCrossEntropyLoss};
 use ember_datasets::{DataLoader, Examples};
 use ember_trainer::fit::{
     BatchSource, LrFinding, LrSweep, Suggestion, SweepEnd, SweepMode, Target,
@@ -16,7 +16,7 @@ use ember_trainer::policy::PolicyKind;
 
 use super::clash::Files;
 use super::compare::prepare_out;
-use super::model::ModelSpec;
+use super::model::{ModelSpec, Net};
 use super::recipe::recipe_words;
 use super::task::{LossName, Task, wrong_loss};
 use super::workload::{Workload, WorkloadArgs};
@@ -231,11 +231,11 @@ impl Finder<'_> {
     /// shuffled as `ember train` does.
     fn examples<L>(
         self,
-        net: Sequential,
+        net: Net,
         loss: L,
         train: Examples,
         mode: Mode,
-    ) -> anyhow::Result<LrFinding<Sequential>>
+    ) -> anyhow::Result<LrFinding<Net>>
     where
         L: Loss + Send + Sync + 'static,
         L::Target: Target,
@@ -268,11 +268,11 @@ impl Finder<'_> {
     /// `net` (from --load's parameters, where given) swept with `loss` on `data`.
     fn find<L>(
         self,
-        net: Sequential,
+        net: Net,
         loss: L,
         data: &mut dyn BatchSource,
         first: &ember_datasets::Batch,
-    ) -> anyhow::Result<LrFinding<Sequential>>
+    ) -> anyhow::Result<LrFinding<Net>>
     where
         L: Loss + Send + Sync + 'static,
         L::Target: Target,
@@ -294,7 +294,7 @@ impl Finder<'_> {
 }
 
 /// Rows of the table: about a dozen, evenly spread, and the suggested and last points.
-fn rows(found: &LrFinding<Sequential>) -> Vec<usize> {
+fn rows(found: &LrFinding<Net>) -> Vec<usize> {
     let n = found.points.len();
     let mut rows: Vec<usize> = (0..n).step_by(n.div_ceil(12).max(1)).collect();
     if let Suggestion::At { index, .. } = found.suggestion {
@@ -324,7 +324,7 @@ fn loss(value: f64) -> String {
 /// Prints the table, the sweep's end and the suggestion, then draws `--plot` (a figure that
 /// cannot be drawn loses nothing printed).
 fn report(
-    found: &LrFinding<Sequential>,
+    found: &LrFinding<Net>,
     plot: Option<&PathBuf>,
     workload: &Workload,
     model: &ModelSpec,

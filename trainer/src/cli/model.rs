@@ -3,9 +3,14 @@
 use std::fmt;
 use std::str::FromStr;
 
-use ember::{Block, Init, Sequential, models};
+use ember::models::{self, Residual};
+use ember::{Block, Init, Sequential};
 
 use super::list;
+
+/// The networks `ember` builds: chains of ember's layers that may hold d2l's residual block,
+/// one type for every `--model`.
+pub type Net = Sequential<Residual>;
 
 /// A network by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,6 +21,8 @@ pub enum ModelSpec {
     LeNet,
     /// `lenet-relu`: the same with ReLU and max pooling.
     LeNetRelu,
+    /// `resnet`: d2l's small ResNet (8.6), `ember::models::small_resnet`.
+    ResNet,
 }
 
 impl FromStr for ModelSpec {
@@ -25,9 +32,10 @@ impl FromStr for ModelSpec {
         match s {
             "lenet" => Ok(ModelSpec::LeNet),
             "lenet-relu" => Ok(ModelSpec::LeNetRelu),
+            "resnet" => Ok(ModelSpec::ResNet),
             _ => match s.strip_prefix("mlp:") {
                 Some(sizes) => Ok(ModelSpec::Mlp(list::sizes(&sizes.parse()?))),
-                None => Err("expected mlp:H1,H2,…, lenet or lenet-relu".to_string()),
+                None => Err("expected mlp:H1,H2,…, lenet, lenet-relu or resnet".to_string()),
             },
         }
     }
@@ -39,6 +47,7 @@ impl fmt::Display for ModelSpec {
             ModelSpec::Mlp(hidden) => write!(f, "mlp:{}", list::join(hidden)),
             ModelSpec::LeNet => write!(f, "lenet"),
             ModelSpec::LeNetRelu => write!(f, "lenet-relu"),
+            ModelSpec::ResNet => write!(f, "resnet"),
         }
     }
 }
@@ -46,20 +55,22 @@ impl fmt::Display for ModelSpec {
 impl ModelSpec {
     /// The network with `outputs` outputs, initialized with `init` on `device`; input sizes
     /// are deferred until the first batch.
-    pub fn build(&self, outputs: usize, init: Init, device: &burn::tensor::Device) -> Sequential {
+    pub fn build(&self, outputs: usize, init: Init, device: &burn::tensor::Device) -> Net {
         let net = match self {
-            ModelSpec::Mlp(hidden) => models::mlp(hidden, outputs),
-            ModelSpec::LeNet => models::lenet(outputs),
-            ModelSpec::LeNetRelu => models::lenet_relu(outputs),
+            ModelSpec::Mlp(hidden) => models::mlp(hidden, outputs).with_blocks(),
+            ModelSpec::LeNet => models::lenet(outputs).with_blocks(),
+            ModelSpec::LeNetRelu => models::lenet_relu(outputs).with_blocks(),
+            ModelSpec::ResNet => models::small_resnet(outputs),
         };
         net.initialize(init, device)
     }
 
-    /// The initializer d2l trains it with: N(0, 0.01) for its MLP (3.6), Xavier for LeNet (7.6).
+    /// The initializer d2l trains it with: N(0, 0.01) for its MLP (3.6), Xavier for LeNet
+    /// (7.6) and the ResNet (8.6).
     pub fn init(&self) -> Init {
         match self {
             ModelSpec::Mlp(_) => Init::Normal(0.01),
-            ModelSpec::LeNet | ModelSpec::LeNetRelu => Init::Xavier,
+            ModelSpec::LeNet | ModelSpec::LeNetRelu | ModelSpec::ResNet => Init::Xavier,
         }
     }
 }
@@ -99,6 +110,29 @@ impl ModelSpec {
                 let dense = flat.saturating_mul(120) + 120 * 84 + 84 * outputs as u128;
                 (dense + 2_572, inputs.saturating_mul(16))
             }
+            // A 3×3 convolution to 8 channels, a residual block of 8 and one of 16 at half the
+            // size (each: two 3×3 convolutions with BatchNorm, the second also a 1×1 shortcut),
+            // the pooling and Dense(outputs). Each 8-channel stage keeps about 10 maps of the
+            // image's size (convolution, BatchNorm, ReLU, sum), the 16-channel one about 12 at
+            // a quarter of it.
+            ModelSpec::ResNet => {
+                let channels = example.first().map_or(1, |&c| c as u128);
+                let pixels = inputs / channels.max(1);
+                let convolutions = 9 * channels * 8
+                    + 8
+                    + 2 * (9 * 8 * 8 + 8)
+                    + (9 * 8 * 16 + 16)
+                    + (9 * 16 * 16 + 16)
+                    + (8 * 16 + 16);
+                // BatchNorm: gamma, beta and the running mean and variance per channel.
+                let norms = 4 * (3 * 8 + 2 * 16);
+                let parameters = convolutions + norms + 16 * outputs as u128 + outputs as u128;
+                let widths = inputs
+                    .saturating_add(pixels.saturating_mul(8 * 10 * 2))
+                    .saturating_add((pixels / 4).saturating_mul(16 * 12))
+                    .saturating_add(16 + outputs as u128);
+                (parameters, widths)
+            }
         };
         Footprint {
             parameters,
@@ -113,15 +147,44 @@ mod tests {
 
     #[test]
     fn names_parse_and_print_back() {
-        for name in ["lenet", "lenet-relu", "mlp:256", "mlp:64,32"] {
+        for name in ["lenet", "lenet-relu", "resnet", "mlp:256", "mlp:64,32"] {
             assert_eq!(name.parse::<ModelSpec>().unwrap().to_string(), name);
         }
-        let err = "resnet".parse::<ModelSpec>().unwrap_err();
+        let err = "resnet50".parse::<ModelSpec>().unwrap_err();
         assert!(
-            err.contains("mlp:H1,H2") && err.contains("lenet-relu"),
+            err.contains("mlp:H1,H2") && err.contains("lenet-relu") && err.contains("resnet"),
             "{err}"
         );
         let err = "mlp:64,0".parse::<ModelSpec>().unwrap_err().to_string();
         assert!(err.contains("\"0\""), "{err}");
+    }
+
+    /// The estimate counts the parameters the built network holds: exactly for the MLP and
+    /// the ResNet, at most a bound for LeNet (its Dense layer is sized for the whole image).
+    #[test]
+    fn the_footprint_counts_the_parameters_each_network_holds() {
+        use burn::tensor::Device;
+        use ember::NdTensor;
+
+        let device = Device::flex();
+        for (name, example) in [
+            ("mlp:64,32", vec![1, 28, 28]),
+            ("lenet", vec![1, 28, 28]),
+            ("resnet", vec![1, 28, 28]),
+            ("resnet", vec![3, 32, 32]),
+        ] {
+            let model: ModelSpec = name.parse().unwrap();
+            let net = model.build(10, model.init(), &device);
+            let mut shape = vec![1];
+            shape.extend_from_slice(&example);
+            let x = NdTensor::zeros(&shape, &device).unwrap();
+            let held = net.infer_shape(x).unwrap().collect_params().total() as u128;
+            let estimated = model.footprint(&example, 10, 1).parameters;
+            if model == ModelSpec::LeNet {
+                assert!(estimated >= held, "{name}: {estimated} < {held}");
+            } else {
+                assert_eq!(estimated, held, "{name} on {example:?}");
+            }
+        }
     }
 }

@@ -5,13 +5,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
+use ember::Block;
 use ember::io;
-use ember::{Block, Sequential};
 use ember_trainer::checkpoint::{self, Checkpoint, Checkpointing, Entry};
 use ember_trainer::fit::FitRun;
 use ember_trainer::trace::Trace;
 
 use super::clash::Files;
+use super::model::Net;
 use super::workload::DataSpec;
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
@@ -289,7 +290,7 @@ impl Drop for OutputPaths {
 /// Writes the parameters first, then the trace: a failure writing one never keeps the other
 /// from being written. A run stopped by a signal writes its trace so far and no parameters
 /// (its checkpoint holds them), and ends with the signal's exit status.
-pub fn finish(run: FitRun<Sequential>, outputs: &OutputPaths) -> anyhow::Result<()> {
+pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
     let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
     let failures = write(
         &run.net,
@@ -330,7 +331,7 @@ pub fn finish(run: FitRun<Sequential>, outputs: &OutputPaths) -> anyhow::Result<
 /// `--save` and `--metrics`, each written whatever became of the other; the failures, one per
 /// output.
 fn write(
-    net: &Sequential,
+    net: &Net,
     trace: &Trace,
     save: Option<&PathBuf>,
     recorded: &BTreeMap<String, String>,
@@ -377,7 +378,7 @@ fn left_as_it_was(path: &Path) -> &'static str {
 pub fn rescue(
     outputs: &OutputPaths,
     (flag, value): (String, String),
-) -> impl FnOnce(&Sequential, &Trace, &ember::Error) + 'static {
+) -> impl FnOnce(&Net, &Trace, &ember::Error) + 'static {
     let save = outputs.save.clone();
     let recorded = outputs.recorded.clone();
     let metrics = outputs.metrics.clone();

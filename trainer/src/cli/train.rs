@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use burn::tensor::Device;
 use clap::Args;
-use ember::{Block, DeviceName, Init, L2Loss, Loss, Replicas, Sequential, SoftmaxCrossEntropyLoss};
+use ember::{Block, DeviceName, Init, L2Loss, Loss, Replicas, SoftmaxCrossEntropyLoss};
 use ember_datasets::{DataLoader, Examples};
 use ember_trainer::evaluate::mean_loss;
 use ember_trainer::fit::{EarlyStopping, Fit, ReduceLrOnPlateau, Target, Watched};
@@ -19,7 +19,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use super::book_lines::BookLines;
 use super::eval::{self, EvalList, check_watched};
-use super::model::ModelSpec;
+use super::model::{ModelSpec, Net};
 use super::output_paths::{OutputPaths, finish, rescue};
 use super::recipe::{check_schedule, recipe_words};
 use super::task::{LossName, Task, wrong_loss};
@@ -50,8 +50,10 @@ pub struct TrainArgs {
     #[arg(long)]
     metrics: Option<PathBuf>,
     /// The network: `mlp:H1,H2,…` (Dense(H, relu) layers, then the output layer), `lenet`
-    /// (d2l's LeNet: sigmoid, average pooling) or `lenet-relu` (ReLU, max pooling). Defaults
-    /// to --hidden on synthetic data and to d2l's mlp:256 on other data.
+    /// (d2l's LeNet: sigmoid, average pooling), `lenet-relu` (ReLU, max pooling) or `resnet`
+    /// (d2l's small ResNet: a 3×3 convolution to 8 channels, residual blocks of 8 and 16 with
+    /// BatchNorm, global average pooling). Defaults to --hidden on synthetic data and to d2l's
+    /// mlp:256 on other data.
     #[arg(long)]
     model: Option<ModelSpec>,
     /// The loss: `l2` for values to regress (synthetic data, csv and npy data without
@@ -285,7 +287,7 @@ impl Run<'_> {
     /// the validation share (with its loss) and on the test set.
     fn examples<L>(
         self,
-        net: Sequential,
+        net: Net,
         loss: L,
         train: Examples,
         test: Option<Examples>,
@@ -356,7 +358,7 @@ impl Run<'_> {
         if let Some(valid) = valid {
             let valid = DataLoader::new(valid, 1024)?;
             let (d, data) = (self.device.clone(), valid.clone());
-            fit = fit.evaluate(column(VALID, "loss"), move |net: &Sequential| {
+            fit = fit.evaluate(column(VALID, "loss"), move |net: &Net| {
                 mean_loss(net, &loss, &data, &d)
             });
             if !self.eval.0.is_empty() {
@@ -382,9 +384,9 @@ impl Run<'_> {
     /// seed, checkpoints and resume.
     fn configure<'f, L>(
         self,
-        fit: Fit<'f, Sequential, L>,
+        fit: Fit<'f, Net, L>,
         progress: BookLines,
-    ) -> anyhow::Result<Fit<'f, Sequential, L>>
+    ) -> anyhow::Result<Fit<'f, Net, L>>
     where
         L: Loss + Send + Sync + 'static,
         L::Target: Target,
@@ -412,7 +414,7 @@ impl Run<'_> {
         }
         if let (Some(watched), Some(path)) = (self.best_on, &self.outputs.save_best) {
             let (path, recorded) = (path.clone(), self.outputs.recorded.clone());
-            fit = fit.save_best(watched, move |net: &Sequential, epoch| {
+            fit = fit.save_best(watched, move |net: &Net, epoch| {
                 ember::io::safetensors::save_parameters_with(net, &path, &recorded)?;
                 say!(
                     "epoch {}: the best so far: parameters saved to --save-best {}",

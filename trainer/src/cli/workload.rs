@@ -5,14 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::bail;
 use clap::Args;
-use ember::{DeviceList, DeviceName, DeviceSpec, Init, Loss, Optimizer, PickedDevice, Sequential};
+use ember::{DeviceList, DeviceName, DeviceSpec, Init, Loss, Optimizer, PickedDevice};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs, Target};
 
 use super::devices;
 use super::flags::{Flag, Resume};
 use super::list::{self, List, Size};
-use super::model::ModelSpec;
+use super::model::{ModelSpec, Net};
 use super::recipe::{Recipe, RecipeArgs};
 
 /// The chapter's MLP on the chapter's synthetic data. Each flag's name is [`Flag`]'s.
@@ -383,10 +383,10 @@ impl Workload {
     /// `net` trained with `loss` on `device` (an autodiff device) by the workload's recipe.
     pub fn fit<'a, L>(
         &self,
-        net: Sequential,
+        net: Net,
         loss: L,
         device: &burn::tensor::Device,
-    ) -> anyhow::Result<Fit<'a, Sequential, L>>
+    ) -> anyhow::Result<Fit<'a, Net, L>>
     where
         L: Loss + Send + Sync + 'static,
         L::Target: Target,
@@ -395,7 +395,7 @@ impl Workload {
     }
 
     /// Dense(h, relu) for each hidden size, then Dense(1), initialized on `device`.
-    pub fn net(&self, device: &burn::tensor::Device) -> Sequential {
+    pub fn net(&self, device: &burn::tensor::Device) -> Net {
         mlp(&self.hidden, 1, Init::default(), device)
     }
 }
@@ -405,10 +405,10 @@ impl Workload {
 pub fn fit<'a, L>(
     recipe: &Recipe,
     lr: f64,
-    net: Sequential,
+    net: Net,
     loss: L,
     device: &burn::tensor::Device,
-) -> anyhow::Result<Fit<'a, Sequential, L>>
+) -> anyhow::Result<Fit<'a, Net, L>>
 where
     L: Loss + Send + Sync + 'static,
     L::Target: Target,
@@ -423,11 +423,6 @@ where
 
 /// Dense(h, relu) for each hidden size, then Dense(outputs), initialized with `init` on
 /// `device`; the input size is deferred until the first batch.
-pub fn mlp(
-    hidden: &[usize],
-    outputs: usize,
-    init: Init,
-    device: &burn::tensor::Device,
-) -> Sequential {
+pub fn mlp(hidden: &[usize], outputs: usize, init: Init, device: &burn::tensor::Device) -> Net {
     ModelSpec::Mlp(hidden.to_vec()).build(outputs, init, device)
 }
