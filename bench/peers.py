@@ -11,9 +11,9 @@ from round to round. The workloads are written once, in bench/peers/workloads.py
   lenet                          d2l's LeNet on Fashion-MNIST (batch 256, SGD 0.9)
   lenet-recipe                   the same LeNet with AdamW, cosine with warm-up, clipping and
                                  early stopping (bench/peers/workloads.py), beside PyTorch
-  resnet                         the README's small ResNet (examples/resnet.rs, batch 256, SGD
-                                 0.05) beside PyTorch (no JAX peer); ember runs the example
-                                 binary (`cargo build --release --example resnet`) on flex
+  resnet                         d2l's small ResNet (`ember train --model resnet`, the network
+                                 of examples/resnet.rs; batch 256, SGD 0.05) beside PyTorch (no
+                                 JAX peer)
 `--device` names where everything runs: `cpu` (ember on flex, the peers on the CPU), `cuda`
 (ember, PyTorch and JAX on the first NVIDIA card) or `wgpu` (ember through wgpu's Vulkan on the
 card, the peers on CUDA). ember runs as a user runs it: `ember train --device D`. Raw burn is `ember bench one --config raw`: the chapter's MLP written straight
@@ -49,8 +49,6 @@ import workloads as w  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
-# The examples' d2l line: `epoch  1: loss 0.5, train acc 0.8, test acc 0.8, 9.87 sec`.
-EXAMPLE_EPOCH = re.compile(r"^epoch +(\d+): loss .*test acc ([0-9.]+), ([0-9.]+) sec$")
 TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
 DATA = w.FASHION_MNIST
 WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "lenet-recipe",
@@ -77,14 +75,6 @@ def commands(workload, a):
         if sync == "barrier":
             runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + on + a.ember_args
         return runs
-    if workload == "resnet":
-        example = str(Path(a.ember).parent / "examples/resnet")
-        runs = {"ember": [example, a.data_dir, a.ember_device, str(a.epochs)]}
-        if a.before:
-            before = str(Path(a.before.split()[0]).parent / "examples/resnet")
-            runs["ember before"] = [before, a.data_dir, a.ember_device, str(a.epochs)]
-        return runs | {"pytorch": peer("torch_peer.py") + [workload, "--epochs", str(a.epochs),
-                                                           "--dir", a.data_dir]}
     epochs = ["--epochs", str(a.epochs)]
     data = ["--data", f"fashion-mnist:{a.data_dir}"]
     if workload == "lenet-recipe":
@@ -97,13 +87,17 @@ def commands(workload, a):
         return {name: cmd + flags for name, cmd in embers.items()} | {
             "pytorch": peer("torch_peer.py") + [workload, "--dir", a.data_dir] + epochs,
         }
-    model, lr = {"mlp": ("mlp:256", "0.1"), "lenet": ("lenet", "0.9")}[workload]
-    flags = data + ["--model", model, "--loss", "softmax-ce", "--lr", lr,
-                    "--batch-size", "256"] + epochs
-    return {name: cmd + flags for name, cmd in embers.items()} | {
+    batch_size, lr = w.settings(workload)
+    model = {"mlp": "mlp:256", "lenet": "lenet", "resnet": "resnet"}[workload]
+    flags = data + ["--model", model, "--loss", "softmax-ce", "--lr", str(lr),
+                    "--batch-size", str(batch_size)] + epochs
+    runs = {name: cmd + flags for name, cmd in embers.items()} | {
         "pytorch": peer("torch_peer.py") + [workload, "--dir", a.data_dir] + epochs,
-        "jax": peer("jax_peer.py") + [workload, "--dir", a.data_dir] + epochs,
     }
+    # No JAX peer of the ResNet (its BatchNorm would be a library of its own: flax).
+    if workload != "resnet":
+        runs["jax"] = peer("jax_peer.py") + [workload, "--dir", a.data_dir] + epochs
+    return runs
 
 
 class Failed(Exception):
@@ -114,7 +108,7 @@ def run(cmd):
     """Runs `cmd`; returns its epochs' training times (after the first, where there are
     several), test accuracies and wall time; raises Failed with the output's end."""
     start = time.perf_counter()
-    # The resnet example writes resnet.onnx where it runs: a scratch directory, not the repository.
+    # Each run in a scratch directory: nothing a run writes lands in the repository.
     with tempfile.TemporaryDirectory() as scratch:
         env = dict(os.environ, PYTHONPATH=str(ROOT / "bench/peers"))
         out = subprocess.run(cmd, capture_output=True, text=True, cwd=scratch, env=env)
@@ -126,9 +120,6 @@ def run(cmd):
     for line in out.stdout.splitlines():
         if m := EPOCH.match(line):
             times.append(float(m.group(2)))
-        if m := EXAMPLE_EPOCH.match(line):
-            times.append(float(m.group(3)))
-            accs.append(float(m.group(2)))
         if line.startswith("epoch") and (acc := TEST_ACC.search(line)):
             accs.append(float(acc.group(1)))
         if line.startswith("{"):  # `ember bench one`: one JSON sample
@@ -163,12 +154,9 @@ def main():
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown or not workloads:
         sys.exit(f"invalid --workloads {a.workloads!r}: choose from {','.join(WORKLOADS)}")
-    # resnet runs the example beside the binary (bench/gpu/run.sh's part 3 carries it alone).
-    needs = ([Path(a.ember)] if any(w != "resnet" for w in workloads) else []) + (
-        [Path(a.ember).parent / "examples/resnet"] if "resnet" in workloads else [])
-    if missing := [str(n) for n in needs if not n.is_file()]:
-        sys.exit(f"invalid --ember {a.ember}: no {' or '.join(missing)} (cargo build --release "
-                 f"--bins --examples first, or set CARGO_TARGET_DIR as when it was built)")
+    if not Path(a.ember).is_file():
+        sys.exit(f"invalid --ember {a.ember}: no such file (cargo build --release first, or set "
+                 f"CARGO_TARGET_DIR as when it was built)")
     if a.rounds < 1 or a.epochs < 1:
         sys.exit(f"invalid --rounds {a.rounds} / --epochs {a.epochs}: both must be at least 1")
     print(f"{a.rounds} round(s); {a.epochs} epoch(s) of mlp and lenet per run; "

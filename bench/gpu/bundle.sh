@@ -3,14 +3,13 @@
 # on any machine, no card needed (bench/gpu/README.md):
 #   ember.tar.xz   the release `ember` built with `--features ember-trainer/cuda` (which has
 #                  wgpu too), stripped and compressed
-#   resnet.tar.xz  the `resnet` example, built the same way, as examples/resnet
 #   data.tar.xz    Debian's Fashion-MNIST, as fashion-mnist/
 #   gl/            the Vulkan loader and the GL vendor-neutral dispatch libraries (Debian's
 #                  libvulkan1 and libglvnd's), which run.sh unpacks for wgpu, as the device
 #                  tool's README says: the NVIDIA driver's Vulkan ICD needs both
-# It prints each part's size and what each call of the suite carries (bench/gpu/run.sh's
-# --part), and fails if a call's carry is over the device tool's 64 MiB. A part newer than what
-# it is made from is kept.
+# It prints each part's size and fails if the whole, with the working tree that travels beside
+# it, is over the device tool's 64 MiB a call: every call of the suite (bench/gpu/run.sh's
+# --part) carries all of it. A part newer than what it is made from is kept.
 #
 # Usage: bench/gpu/bundle.sh [DIR]   (CARGO_TARGET_DIR, default ~/.cache/ember/target as CI,
 #        and FASHION_MNIST override the defaults)
@@ -33,10 +32,10 @@ done
 
 scripts/install-cuda-llvm.sh
 # The card's driver is CUDA 13.0 (R580): pin cudarc's bindings to it (docs/cuda-build.md).
-say "building ember and the resnet example with CUDA (a cold build takes about 50 minutes)"
+say "building ember with CUDA (a cold build takes about 50 minutes)"
 CUDARC_CUDA_VERSION=13000 cargo build --release --workspace --features ember-trainer/cuda \
-    --bin ember --example resnet
-bin="$target/release/ember" resnet="$target/release/examples/resnet"
+    --bin ember
+bin="$target/release/ember"
 case "$("$bin" devices | grep '^cuda')" in
     *"no CUDA backend"*) fail "$bin was built without CUDA" ;;
 esac
@@ -58,19 +57,15 @@ compress() {
     rm -rf "$stage"
 }
 
-# binary NAME SOURCE PATH: NAME.tar.xz holding SOURCE stripped, at PATH inside /tmp/ember-gpu
-# (bench/peers.py finds the example beside ember, in examples/).
-binary() {
-    fresh "$dest/$1.tar.xz" "$2" && return 0
-    say "compressing $2"
-    local stage
+# ember.tar.xz: the binary, stripped, as ember inside /tmp/ember-gpu. (Every workload, the
+# ResNet's too, is `ember train`: one binary, not one per example.)
+rm -f "$dest/resnet.tar.xz"
+if ! fresh "$dest/ember.tar.xz" "$bin"; then
+    say "compressing $bin"
     stage=$(mktemp -d)
-    mkdir -p "$(dirname "$stage/$3")"
-    cp "$2" "$stage/$3" && strip "$stage/$3"
-    compress "$stage" "$dest/$1.tar.xz"
-}
-binary ember "$bin" ember
-binary resnet "$resnet" examples/resnet
+    cp "$bin" "$stage/ember" && strip "$stage/ember"
+    compress "$stage" "$dest/ember.tar.xz"
+fi
 if ! fresh "$dest/data.tar.xz" "$data"; then
     say "compressing Fashion-MNIST (raw IDX files compress better than the gzipped ones)"
     stage=$(mktemp -d)
@@ -91,25 +86,11 @@ done
 size() { du -cb "$@" | tail -1 | cut -f1; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 tree=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
-for part in ember.tar.xz resnet.tar.xz data.tar.xz gl; do
+for part in ember.tar.xz data.tar.xz gl; do
     say "$(printf '%-14s %s' "$part" "$(mib "$(size "$dest/$part")")")"
 done
 all=$(( $(size "$dest") + tree ))
 say "the working tree that travels with it: $(mib "$tree")"
-if [ "$all" -le "$limit" ]; then
-    say "one call carries all of it: $(mib "$all") of 64 MiB: --part all, carry $dest"
-    exit 0
-fi
-say "all of it is $(mib "$all"), over 64 MiB: three calls (bench/gpu/README.md)"
-over=0
-call() {
-    local name="$1"
-    shift
-    local total=$(( $(size "$@") + tree ))
-    say "  --part $name carries $*: $(mib "$total")"
-    [ "$total" -le "$limit" ] || { say "  part $name's carry is over 64 MiB"; over=1; }
-}
-call 1 "$dest/ember.tar.xz" "$dest/gl"
-call 2 "$dest/ember.tar.xz" "$dest/data.tar.xz" "$dest/gl"
-call 3 "$dest/resnet.tar.xz" "$dest/data.tar.xz" "$dest/gl"
-[ "$over" = 0 ] || fail "a call's carry is over 64 MiB"
+[ "$all" -le "$limit" ] ||
+    fail "all of it is $(mib "$all"), over the 64 MiB a call carries (bench/gpu/README.md)"
+say "each call carries all of it: $(mib "$all") of 64 MiB (carry [\"$dest\"])"

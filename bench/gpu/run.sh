@@ -3,17 +3,18 @@
 # a few calls of the device tool (bench/gpu/README.md). Every step has a time limit, and the run
 # goes on past a failing step; it ends by writing report.md.
 #
-# Usage: bench/gpu/run.sh [--part 1|2|3|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
+# Usage: bench/gpu/run.sh [--part 1|2|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
 #        bench/gpu/run.sh --dry-run [--out DIR] [--ember PATH]
 #
-# Each part needs only some of the bundle, so that each call carries under 64 MiB:
-#   --part 1     (ember) the card, the chapter's 11 experiments and `ember compare` with the
-#                window sweep on cuda, and the chapter's epoch beside PyTorch and JAX
-#   --part 2     (ember, Fashion-MNIST) the experiments and the comparison on wgpu, the MLP and
-#                LeNet beside PyTorch and JAX, ember on wgpu beside them, and a profile of the
-#                slowest ratio
-#   --part 3     (the resnet example, Fashion-MNIST) the ResNet beside PyTorch
-#   --part all   all three, where one call can carry the whole bundle
+# Every call carries the whole bundle (under 64 MiB); the parts split the time, as a call of the
+# device tool runs at most 10 minutes:
+#   --part 1     the card, the chapter's 11 experiments and `ember compare` with the window
+#                sweep on cuda, the chapter's epoch beside PyTorch and JAX, and the ResNet
+#                beside PyTorch
+#   --part 2     the experiments and the comparison on wgpu, the MLP and LeNet beside PyTorch
+#                and JAX, ember on wgpu beside them, and a profile of the slowest ratio
+#   --part all   both, in one call: with --rounds 1 about 8 minutes by the 2026-11-25 run's
+#                step times, and --budget skips what would not fit
 #   --out DIR    where everything goes (default: $OUT on the device machine, else bench/gpu/out)
 #   --bundle DIR what bench/gpu/bundle.sh made (default .gpu)
 #   --rounds N   interleaved rounds of the side-by-side runs (default 3)
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
         *) fail "unknown argument '$1' (see --help)" ;;
     esac
 done
-case "$part" in 1 | 2 | 3 | all) ;; *) fail "invalid --part '$part': 1, 2, 3 or all" ;; esac
+case "$part" in 1 | 2 | all) ;; *) fail "invalid --part '$part': 1, 2 or all" ;; esac
 runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 case "$rounds" in [1-9]) ;; *) fail "invalid --rounds '$rounds': 1 to 9" ;; esac
 case "$budget" in '' | *[!0-9]*) fail "invalid --budget '$budget': whole seconds" ;; esac
@@ -98,7 +99,7 @@ if [ "$dry" = 1 ]; then
     profile_flags=(--batches 6 --batch-size 64 --features 32 --hidden 64,32)
     mode="dry run: every step on the CPU (flex), tiny sizes, no peers"
 else
-    # The bundle: ember and the resnet example, Fashion-MNIST, and the Vulkan loader for wgpu.
+    # The bundle: ember, Fashion-MNIST, and the Vulkan loader for wgpu.
     [ -d "$bundle" ] || fail "no bundle at $bundle: run bench/gpu/bundle.sh and carry it"
     work=/tmp/ember-gpu
     mkdir -p "$work"
@@ -106,7 +107,7 @@ else
         [ -e "$archive" ] && tar -xJf "$archive" -C "$work"
     done
     ember="${ember:-$work/ember}"
-    if [ "$part" != 3 ] && [ ! -x "$ember" ]; then fail "no ember in the bundle at $bundle"; fi
+    [ -x "$ember" ] || fail "no ember in the bundle at $bundle"
     if command -v nvidia-smi >/dev/null && compgen -G "$bundle/gl/*.deb" >/dev/null; then
         # The device tool's recipe for Vulkan on its NVIDIA machines: the loader, unpacked to /.
         for deb in "$bundle"/gl/*.deb; do dpkg -x "$deb" /; done
@@ -156,6 +157,12 @@ if runs 1; then
         step 1 peers-chapter 200 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
             --rounds "$rounds" --workloads chapter-barrier,chapter-t+2,chapter-none
     fi
+    if [ "$dry" = 1 ]; then
+        skip 1 peers-resnet "dry run: CI does not install PyTorch"
+    else
+        step 1 peers-resnet 220 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
+            --data-dir "$data" --rounds "$rounds" --epochs 2 --workloads resnet
+    fi
 fi
 
 if runs 2; then
@@ -172,21 +179,13 @@ if runs 2; then
         step 2 peers-cuda 240 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
             --data-dir "$data" --rounds "$rounds" --epochs 2 --workloads mlp,lenet
         step 2 peers-wgpu 150 "$python" "$root/bench/peers.py" --device wgpu --ember "$ember" \
-            --data-dir "$data" --rounds 2 --epochs 2 --workloads chapter-barrier,mlp
+            --data-dir "$data" --rounds "$(( rounds < 2 ? rounds : 2 ))" --epochs 2 \
+            --workloads chapter-barrier,mlp
     fi
     # The slowest ratio so far, profiled: ncu's kernel times where it exists, ember's trace.
     step 2 profile 150 "$python" "$root/bench/gpu/profile.py" --out "$out/profile" \
         --ember "$ember" --device "${devices[0]}" --results "$out" --data-dir "$data" \
         -- "${profile_flags[@]}"
-fi
-
-if runs 3; then
-    if [ "$dry" = 1 ]; then
-        skip 3 peers-resnet "dry run: CI does not install PyTorch"
-    else
-        step 3 peers-resnet 300 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
-            --data-dir "$data" --rounds "$rounds" --epochs 2 --workloads resnet
-    fi
 fi
 
 "$python" "$root/bench/gpu/report.py" "$out" --mode "$mode" || echo "run.sh: report.py failed" >&2
