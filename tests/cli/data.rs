@@ -256,7 +256,7 @@ fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
             "--hidden is ignored when --model is given",
         ),
         (vec!["--data", "npy:x.npy"], "npy:X.npy,Y.npy"),
-        (vec!["--model", "resnet"], "lenet-relu"),
+        (vec!["--model", "resnet50"], "lenet-relu or resnet"),
         // LeNet on the chapter's flat synthetic rows: the first convolution says why not.
         (
             vec![
