@@ -15,6 +15,8 @@ mod lr_find;
 mod metrics;
 #[path = "cli/models.rs"]
 mod models;
+#[path = "cli/profile.rs"]
+mod profile;
 #[path = "cli/recipes.rs"]
 mod recipes;
 #[path = "cli/remote.rs"]

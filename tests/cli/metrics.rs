@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::common::cli::{TINY, args, checkpoints, fails_with, strs, succeeds};
+use super::common::cli::{TINY, args, checkpoints, csv_rows, fails_with, strs, succeeds};
 
 /// Three classes of a table of 240 rows, the class the sign pattern of two features.
 pub fn table(dir: &Path) -> String {
@@ -27,22 +27,6 @@ pub fn table(dir: &Path) -> String {
         .collect();
     std::fs::write(&csv, format!("a,b,label\n{}\n", rows.join("\n"))).unwrap();
     format!("csv:{}", csv.display())
-}
-
-/// The epochs' CSV as one map a row, column to cell.
-fn epochs(path: &Path) -> Vec<BTreeMap<String, String>> {
-    let text = std::fs::read_to_string(path).unwrap();
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    lines
-        .map(|line| {
-            header
-                .iter()
-                .zip(line.split(','))
-                .map(|(h, c)| (h.to_string(), c.to_string()))
-                .collect()
-        })
-        .collect()
 }
 
 fn number(row: &BTreeMap<String, String>, column: &str) -> f64 {
@@ -105,7 +89,7 @@ fn eval_metrics_are_reported_on_every_set_and_can_be_watched() {
     ] {
         assert!(last.contains(&format!("{column} ")), "{column} in {last}");
     }
-    let rows = epochs(&dir.path().join("run.epochs.csv"));
+    let rows = csv_rows(&dir.path().join("run.epochs.csv"));
     assert_eq!(rows.len(), 10);
     for row in &rows {
         for set in ["train", "valid"] {
@@ -138,7 +122,7 @@ fn eval_metrics_are_reported_on_every_set_and_can_be_watched() {
         })
         .collect();
     succeeds(&strs(&off));
-    let rows_off = epochs(&dir.path().join("off.epochs.csv"));
+    let rows_off = csv_rows(&dir.path().join("off.epochs.csv"));
     assert!(
         rows_off[0].keys().all(|k| !k.ends_with("_acc")),
         "{:?}",
@@ -185,7 +169,7 @@ fn regression_metrics_count_the_steps_own_outputs() {
         &TINY,
         &["--epochs", "2", "--eval", "mse,mae", "--metrics", path],
     ));
-    for row in epochs(&dir.path().join("t.epochs.csv")) {
+    for row in csv_rows(&dir.path().join("t.epochs.csv")) {
         // L2Loss is half the squared error, on the very outputs the metric counts.
         let (mse, loss) = (number(&row, "train_mse"), number(&row, "mean_loss"));
         assert!(
@@ -221,7 +205,7 @@ fn save_best_keeps_the_best_epochs_parameters() {
             trace.to_str().unwrap(),
         ],
     ));
-    let rows = epochs(&dir.path().join("run.epochs.csv"));
+    let rows = csv_rows(&dir.path().join("run.epochs.csv"));
     // The epoch of the best validation accuracy, the first of equals.
     let mut top = 0;
     for (epoch, row) in rows.iter().enumerate() {

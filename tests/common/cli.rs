@@ -84,3 +84,20 @@ pub fn checkpoints(ck: &Path) -> Vec<PathBuf> {
     steps.sort();
     steps
 }
+
+/// A CSV file written by ember (`--metrics` and its epochs' file), one map a row: column to
+/// cell.
+pub fn csv_rows(path: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|line| {
+            header
+                .iter()
+                .zip(line.split(','))
+                .map(|(h, c)| (h.to_string(), c.to_string()))
+                .collect()
+        })
+        .collect()
+}

@@ -80,6 +80,7 @@ pub mod memory;
 pub mod metric;
 pub mod plot;
 pub mod policy;
+pub mod profile;
 pub mod signals;
 pub mod summary;
 pub mod trace;

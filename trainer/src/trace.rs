@@ -48,6 +48,13 @@ pub struct BatchRecord {
     /// The learning rate of its step (absent in traces written before ember recorded it).
     #[serde(default)]
     pub lr: Option<f64>,
+    /// When the policy's call before this batch (`SyncPolicy::before_issue`, where it waits)
+    /// began and returned; absent in traces written before ember recorded them.
+    #[serde(default)]
+    pub wait_start: Option<f64>,
+    /// See `wait_start`.
+    #[serde(default)]
+    pub wait_end: Option<f64>,
 }
 
 /// How many devices the batches were split across: the longest `device_done` (0 for a run on

@@ -13,6 +13,7 @@ use clap::Args;
 use ember::DeviceName;
 use ember::io::write_atomic_bytes;
 use ember_trainer::plot::{MemoryFigure, SweepFigure, TimeFigure, TimelineFigure, render};
+use ember_trainer::profile::Profile;
 use ember_trainer::summary::{PolicyRun, PolicySummary, summarize};
 use ember_trainer::trace::{BatchRecord, Trace, csv};
 use serde::Serialize;
@@ -45,6 +46,11 @@ pub struct CompareArgs {
     /// Epochs per run.
     #[arg(long, default_value_t = 1)]
     epochs: usize,
+    /// Also write every run as Chrome's trace-event JSON here (see `ember train --profile`):
+    /// one process per policy and round, each from its own start, so that Perfetto shows the
+    /// policies one above the other on one time axis.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
 }
 
 /// `--sweep 1,2,4,8`: the window policies of those sizes, plus none.
@@ -96,6 +102,10 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         let path = args.out.join(file);
         files.output(format!("--out {} (its {file})", args.out.display()), &path);
     }
+    if let Some(path) = &args.profile {
+        ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
+        files.output(format!("--profile {}", path.display()), path);
+    }
     files.check()?;
     let device = match &workload.devices {
         Some(list) => list.to_string(),
@@ -133,7 +143,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         repeat
     );
     let summaries = summarize(&runs);
-    let (written, failures) = write_outputs(
+    let (mut written, mut failures) = write_outputs(
         &args.out,
         &runs,
         &summaries,
@@ -141,6 +151,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         sweep.as_deref(),
         &subtitle,
     );
+    if let Some(path) = &args.profile {
+        match profile(&runs, &configs, &device).write(path) {
+            Ok(()) => written.push(path.clone()),
+            Err(e) => failures.push(format!("--profile {}: {e}", path.display())),
+        }
+    }
     say!("");
     say!(
         "{}",
@@ -219,6 +235,19 @@ fn write_outputs(
         plot("sweep", render(&figure, out, "sweep"));
     }
     (written, failures)
+}
+
+/// Every run as a process of the profile, a policy's rounds together, in `configs`' order.
+fn profile(runs: &[PolicyRun], configs: &[PolicyKind], device: &str) -> Profile {
+    let devices: Vec<String> = device.split(',').map(str::to_string).collect();
+    let mut ordered: Vec<&PolicyRun> = runs.iter().collect();
+    ordered.sort_by_key(|r| (configs.iter().position(|c| c == &r.policy), r.round));
+    let mut profile = Profile::new();
+    for run in ordered {
+        let name = format!("--sync {}, round {}", run.policy, run.round + 1);
+        profile.add_run(&name, &run.trace, &devices);
+    }
+    profile
 }
 
 /// Runs every configuration once per round, each in a child `ember train`, and reads back the

@@ -9,6 +9,7 @@ use ember::Block;
 use ember::io;
 use ember_trainer::checkpoint::{self, Checkpoint, Checkpointing, Entry};
 use ember_trainer::fit::FitRun;
+use ember_trainer::profile::Profile;
 use ember_trainer::trace::Trace;
 
 use super::clash::Files;
@@ -22,6 +23,10 @@ pub struct OutputPaths {
     /// `--save-best`: written after each epoch that improves the watched metric.
     pub save_best: Option<PathBuf>,
     pub metrics: Option<PathBuf>,
+    /// `--profile`: the run as Chrome's trace-event JSON.
+    pub profile: Option<PathBuf>,
+    /// The devices the run trains on, by name, for the profile's tracks.
+    pub devices: Vec<String>,
     pub load: Option<PathBuf>,
     pub checkpoint: Option<Checkpointing>,
     pub resume: Option<Checkpoint>,
@@ -36,12 +41,16 @@ impl OutputPaths {
         data: &DataSpec,
         load: Option<PathBuf>,
         [save, save_best]: [Option<PathBuf>; 2],
-        metrics: Option<PathBuf>,
+        [metrics, profile]: [Option<PathBuf>; 2],
         checkpoint: Option<PathBuf>,
         every: Option<usize>,
         resume: Option<PathBuf>,
     ) -> anyhow::Result<Self> {
-        for (flag, path) in [("--save", &save), ("--save-best", &save_best)] {
+        for (flag, path) in [
+            ("--save", &save),
+            ("--save-best", &save_best),
+            ("--profile", &profile),
+        ] {
             if let Some(path) = path {
                 io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
             }
@@ -78,7 +87,7 @@ impl OutputPaths {
         clashes(
             data,
             &load,
-            [&save, &save_best],
+            [&save, &save_best, &profile],
             &metrics,
             checkpoint_dir.as_ref().map(|dir| (flag, dir)),
             resume.as_ref(),
@@ -101,6 +110,8 @@ impl OutputPaths {
             save,
             save_best,
             metrics,
+            profile,
+            devices: Vec::new(),
             load,
             checkpoint,
             resume,
@@ -196,7 +207,7 @@ fn find_resume(path: &Path) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
 fn clashes(
     data: &DataSpec,
     load: &Option<PathBuf>,
-    [save, save_best]: [&Option<PathBuf>; 2],
+    [save, save_best, profile]: [&Option<PathBuf>; 3],
     metrics: &Option<PathBuf>,
     checkpoint: Option<(&str, &PathBuf)>,
     resume: Option<&Checkpoint>,
@@ -220,7 +231,11 @@ fn clashes(
             files.input(what, &entry.path());
         }
     }
-    for (flag, path) in [("--save", save), ("--save-best", save_best)] {
+    for (flag, path) in [
+        ("--save", save),
+        ("--save-best", save_best),
+        ("--profile", profile),
+    ] {
         if let Some(path) = path {
             files.output(format!("{flag} {}", path.display()), path);
         }
@@ -255,6 +270,7 @@ fn clashes(
             ("--save", save),
             ("--save-best", save_best),
             ("--metrics", metrics),
+            ("--profile", profile),
         ] {
             let Some(path) = path else { continue };
             let inside = path.ancestors().skip(1).any(|above| {
@@ -292,13 +308,7 @@ impl Drop for OutputPaths {
 /// (its checkpoint holds them), and ends with the signal's exit status.
 pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
     let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
-    let failures = write(
-        &run.net,
-        &run.trace,
-        save,
-        &outputs.recorded,
-        outputs.metrics.as_ref(),
-    );
+    let failures = write(&run.net, &run.trace, save, outputs.traces());
     if let Some(signal) = run.stopped {
         if let Some(path) = &outputs.save {
             say!(
@@ -328,18 +338,39 @@ pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
     }
 }
 
-/// `--save` and `--metrics`, each written whatever became of the other; the failures, one per
-/// output.
-fn write(
-    net: &Net,
-    trace: &Trace,
-    save: Option<&PathBuf>,
-    recorded: &BTreeMap<String, String>,
-    metrics: Option<&PathBuf>,
-) -> Vec<String> {
+/// Where a run's parameters' metadata and its trace go: what [`write`] needs beside the
+/// network, owned, for [`rescue`] too.
+#[derive(Clone)]
+struct Traces {
+    recorded: BTreeMap<String, String>,
+    metrics: Option<PathBuf>,
+    profile: Option<PathBuf>,
+    devices: Vec<String>,
+}
+
+impl OutputPaths {
+    fn traces(&self) -> Traces {
+        Traces {
+            recorded: self.recorded.clone(),
+            metrics: self.metrics.clone(),
+            profile: self.profile.clone(),
+            devices: self.devices.clone(),
+        }
+    }
+}
+
+/// `--save`, `--metrics` and `--profile`, each written whatever became of the others; the
+/// failures, one per output.
+fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<String> {
+    let Traces {
+        recorded,
+        metrics,
+        profile,
+        devices,
+    } = to;
     let mut failures = Vec::new();
     if let Some(path) = save {
-        match io::safetensors::save_parameters_with(net, path, recorded) {
+        match io::safetensors::save_parameters_with(net, path, &recorded) {
             Ok(()) => say!("parameters saved to {}", path.display()),
             // A diverged network is never written over the user's file.
             Err(e @ ember::Error::NonFiniteParameter { .. }) => failures.push(format!(
@@ -351,13 +382,25 @@ fn write(
         }
     }
     if let Some(path) = metrics {
-        match trace.write(path) {
+        match trace.write(&path) {
             Ok(written) => {
                 for file in written {
                     say!("metrics: {}", file.display());
                 }
             }
             Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = profile {
+        let name = match trace.policy() {
+            Some(policy) => format!("ember train (--sync {policy})"),
+            None => "ember train".to_string(),
+        };
+        let mut file = Profile::new();
+        file.add_run(&name, trace, &devices);
+        match file.write(&path) {
+            Ok(()) => say!("profile: {} (open it in ui.perfetto.dev)", path.display()),
+            Err(e) => failures.push(format!("--profile {}: {e}", path.display())),
         }
     }
     failures
@@ -380,8 +423,7 @@ pub fn rescue(
     (flag, value): (String, String),
 ) -> impl FnOnce(&Net, &Trace, &ember::Error) + 'static {
     let save = outputs.save.clone();
-    let recorded = outputs.recorded.clone();
-    let metrics = outputs.metrics.clone();
+    let traces = outputs.traces();
     let checkpoints = outputs.checkpoint.as_ref().map(|c| c.dir.clone());
     let resumed = outputs.resume.as_ref().map(|c| c.dir.clone());
     move |net, trace, error| {
@@ -408,7 +450,7 @@ pub fn rescue(
             (save, _) => save,
         };
         say!("the run failed{at}: writing what it had trained");
-        for failure in write(net, trace, save.as_ref(), &recorded, metrics.as_ref()) {
+        for failure in write(net, trace, save.as_ref(), traces) {
             say_err!("error: {failure}");
         }
         let Some(dir) = checkpoints else { return };

@@ -49,6 +49,12 @@ pub struct TrainArgs {
     /// `<stem>.epochs.csv` beside it).
     #[arg(long)]
     metrics: Option<PathBuf>,
+    /// Write the run as Chrome's trace-event JSON here, for Perfetto (ui.perfetto.dev) or
+    /// chrome://tracing: per batch the frontend's issue, the policy's wait before it and the
+    /// backend's compute on each device, tied by arrows; counters of memory, the device pool
+    /// and the batches in flight. Written at the end, beside --metrics.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
     /// The network: `mlp:H1,H2,…` (Dense(H, relu) layers, then the output layer), `lenet`
     /// (d2l's LeNet: sigmoid, average pooling), `lenet-relu` (ReLU, max pooling) or `resnet`
     /// (d2l's small ResNet: a 3×3 convolution to 8 channels, residual blocks of 8 and 16 with
@@ -124,7 +130,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         &workload.data,
         args.load,
         [args.save, args.save_best],
-        args.metrics,
+        [args.metrics, args.profile],
         args.checkpoint,
         args.checkpoint_every,
         args.resume,
@@ -185,6 +191,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     }
     let picked = workload.open_seeded_devices()?;
     let main = &picked[0];
+    outputs.devices = picked.iter().map(|p| p.name.to_string()).collect();
     let device = main.device.clone().autodiff();
     let replicas = Replicas::new(picked.iter().map(|p| p.device.clone().autodiff()).collect())?;
     if replicas.len() > 1 {

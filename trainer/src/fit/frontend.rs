@@ -241,7 +241,9 @@ where
             if batches.size_hint().1 == Some(0) {
                 break;
             }
+            let wait_start = Instant::now();
             self.policy.before_issue(index, &mut current.flight)?;
+            let wait = [wait_start, Instant::now()];
             self.observe(current)?;
             if self.ended_early.is_some() && self.groups.closed() {
                 // A batch's end asked to stop: the batches in flight end, and the checkpoint is
@@ -252,7 +254,7 @@ where
             }
             let issue_start = Instant::now();
             let Some(batch) = batches.next() else { break };
-            self.issue(batch?, index, issue_start, current)?;
+            self.issue(batch?, index, wait, issue_start, current)?;
             if self.after_issue(current)? {
                 break;
             }
@@ -260,11 +262,13 @@ where
         Ok(())
     }
 
-    /// Issues batch `index` of the current epoch and records it.
+    /// Issues batch `index` of the current epoch and records it, with the policy's `wait`
+    /// before it (its call's start and end).
     fn issue(
         &mut self,
         batch: Batch,
         index: usize,
+        wait: [Instant; 2],
         issue_start: Instant,
         current: &mut Epoch,
     ) -> Result<()> {
@@ -317,6 +321,8 @@ where
             data_wait,
             device_done: Vec::new(),
             lr: Some(rate),
+            wait_start: Some(self.seconds(wait[0])),
+            wait_end: Some(self.seconds(wait[1])),
         });
         let elapsed = self.seconds(current.last_issue) - self.seconds(current.start);
         self.progress.issued(current.epoch, index, elapsed);

@@ -1,0 +1,240 @@
+//! `--profile`: runs as Chrome's trace-event JSON (its object form, with `traceEvents` and
+//! `displayTimeUnit`), the format MXNet's profiler, PyTorch's and JAX's write, which Perfetto
+//! (ui.perfetto.dev) and chrome://tracing open.
+//!
+//! Each run is a process of its own, named after it (`ember train`, or a policy and its round in
+//! a comparison), with these tracks:
+//! - `frontend`: per batch an `issue` slice (the frontend making the batch and handing it to
+//!   the backend: `issue_start` to `issue_end`) holding a `data` slice (the wait for its data),
+//!   and before it a `wait` slice where the sync policy blocked (its `before_issue` call, where
+//!   that took at least a microsecond);
+//! - one `backend` track per device (every replica of a data-parallel run): per batch a
+//!   `compute` slice, from when the device could start it (its issue's end, or the end of the
+//!   device's batch before, whichever is later: the backend runs batches in order) to its
+//!   completion, tied to its `issue` by a flow arrow;
+//! - `epochs`: a slice per epoch, from its first issue to its last completion;
+//! - counters: the process's resident memory (MB, after each issue), the device pool (MB in use
+//!   and reserved, at each completion, on backends that have one) and the batches in flight
+//!   (after each issue).
+//!
+//! Timestamps are whole microseconds since the run started: the trace's seconds (`--metrics`'s
+//! columns) times 10⁶, rounded down. A batch that never completed (a failed run's last) has no `compute`
+//! slice and no arrow.
+//!
+//! ```
+//! use ember_trainer::profile::Profile;
+//! use ember_trainer::trace::Trace;
+//!
+//! let trace = Trace::default(); // a `FitRun`'s `trace`
+//! let mut profile = Profile::new();
+//! profile.add_run("my run", &trace, &["cpu".to_string()]);
+//! let json = profile.to_json();
+//! assert_eq!(json["displayTimeUnit"], "ms");
+//! ```
+
+use std::path::Path;
+
+use ember::io::write_atomic_bytes;
+use serde_json::{Map, Value, json};
+
+use crate::trace::{BatchRecord, Trace, device_count};
+
+/// The tracks of a run, as thread ids of its process.
+const EPOCHS: u64 = 0;
+const FRONTEND: u64 = 1;
+/// The first device's track; device k's is `DEVICES + k`.
+const DEVICES: u64 = 2;
+
+/// A policy's call shorter than this is no wait worth a slice: the format's unit.
+const SHORTEST_WAIT: f64 = 1e-6;
+
+/// Whole microseconds, the format's unit, from the trace's seconds: a slice that ends where
+/// the next starts (the same seconds) ends at the same integer, which float sums of `ts` and
+/// `dur` do not promise, and Perfetto and chrome://tracing would see as overlapping.
+fn micros(seconds: f64) -> i64 {
+    (seconds * 1e6).floor() as i64
+}
+
+/// Chrome trace-event JSON of one or more runs.
+#[derive(Debug, Default)]
+pub struct Profile {
+    events: Vec<Value>,
+    /// Processes so far: the next run's id is one more.
+    runs: u64,
+    /// Flow arrows so far: ids are unique across the file.
+    flows: u64,
+}
+
+impl Profile {
+    /// An empty profile.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `trace` as a process of its own named `name`. `devices` names the devices in the
+    /// order of the records' `device_done` (the one device of a run on one); a device without
+    /// a name is `device K`.
+    pub fn add_run(&mut self, name: &str, trace: &Trace, devices: &[String]) -> &mut Self {
+        self.runs += 1;
+        let pid = self.runs;
+        let count = device_count(&trace.batches).max(1);
+        self.meta(pid, 0, "process_name", json!({ "name": name }));
+        self.meta(pid, 0, "process_sort_index", json!({ "sort_index": pid }));
+        let mut tracks = vec![
+            (EPOCHS, "epochs".to_string()),
+            (FRONTEND, "frontend".to_string()),
+        ];
+        tracks.extend((0..count).map(|k| {
+            let device = devices
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| format!("device {k}"));
+            let track = match count {
+                1 => format!("backend: {device}"),
+                _ => format!("backend {k}: {device}"),
+            };
+            (DEVICES + k as u64, track)
+        }));
+        for (tid, track) in tracks {
+            self.meta(pid, tid, "thread_name", json!({ "name": track }));
+            self.meta(pid, tid, "thread_sort_index", json!({ "sort_index": tid }));
+        }
+        self.epochs(pid, trace);
+        // When each device finished its batch before: its next batch starts no earlier.
+        let mut free = vec![0.0_f64; count];
+        for batch in &trace.batches {
+            self.frontend(pid, batch);
+            let done: Vec<f64> = match batch.device_done.is_empty() {
+                true => vec![batch.done],
+                false => batch.device_done.clone(),
+            };
+            for (k, &end) in done.iter().enumerate().filter(|(_, end)| end.is_finite()) {
+                let start = batch.issue_end.max(free[k]).min(end);
+                free[k] = end;
+                self.compute(pid, DEVICES + k as u64, batch, start, end);
+            }
+            self.counters(pid, batch);
+        }
+        self
+    }
+
+    /// The whole file: the JSON object form, in milliseconds for display.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "traceEvents": self.events,
+            "displayTimeUnit": "ms",
+            "otherData": { "producer": format!("ember {}", env!("CARGO_PKG_VERSION")) },
+        })
+    }
+
+    /// Writes the file to a temporary name and renames it over `path`.
+    ///
+    /// # Errors
+    /// As [`ember::io::write_atomic_bytes`]: the path named, and an old file left as it was.
+    pub fn write(&self, path: &Path) -> ember::Result<()> {
+        let bytes = serde_json::to_vec(&self.to_json()).expect("a profile serializes");
+        write_atomic_bytes(path, &bytes)
+    }
+
+    fn meta(&mut self, pid: u64, tid: u64, name: &str, args: Value) {
+        self.events.push(json!({
+            "ph": "M", "name": name, "pid": pid, "tid": tid, "ts": 0, "args": args,
+        }));
+    }
+
+    /// A complete slice (`X`) from `start` to `end`, in seconds.
+    fn slice(&mut self, pid: u64, tid: u64, name: &str, [start, end]: [f64; 2], args: Value) {
+        self.events.push(json!({
+            "ph": "X", "name": name, "cat": "ember", "pid": pid, "tid": tid,
+            "ts": micros(start), "dur": (micros(end) - micros(start)).max(0), "args": args,
+        }));
+    }
+
+    fn epochs(&mut self, pid: u64, trace: &Trace) {
+        for epoch in &trace.epochs {
+            let first = trace
+                .batches
+                .iter()
+                .filter(|b| b.epoch == epoch.epoch && b.policy == epoch.policy)
+                .map(|b| b.issue_start)
+                .fold(f64::INFINITY, f64::min);
+            if !first.is_finite() {
+                continue;
+            }
+            let mut args = Map::new();
+            args.insert("batches".into(), epoch.batches.into());
+            args.insert("time per epoch (s)".into(), epoch.time.into());
+            args.insert("mean loss".into(), epoch.mean_loss.into());
+            args.insert("max in flight".into(), epoch.max_depth.into());
+            for (metric, value) in &epoch.metrics {
+                args.insert(metric.clone(), (*value).into());
+            }
+            let name = format!("epoch {}", epoch.epoch + 1);
+            self.slice(pid, EPOCHS, &name, [first, first + epoch.time], args.into());
+        }
+    }
+
+    /// The batch's `wait`, `issue` and `data` slices, and its arrows' tails.
+    fn frontend(&mut self, pid: u64, batch: &BatchRecord) {
+        let at = json!({ "epoch": batch.epoch + 1, "batch": batch.batch });
+        if let (Some(start), Some(end)) = (batch.wait_start, batch.wait_end)
+            && end - start >= SHORTEST_WAIT
+        {
+            let args = json!({ "before": at, "policy": batch.policy.to_string() });
+            self.slice(pid, FRONTEND, "wait", [start, end], args);
+        }
+        let args = json!({
+            "epoch": batch.epoch + 1, "batch": batch.batch, "lr": batch.lr,
+            "in flight": batch.depth, "rss (MB)": batch.rss as f64 / 1e6,
+        });
+        self.slice(
+            pid,
+            FRONTEND,
+            "issue",
+            [batch.issue_start, batch.issue_end],
+            args,
+        );
+        if batch.data_wait > 0.0 {
+            let data = [batch.issue_start, batch.issue_start + batch.data_wait];
+            self.slice(pid, FRONTEND, "data", data, at);
+        }
+    }
+
+    /// The batch's `compute` slice on track `tid`, with an arrow from its `issue` slice.
+    fn compute(&mut self, pid: u64, tid: u64, batch: &BatchRecord, start: f64, end: f64) {
+        let args = json!({
+            "epoch": batch.epoch + 1, "batch": batch.batch, "loss": batch.loss,
+            "issued (s)": batch.issue_end, "done (s)": end, "observed (s)": batch.observed,
+        });
+        self.slice(pid, tid, "compute", [start, end], args);
+        self.flows += 1;
+        let id = self.flows;
+        // Each end at its slice's start, so that it binds to that slice.
+        self.events.push(json!({
+            "ph": "s", "name": "batch", "cat": "ember", "id": id, "pid": pid,
+            "tid": FRONTEND, "ts": micros(batch.issue_start),
+        }));
+        self.events.push(json!({
+            "ph": "f", "bp": "e", "name": "batch", "cat": "ember", "id": id, "pid": pid,
+            "tid": tid, "ts": micros(start),
+        }));
+    }
+
+    fn counters(&mut self, pid: u64, batch: &BatchRecord) {
+        let issued = micros(batch.issue_end);
+        let rss = batch.rss as f64 / 1e6;
+        self.counter(pid, "memory (MB)", issued, json!({ "rss": rss }));
+        self.counter(pid, "in flight", issued, json!({ "batches": batch.depth }));
+        if let (Some(in_use), true) = (batch.pool_in_use, batch.done.is_finite()) {
+            let reserved = batch.pool_reserved.unwrap_or(in_use) as f64 / 1e6;
+            let args = json!({ "in use": in_use as f64 / 1e6, "reserved": reserved });
+            self.counter(pid, "device pool (MB)", micros(batch.done), args);
+        }
+    }
+
+    fn counter(&mut self, pid: u64, name: &str, ts: i64, args: Value) {
+        self.events.push(json!({
+            "ph": "C", "name": name, "pid": pid, "tid": 0, "ts": ts, "args": args,
+        }));
+    }
+}
