@@ -87,6 +87,8 @@ pub struct InFlight {
     queue: VecDeque<(usize, Handle<f32>)>,
     rss_baseline: u64,
     observed: Vec<Observed>,
+    /// Batches the policy has waited for so far (each `wait_oldest` that had one).
+    waits: usize,
 }
 
 impl InFlight {
@@ -96,11 +98,17 @@ impl InFlight {
             queue: VecDeque::new(),
             rss_baseline,
             observed: Vec::new(),
+            waits: 0,
         }
     }
 
     pub(crate) fn push(&mut self, batch: usize, handle: Handle<f32>) {
         self.queue.push_back((batch, handle));
+    }
+
+    /// Batches waited for so far: a policy's call that leaves it as it was waited for none.
+    pub(crate) fn waits(&self) -> usize {
+        self.waits
     }
 
     pub(crate) fn take_observed(&mut self) -> Vec<Observed> {
@@ -147,6 +155,7 @@ impl InFlight {
         let Some((batch, handle)) = self.queue.pop_front() else {
             return Ok(());
         };
+        self.waits += 1;
         let at = StepAt {
             epoch: self.epoch,
             batch,

@@ -6,8 +6,8 @@
 //! a comparison), with these tracks:
 //! - `frontend`: per batch an `issue` slice (the frontend making the batch and handing it to
 //!   the backend: `issue_start` to `issue_end`) holding a `data` slice (the wait for its data),
-//!   and before it a `wait` slice where the sync policy blocked (its `before_issue` call, where
-//!   that took at least a microsecond);
+//!   and before it a `wait` slice where the sync policy waited for a batch (its `before_issue`
+//!   call);
 //! - one `backend` track per device (every replica of a data-parallel run): per batch a
 //!   `compute` slice, from when the device could start it (its issue's end, or the end of the
 //!   device's batch before, whichever is later: the backend runs batches in order) to its
@@ -44,9 +44,6 @@ const EPOCHS: u64 = 0;
 const FRONTEND: u64 = 1;
 /// The first device's track; device k's is `DEVICES + k`.
 const DEVICES: u64 = 2;
-
-/// A policy's call shorter than this is no wait worth a slice: the format's unit.
-const SHORTEST_WAIT: f64 = 1e-6;
 
 /// Whole microseconds, the format's unit, from the trace's seconds: a slice that ends where
 /// the next starts (the same seconds) ends at the same integer, which float sums of `ts` and
@@ -177,9 +174,7 @@ impl Profile {
     /// The batch's `wait`, `issue` and `data` slices, and its arrows' tails.
     fn frontend(&mut self, pid: u64, batch: &BatchRecord) {
         let at = json!({ "epoch": batch.epoch + 1, "batch": batch.batch });
-        if let (Some(start), Some(end)) = (batch.wait_start, batch.wait_end)
-            && end - start >= SHORTEST_WAIT
-        {
+        if let (Some(start), Some(end)) = (batch.wait_start, batch.wait_end) {
             let args = json!({ "before": at, "policy": batch.policy.to_string() });
             self.slice(pid, FRONTEND, "wait", [start, end], args);
         }

@@ -48,8 +48,9 @@ pub struct BatchRecord {
     /// The learning rate of its step (absent in traces written before ember recorded it).
     #[serde(default)]
     pub lr: Option<f64>,
-    /// When the policy's call before this batch (`SyncPolicy::before_issue`, where it waits)
-    /// began and returned; absent in traces written before ember recorded them.
+    /// When the policy's call before this batch (`SyncPolicy::before_issue`) began and
+    /// returned, where it waited for at least one batch; absent where it waited for none (and
+    /// in traces written before ember recorded it).
     #[serde(default)]
     pub wait_start: Option<f64>,
     /// See `wait_start`.

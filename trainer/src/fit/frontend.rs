@@ -241,9 +241,10 @@ where
             if batches.size_hint().1 == Some(0) {
                 break;
             }
-            let wait_start = Instant::now();
+            let (wait_start, waits) = (Instant::now(), current.flight.waits());
             self.policy.before_issue(index, &mut current.flight)?;
-            let wait = [wait_start, Instant::now()];
+            // Recorded where the policy waited for a batch, not for a call that returned.
+            let wait = (current.flight.waits() > waits).then(|| [wait_start, Instant::now()]);
             self.observe(current)?;
             if self.ended_early.is_some() && self.groups.closed() {
                 // A batch's end asked to stop: the batches in flight end, and the checkpoint is
@@ -263,12 +264,12 @@ where
     }
 
     /// Issues batch `index` of the current epoch and records it, with the policy's `wait`
-    /// before it (its call's start and end).
+    /// before it (its call's start and end, where it waited for a batch).
     fn issue(
         &mut self,
         batch: Batch,
         index: usize,
-        wait: [Instant; 2],
+        wait: Option<[Instant; 2]>,
         issue_start: Instant,
         current: &mut Epoch,
     ) -> Result<()> {
@@ -321,8 +322,8 @@ where
             data_wait,
             device_done: Vec::new(),
             lr: Some(rate),
-            wait_start: Some(self.seconds(wait[0])),
-            wait_end: Some(self.seconds(wait[1])),
+            wait_start: wait.map(|[start, _]| self.seconds(start)),
+            wait_end: wait.map(|[_, end]| self.seconds(end)),
         });
         let elapsed = self.seconds(current.last_issue) - self.seconds(current.start);
         self.progress.issued(current.epoch, index, elapsed);
