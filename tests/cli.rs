@@ -21,5 +21,7 @@ mod profile;
 mod recipes;
 #[path = "cli/remote.rs"]
 mod remote;
+#[path = "cli/tensorboard.rs"]
+mod tensorboard;
 #[path = "cli/train.rs"]
 mod train;

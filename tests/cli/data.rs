@@ -8,9 +8,7 @@ use super::common::npy::write_npy;
 #[test]
 fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
     let dir = tempfile::tempdir().unwrap();
-    common::fashion::fashion_like(dir.path(), "train", 2000, 1);
-    common::fashion::fashion_like(dir.path(), "t10k", 300, 2);
-    let data = format!("fashion-mnist:{}", dir.path().display());
+    let data = common::fashion::fashion_data(dir.path(), 2000, 300);
     let params = dir.path().join("mlp.safetensors");
     let metrics = dir.path().join("run.csv");
     let stdout = succeeds(&[
@@ -101,9 +99,7 @@ fn train_on_fashion_mnist_files_reports_accuracy_saves_and_loads() {
 #[test]
 fn train_builds_lenet_and_reads_csv_and_npy_data() {
     let dir = tempfile::tempdir().unwrap();
-    common::fashion::fashion_like(dir.path(), "train", 1000, 1);
-    common::fashion::fashion_like(dir.path(), "t10k", 200, 2);
-    let data = format!("fashion-mnist:{}", dir.path().display());
+    let data = common::fashion::fashion_data(dir.path(), 1000, 200);
     let params = dir.path().join("lenet.safetensors");
     let stdout = succeeds(&[
         "train",
@@ -231,9 +227,7 @@ fn train_builds_lenet_and_reads_csv_and_npy_data() {
 #[test]
 fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    common::fashion::fashion_like(dir.path(), "train", 10, 1);
-    common::fashion::fashion_like(dir.path(), "t10k", 10, 2);
-    let data = format!("fashion-mnist:{}", dir.path().display());
+    let data = common::fashion::fashion_data(dir.path(), 10, 10);
     for (args, needle) in [
         (
             vec!["--data", &data, "--features", "16"],

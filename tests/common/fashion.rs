@@ -43,3 +43,11 @@ pub fn fashion_like(dir: &Path, name: &str, n: usize, seed: u64) -> Examples {
     write_idx_gz(&label_file, &[n as u32], &labels);
     read_pair(&images, &label_file).unwrap()
 }
+
+/// `train` and `test` fashion-like examples as Fashion-MNIST's four files in `dir`; the
+/// `--data` value that reads them.
+pub fn fashion_data(dir: &Path, train: usize, test: usize) -> String {
+    fashion_like(dir, "train", train, 1);
+    fashion_like(dir, "t10k", test, 2);
+    format!("fashion-mnist:{}", dir.display())
+}

@@ -83,4 +83,5 @@ pub mod policy;
 pub mod profile;
 pub mod signals;
 pub mod summary;
+pub mod tensorboard;
 pub mod trace;

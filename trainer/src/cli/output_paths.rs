@@ -25,6 +25,8 @@ pub struct OutputPaths {
     pub metrics: Option<PathBuf>,
     /// `--profile`: the run as Chrome's trace-event JSON.
     pub profile: Option<PathBuf>,
+    /// `--tensorboard`: the directory TensorBoard's event file goes into.
+    pub tensorboard: Option<PathBuf>,
     /// The devices the run trains on, by name, for the profile's tracks.
     pub devices: Vec<String>,
     pub load: Option<PathBuf>,
@@ -41,7 +43,7 @@ impl OutputPaths {
         data: &DataSpec,
         load: Option<PathBuf>,
         [save, save_best]: [Option<PathBuf>; 2],
-        [metrics, profile]: [Option<PathBuf>; 2],
+        [metrics, profile, tensorboard]: [Option<PathBuf>; 3],
         checkpoint: Option<PathBuf>,
         every: Option<usize>,
         resume: Option<PathBuf>,
@@ -54,6 +56,10 @@ impl OutputPaths {
             if let Some(path) = path {
                 io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
             }
+        }
+        if let Some(dir) = &tensorboard {
+            io::check_dir(dir)
+                .with_context(|| format!("invalid --tensorboard {}", dir.display()))?;
         }
         if let Some(path) = &metrics {
             for file in Trace::paths(path) {
@@ -88,7 +94,7 @@ impl OutputPaths {
             data,
             &load,
             [&save, &save_best, &profile],
-            &metrics,
+            [&metrics, &tensorboard],
             checkpoint_dir.as_ref().map(|dir| (flag, dir)),
             resume.as_ref(),
         )?;
@@ -111,6 +117,7 @@ impl OutputPaths {
             save_best,
             metrics,
             profile,
+            tensorboard,
             devices: Vec::new(),
             load,
             checkpoint,
@@ -208,7 +215,7 @@ fn clashes(
     data: &DataSpec,
     load: &Option<PathBuf>,
     [save, save_best, profile]: [&Option<PathBuf>; 3],
-    metrics: &Option<PathBuf>,
+    [metrics, tensorboard]: [&Option<PathBuf>; 2],
     checkpoint: Option<(&str, &PathBuf)>,
     resume: Option<&Checkpoint>,
 ) -> anyhow::Result<()> {
@@ -265,15 +272,17 @@ fn clashes(
     if let Some((flag, dir)) = checkpoint {
         // An output in the checkpoints' directory, at any depth, would be in their way: under
         // a name they take, or inside one of them, which rotation deletes and a resume checks.
+        // A directory of event files is in their way at that directory itself too.
         let dir_is = io::identity(dir);
-        for (what, path) in [
-            ("--save", save),
-            ("--save-best", save_best),
-            ("--metrics", metrics),
-            ("--profile", profile),
+        for (what, path, is_dir) in [
+            ("--save", save, false),
+            ("--save-best", save_best, false),
+            ("--metrics", metrics, false),
+            ("--profile", profile, false),
+            ("--tensorboard", tensorboard, true),
         ] {
             let Some(path) = path else { continue };
-            let inside = path.ancestors().skip(1).any(|above| {
+            let inside = path.ancestors().skip(usize::from(!is_dir)).any(|above| {
                 let above = match above.as_os_str().is_empty() {
                     true => Path::new("."),
                     false => above,

@@ -15,6 +15,7 @@ use ember_trainer::fit::{EarlyStopping, Fit, ReduceLrOnPlateau, Target, Watched}
 use ember_trainer::metric::{TEST, VALID, column};
 use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
 use ember_trainer::signals;
+use ember_trainer::tensorboard::TensorBoard;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::book_lines::BookLines;
@@ -55,6 +56,13 @@ pub struct TrainArgs {
     /// and the batches in flight. Written at the end, beside --metrics.
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
+    /// Write TensorBoard scalars into this directory (made if needed) as the run goes: per
+    /// batch the loss, the learning rate and the batches in flight (when the loop learns the
+    /// batch is done: no barrier is added), per epoch the mean loss, the time, the peak memory
+    /// growth and every --eval metric. Each run writes a new event file there; view them with
+    /// `tensorboard --logdir DIR`.
+    #[arg(long, value_name = "DIR")]
+    tensorboard: Option<PathBuf>,
     /// The network: `mlp:H1,H2,…` (Dense(H, relu) layers, then the output layer), `lenet`
     /// (d2l's LeNet: sigmoid, average pooling), `lenet-relu` (ReLU, max pooling) or `resnet`
     /// (d2l's small ResNet: a 3×3 convolution to 8 channels, residual blocks of 8 and 16 with
@@ -130,7 +138,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         &workload.data,
         args.load,
         [args.save, args.save_best],
-        [args.metrics, args.profile],
+        [args.metrics, args.profile, args.tensorboard],
         args.checkpoint,
         args.checkpoint_every,
         args.resume,
@@ -415,6 +423,15 @@ impl Run<'_> {
         }
         if let Some(early_stop) = self.early_stop {
             fit = fit.callback(early_stop);
+        }
+        if let Some(dir) = &self.outputs.tensorboard {
+            let writer = TensorBoard::new(dir)?;
+            say!(
+                "tensorboard: {} (tensorboard --logdir {})",
+                writer.path().display(),
+                dir.display()
+            );
+            fit = fit.callback(writer);
         }
         if let Some(reduce) = self.reduce_lr_on_plateau {
             fit = fit.callback(reduce);
