@@ -10,7 +10,7 @@ use burn::prelude::*;
 use common::{Copies, busy_net, run, wgpu};
 use ember::{Block, DeviceList, Error, Init, L2Loss, Optimizer, Replicas};
 use ember_trainer::fit::Fit;
-use ember_trainer::policy::{EveryN, NoSync, Window};
+use ember_trainer::policy::{Auto, EveryN, NoSync, SyncPolicy, Window};
 use ember_trainer::trace::{BatchRecord, Trace};
 
 /// The traces compare the frontend's pace with the backend's: a test running beside them on
@@ -237,4 +237,59 @@ fn window2_across_two_wgpu_devices() {
 #[test]
 fn none_across_two_wgpu_devices() {
     assert_none(&across("wgpu,wgpu", &mut NoSync), 8);
+}
+
+/// `auto` keeps the window it records: each batch starts after the batch its window names
+/// finished; the window starts at the barrier, only doubles while it probes, and settles on one
+/// of the windows it timed.
+#[test]
+fn auto_keeps_the_window_it_records_and_settles_on_one_it_timed() {
+    let mut auto = Auto::new(None);
+    let batches = 120;
+    let trace = flex_trace(&mut auto, batches);
+    let b = check_complete(&trace, batches);
+    let windows: Vec<usize> = b
+        .iter()
+        .map(|r| r.window.expect("auto records its window"))
+        .collect();
+    assert_eq!(windows[0], 1, "it starts as the barrier");
+    for (t, r) in b.iter().enumerate() {
+        if let Some(earlier) = t.checked_sub(windows[t]) {
+            assert!(
+                r.issue_start >= b[earlier].done,
+                "batch {t} (window {}) issued at {:.4} before batch {earlier} finished at {:.4}",
+                windows[t],
+                r.issue_start,
+                b[earlier].done
+            );
+        }
+    }
+    assert!(
+        auto.settled(),
+        "120 batches are enough to settle: {:?}",
+        auto.paces()
+    );
+    let timed: Vec<usize> = auto.paces().iter().map(|p| p.0).collect();
+    assert!(
+        timed.contains(&auto.window()),
+        "{timed:?} {}",
+        auto.window()
+    );
+    assert_eq!(*windows.last().unwrap(), auto.window());
+    assert!(timed.windows(2).all(|w| w[1] == 2 * w[0]), "{timed:?}");
+    // The windows in the trace change only while it probes: from the barrier up by
+    // doublings, then once to the one it keeps.
+    let changes: Vec<(usize, usize)> = windows
+        .windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| (w[0], w[1]))
+        .collect();
+    let (last, probing) = changes
+        .split_last()
+        .map_or((None, &[][..]), |(l, p)| (Some(l), p));
+    assert!(probing.iter().all(|&(a, b)| b == 2 * a), "{changes:?}");
+    if let Some(&(_, kept)) = last {
+        assert_eq!(kept, auto.window(), "{changes:?}");
+    }
+    assert_eq!(auto.kind().to_string(), "auto");
 }

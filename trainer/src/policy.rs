@@ -4,10 +4,10 @@
 //! still in flight through [`InFlight`]. At the end of every epoch the loop waits for all of
 //! them (`waitall`), whatever the policy.
 //!
-//! The built-ins are [`Window`], [`NoSync`], [`EveryN`] and [`MemoryBudget`]. Each says what
-//! it is as data, a [`PolicyKind`]: traces record it, plots and comparisons read it back, and
-//! it parses from and prints as the names that [`BUILT_INS`] lists, each with its rule (the
-//! table `ember train --help` prints).
+//! The built-ins are [`Window`], [`NoSync`], [`EveryN`], [`MemoryBudget`] and [`Auto`]. Each
+//! says what it is as data, a [`PolicyKind`]: traces record it, plots and comparisons read it
+//! back, and it parses from and prints as the names that [`BUILT_INS`] lists, each with its
+//! rule (the table `ember train --help` prints).
 //!
 //! A user's own policy implements [`SyncPolicy`]:
 //!
@@ -32,7 +32,9 @@ use ember::{Error, Result, StepAt};
 
 use crate::memory::rss_bytes;
 
+mod auto;
 mod kind;
+pub use auto::Auto;
 pub use kind::{BUILT_INS, BuiltIn, PolicyKind, forms};
 
 /// Decides, before each batch is issued, which in-flight batches must finish first.
@@ -50,6 +52,12 @@ pub trait SyncPolicy: Send {
     /// Whatever a wait on `flight` returns (a failed unit, a non-finite loss); the loop stops
     /// with it.
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()>;
+
+    /// The window in force (batch t starts after batch t−K finished), for the trace, where
+    /// the policy keeps one; `None` by default.
+    fn window(&self) -> Option<usize> {
+        None
+    }
 }
 
 impl<P: SyncPolicy + ?Sized> SyncPolicy for &mut P {
@@ -59,6 +67,9 @@ impl<P: SyncPolicy + ?Sized> SyncPolicy for &mut P {
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
         (**self).before_issue(batch, flight)
     }
+    fn window(&self) -> Option<usize> {
+        (**self).window()
+    }
 }
 
 impl<P: SyncPolicy + ?Sized> SyncPolicy for Box<P> {
@@ -67,6 +78,9 @@ impl<P: SyncPolicy + ?Sized> SyncPolicy for Box<P> {
     }
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
         (**self).before_issue(batch, flight)
+    }
+    fn window(&self) -> Option<usize> {
+        (**self).window()
     }
 }
 
@@ -230,6 +244,10 @@ impl SyncPolicy for Window {
         PolicyKind::Window(self.0)
     }
 
+    fn window(&self) -> Option<usize> {
+        Some(self.0)
+    }
+
     fn before_issue(&mut self, batch: usize, flight: &mut InFlight) -> Result<()> {
         match batch.checked_sub(self.0) {
             Some(last_needed) => flight.wait_through(last_needed),
@@ -288,6 +306,8 @@ mod tests {
             PolicyKind::NoSync,
             PolicyKind::EveryN(4),
             PolicyKind::MemoryBudget(12.5),
+            PolicyKind::Auto(None),
+            PolicyKind::Auto(Some(300.0)),
         ] {
             assert_eq!(kind.build().unwrap().kind(), kind);
             let json = serde_json::to_string(&kind).unwrap();

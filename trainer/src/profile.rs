@@ -14,8 +14,9 @@
 //!   completion, tied to its `issue` by a flow arrow;
 //! - `epochs`: a slice per epoch, from its first issue to its last completion;
 //! - counters: the process's resident memory (MB, after each issue), the device pool (MB in use
-//!   and reserved, at each completion, on backends that have one) and the batches in flight
-//!   (after each issue).
+//!   and reserved, at each completion, on backends that have one), the batches in flight
+//!   (after each issue) and the window the policy kept (where it keeps one: `auto` sizes it
+//!   while training).
 //!
 //! Timestamps are whole microseconds since the run started: the trace's seconds (`--metrics`'s
 //! columns) times 10⁶, rounded down. A batch that never completed (a failed run's last) has no `compute`
@@ -220,6 +221,9 @@ impl Profile {
         let rss = batch.rss as f64 / 1e6;
         self.counter(pid, "memory (MB)", issued, json!({ "rss": rss }));
         self.counter(pid, "in flight", issued, json!({ "batches": batch.depth }));
+        if let Some(window) = batch.window {
+            self.counter(pid, "window", issued, json!({ "batches": window }));
+        }
         if let (Some(in_use), true) = (batch.pool_in_use, batch.done.is_finite()) {
             let reserved = batch.pool_reserved.unwrap_or(in_use) as f64 / 1e6;
             let args = json!({ "in use": in_use as f64 / 1e6, "reserved": reserved });

@@ -56,6 +56,10 @@ pub struct BatchRecord {
     /// See `wait_start`.
     #[serde(default)]
     pub wait_end: Option<f64>,
+    /// The window this batch started by (batch t after batch t−K finished), where the policy
+    /// keeps one (`SyncPolicy::window`, read before its call: `auto` sizes it as it trains).
+    #[serde(default)]
+    pub window: Option<usize>,
 }
 
 /// How many devices the batches were split across: the longest `device_done` (0 for a run on

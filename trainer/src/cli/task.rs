@@ -239,7 +239,7 @@ impl Task {
             .saturating_mul(4);
         let queue = match (&run.policy, queue_depth(&run.policy, batches)) {
             (_, Some(depth)) => one_batch.saturating_mul(depth as u128),
-            (PolicyKind::MemoryBudget(mb), None) => (mb * 1e6) as u128,
+            (PolicyKind::MemoryBudget(mb) | PolicyKind::Auto(Some(mb)), None) => (mb * 1e6) as u128,
             _ => one_batch,
         };
         let record = std::mem::size_of::<ember_trainer::trace::BatchRecord>() as u128;
@@ -309,12 +309,13 @@ impl Need {
 }
 
 /// How many batches `policy` lets wait in the queue at most, of an epoch of `batches`;
-/// `None` for a budget in bytes (`memory:MB`) or a policy of the user's own.
+/// `None` for a budget in bytes (`memory:MB`), `auto`, which sizes its window to the memory it
+/// finds, or a policy of the user's own.
 fn queue_depth(policy: &PolicyKind, batches: usize) -> Option<usize> {
     match policy {
         PolicyKind::Window(k) | PolicyKind::EveryN(k) => Some((*k).min(batches)),
         PolicyKind::NoSync => Some(batches),
-        PolicyKind::MemoryBudget(_) | PolicyKind::Custom(_) => None,
+        PolicyKind::MemoryBudget(_) | PolicyKind::Auto(_) | PolicyKind::Custom(_) => None,
     }
 }
 

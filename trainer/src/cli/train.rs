@@ -32,6 +32,17 @@ fn policy_help() -> String {
     for built_in in BUILT_INS {
         help.push_str(&format!("\n  {:<12}{}", built_in.name, built_in.rule));
     }
+    help.push_str(
+        "\n\nauto starts as the barrier and times the frontend's pace (seconds from one batch's \
+         release to the next, over 10 batches once the window has filled), then doubles the \
+         window while that gains at least 1% (up to 64), and keeps the smallest window within 1% \
+         of the best pace. It never lets the process grow past MB (default: the memory free at \
+         the start), and stops doubling where a doubled window would not fit. It reads only the \
+         frontend's pace: it cannot tell one device queue from another, a backend that reports \
+         no progress before a readback shows its pace only through the waits, and on a busy \
+         machine timings vary by more than 1%. The window it kept is each batch's `window` in \
+         --metrics and a counter in --profile.",
+    );
     help
 }
 

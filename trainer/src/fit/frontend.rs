@@ -241,6 +241,8 @@ where
             if batches.size_hint().1 == Some(0) {
                 break;
             }
+            // The window this call waits by (a policy that sizes it changes it after).
+            let window = self.policy.window();
             let (wait_start, waits) = (Instant::now(), current.flight.waits());
             self.policy.before_issue(index, &mut current.flight)?;
             // Recorded where the policy waited for a batch, not for a call that returned.
@@ -255,7 +257,7 @@ where
             }
             let issue_start = Instant::now();
             let Some(batch) = batches.next() else { break };
-            self.issue(batch?, index, wait, issue_start, current)?;
+            self.issue(batch?, index, (wait, window), issue_start, current)?;
             if self.after_issue(current)? {
                 break;
             }
@@ -264,12 +266,13 @@ where
     }
 
     /// Issues batch `index` of the current epoch and records it, with the policy's `wait`
-    /// before it (its call's start and end, where it waited for a batch).
+    /// before it (its call's start and end, where it waited for a batch) and the `window` it
+    /// kept.
     fn issue(
         &mut self,
         batch: Batch,
         index: usize,
-        wait: Option<[Instant; 2]>,
+        (wait, window): (Option<[Instant; 2]>, Option<usize>),
         issue_start: Instant,
         current: &mut Epoch,
     ) -> Result<()> {
@@ -324,6 +327,7 @@ where
             lr: Some(rate),
             wait_start: wait.map(|[start, _]| self.seconds(start)),
             wait_end: wait.map(|[_, end]| self.seconds(end)),
+            window,
         });
         let elapsed = self.seconds(current.last_issue) - self.seconds(current.start);
         self.progress.issued(current.epoch, index, elapsed);

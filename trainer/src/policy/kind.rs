@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Error, EveryN, MemoryBudget, NoSync, Result, SyncPolicy, Window};
+use super::{Auto, Error, EveryN, MemoryBudget, NoSync, Result, SyncPolicy, Window};
 
 /// What a policy is, as data: a built-in with its parameter, or a user's policy by name.
 /// It prints as the policy's name (`barrier`, `window:2`, `none`, `every:10`, `memory:256`),
@@ -21,6 +21,8 @@ pub enum PolicyKind {
     EveryN(usize),
     /// [`MemoryBudget`]: `memory:MB`.
     MemoryBudget(f64),
+    /// [`Auto`]: `auto`, or `auto:MB` with a memory budget.
+    Auto(Option<f64>),
     /// A policy of the user's own, by its name.
     Custom(String),
 }
@@ -38,7 +40,7 @@ pub struct BuiltIn {
 
 /// The built-in policies: the one table that `ember train --help`, [`forms`] and the parse
 /// errors read. [`PolicyKind`]'s parser takes each name (a test holds them together).
-pub const BUILT_INS: [BuiltIn; 6] = [
+pub const BUILT_INS: [BuiltIn; 7] = [
     BuiltIn {
         name: "barrier",
         bound: None,
@@ -69,6 +71,12 @@ pub const BUILT_INS: [BuiltIn; 6] = [
         bound: Some("MB > 0"),
         rule: "wait for the oldest batch while the process grew by more than MB",
     },
+    BuiltIn {
+        name: "auto:MB",
+        bound: Some("MB > 0, or auto alone for the memory free"),
+        rule: "a window that sizes itself while training: the smallest whose pace is within \
+               1% of the best, within MB of growth",
+    },
 ];
 
 /// The forms a built-in policy's name takes, for help texts and errors: `barrier | t+2 |
@@ -95,6 +103,7 @@ impl PolicyKind {
             PolicyKind::NoSync => Box::new(NoSync),
             PolicyKind::EveryN(n) => Box::new(EveryN(*n)),
             PolicyKind::MemoryBudget(mb) => Box::new(MemoryBudget(*mb)),
+            PolicyKind::Auto(mb) => Box::new(Auto::new(*mb)),
             PolicyKind::Custom(name) => {
                 return Err(Error::InvalidValue {
                     name: "sync policy",
@@ -120,6 +129,8 @@ impl fmt::Display for PolicyKind {
             PolicyKind::NoSync => f.write_str("none"),
             PolicyKind::EveryN(n) => write!(f, "every:{n}"),
             PolicyKind::MemoryBudget(mb) => write!(f, "memory:{mb}"),
+            PolicyKind::Auto(None) => f.write_str("auto"),
+            PolicyKind::Auto(Some(mb)) => write!(f, "auto:{mb}"),
             PolicyKind::Custom(name) => f.write_str(name),
         }
     }
@@ -137,21 +148,24 @@ impl FromStr for PolicyKind {
             reason: format!("expected one of: {}", forms()),
         };
         let count = |v: &str| v.parse::<usize>().ok().filter(|n| *n >= 1).ok_or_else(bad);
+        let megabytes = |v: &str| {
+            v.parse::<f64>()
+                .ok()
+                .filter(|mb| mb.is_finite() && *mb > 0.0)
+                .ok_or_else(bad)
+        };
         match text.split_once(':') {
             None => match text.as_str() {
                 "barrier" => Ok(PolicyKind::Window(1)),
                 "t+2" | "overlap" => Ok(PolicyKind::Window(2)),
                 "none" => Ok(PolicyKind::NoSync),
+                "auto" => Ok(PolicyKind::Auto(None)),
                 _ => Err(bad()),
             },
             Some(("window", k)) => count(k).map(PolicyKind::Window),
             Some(("every", n)) => count(n).map(PolicyKind::EveryN),
-            Some(("memory", mb)) => mb
-                .parse::<f64>()
-                .ok()
-                .filter(|mb| mb.is_finite() && *mb > 0.0)
-                .map(PolicyKind::MemoryBudget)
-                .ok_or_else(bad),
+            Some(("memory", mb)) => megabytes(mb).map(PolicyKind::MemoryBudget),
+            Some(("auto", mb)) => megabytes(mb).map(|mb| PolicyKind::Auto(Some(mb))),
             Some(_) => Err(bad()),
         }
     }
@@ -199,6 +213,8 @@ mod tests {
             "sometimes",
             "every:x",
             "memory:-5",
+            "auto:0",
+            "auto:x",
             "window:",
             "t+3",
         ] {
@@ -231,7 +247,8 @@ mod tests {
         }
         assert_eq!(
             forms,
-            "barrier | t+2 | window:K (K >= 1) | none | every:N (N >= 1) | memory:MB (MB > 0)"
+            "barrier | t+2 | window:K (K >= 1) | none | every:N (N >= 1) | memory:MB (MB > 0) | \
+             auto:MB (MB > 0, or auto alone for the memory free)"
         );
     }
 }
