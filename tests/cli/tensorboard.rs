@@ -164,10 +164,18 @@ fn tensorboard_never_writes_over_a_file_or_into_the_checkpoints() {
         "invalid --tensorboard",
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept\n");
+    // Another output's path, or the checkpoints' directory: refused before anything is made.
     let ck = dir.path().join("ck");
     let ck = ck.to_str().unwrap();
     fails_with(
         &args(&TINY, &["--checkpoint", ck, "--tensorboard", ck]),
         "--tensorboard",
     );
+    let save = dir.path().join("m.st");
+    let save = save.to_str().unwrap();
+    fails_with(
+        &args(&TINY, &["--save", save, "--tensorboard", save]),
+        "are the same file",
+    );
+    assert!(!Path::new(ck).exists() && !Path::new(save).exists());
 }

@@ -19,8 +19,9 @@
 //!   while training).
 //!
 //! Timestamps are whole microseconds since the run started: the trace's seconds (`--metrics`'s
-//! columns) times 10⁶, rounded down. A batch that never completed (a failed run's last) has no `compute`
-//! slice and no arrow.
+//! columns) times 10⁶, rounded down. A batch that never completed (a failed run's last) has
+//! no `compute` slice and no arrow. A resumed run's batches from each process that trained it
+//! are a process of their own, each on its own clock.
 //!
 //! ```
 //! use ember_trainer::profile::Profile;
@@ -38,7 +39,7 @@ use std::path::Path;
 use ember::io::write_atomic_bytes;
 use serde_json::{Map, Value, json};
 
-use crate::trace::{BatchRecord, Trace, device_count};
+use crate::trace::{BatchRecord, EpochRecord, Trace, device_count};
 
 /// The tracks of a run, as thread ids of its process.
 const EPOCHS: u64 = 0;
@@ -51,6 +52,26 @@ const DEVICES: u64 = 2;
 /// `dur` do not promise, and Perfetto and chrome://tracing would see as overlapping.
 fn micros(seconds: f64) -> i64 {
     (seconds * 1e6).floor() as i64
+}
+
+/// The whole microsecond halfway from `a` to `b`.
+fn midpoint(a: i64, b: i64) -> i64 {
+    a + (b - a) / 2
+}
+
+/// The batches in parts, one a process that trained them: a part ends where the next batch
+/// was issued before it by its clock (a resumed run's process starts its clock again).
+fn parts(batches: &[BatchRecord]) -> Vec<&[BatchRecord]> {
+    let mut parts = Vec::new();
+    let mut start = 0;
+    for i in 1..batches.len() {
+        if batches[i].issue_start < batches[i - 1].issue_start {
+            parts.push(&batches[start..i]);
+            start = i;
+        }
+    }
+    parts.push(&batches[start..]);
+    parts
 }
 
 /// Chrome trace-event JSON of one or more runs.
@@ -72,10 +93,34 @@ impl Profile {
     /// Adds `trace` as a process of its own named `name`. `devices` names the devices in the
     /// order of the records' `device_done` (the one device of a run on one); a device without
     /// a name is `device K`.
+    ///
+    /// A resumed run's trace holds the batches of each process that trained it, each timed
+    /// from its own start: each such part is a process of its own (`name, part 1 of 2`, …),
+    /// as its times share no clock with the others'.
     pub fn add_run(&mut self, name: &str, trace: &Trace, devices: &[String]) -> &mut Self {
+        let parts = parts(&trace.batches);
+        for (k, part) in parts.iter().enumerate() {
+            let name = match parts.len() {
+                1 => name.to_string(),
+                n => format!("{name}, part {} of {n}", k + 1),
+            };
+            self.add_part(&name, part, &trace.epochs, devices);
+        }
+        self
+    }
+
+    /// One process's batches as a process of the profile, with the epochs among `epochs`
+    /// whose batches are all among them.
+    fn add_part(
+        &mut self,
+        name: &str,
+        batches: &[BatchRecord],
+        epochs: &[EpochRecord],
+        devices: &[String],
+    ) {
         self.runs += 1;
         let pid = self.runs;
-        let count = device_count(&trace.batches).max(1);
+        let count = device_count(batches).max(1);
         self.meta(pid, 0, "process_name", json!({ "name": name }));
         self.meta(pid, 0, "process_sort_index", json!({ "sort_index": pid }));
         let mut tracks = vec![
@@ -97,10 +142,10 @@ impl Profile {
             self.meta(pid, tid, "thread_name", json!({ "name": track }));
             self.meta(pid, tid, "thread_sort_index", json!({ "sort_index": tid }));
         }
-        self.epochs(pid, trace);
+        self.epochs(pid, batches, epochs);
         // When each device finished its batch before: its next batch starts no earlier.
         let mut free = vec![0.0_f64; count];
-        for batch in &trace.batches {
+        for batch in batches {
             self.frontend(pid, batch);
             let done: Vec<f64> = match batch.device_done.is_empty() {
                 true => vec![batch.done],
@@ -113,7 +158,6 @@ impl Profile {
             }
             self.counters(pid, batch);
         }
-        self
     }
 
     /// The whole file: the JSON object form, in milliseconds for display.
@@ -148,15 +192,26 @@ impl Profile {
         }));
     }
 
-    fn epochs(&mut self, pid: u64, trace: &Trace) {
-        for epoch in &trace.epochs {
-            let first = trace
-                .batches
+    /// Each epoch of `epochs` whose batches are all in `batches` (and complete): a slice from
+    /// its first issue to its last completion.
+    fn epochs(&mut self, pid: u64, batches: &[BatchRecord], epochs: &[EpochRecord]) {
+        for epoch in epochs {
+            let mine: Vec<&BatchRecord> = batches
                 .iter()
                 .filter(|b| b.epoch == epoch.epoch && b.policy == epoch.policy)
+                .collect();
+            if mine.len() != epoch.batches || mine.is_empty() {
+                continue;
+            }
+            let first = mine
+                .iter()
                 .map(|b| b.issue_start)
                 .fold(f64::INFINITY, f64::min);
-            if !first.is_finite() {
+            let last = mine
+                .iter()
+                .map(|b| b.done)
+                .fold(f64::NEG_INFINITY, f64::max);
+            if !(first.is_finite() && last.is_finite()) {
                 continue;
             }
             let mut args = Map::new();
@@ -168,7 +223,7 @@ impl Profile {
                 args.insert(metric.clone(), (*value).into());
             }
             let name = format!("epoch {}", epoch.epoch + 1);
-            self.slice(pid, EPOCHS, &name, [first, first + epoch.time], args.into());
+            self.slice(pid, EPOCHS, &name, [first, last], args.into());
         }
     }
 
@@ -205,14 +260,17 @@ impl Profile {
         self.slice(pid, tid, "compute", [start, end], args);
         self.flows += 1;
         let id = self.flows;
-        // Each end at its slice's start, so that it binds to that slice.
+        // Each end inside its own slice, away from the edges a neighbour may share: the tail
+        // in the issue's part after its data, the head mid-compute.
+        let data_end = micros(batch.issue_start + batch.data_wait).min(micros(batch.issue_end));
+        let tail = midpoint(data_end, micros(batch.issue_end));
         self.events.push(json!({
             "ph": "s", "name": "batch", "cat": "ember", "id": id, "pid": pid,
-            "tid": FRONTEND, "ts": micros(batch.issue_start),
+            "tid": FRONTEND, "ts": tail,
         }));
         self.events.push(json!({
             "ph": "f", "bp": "e", "name": "batch", "cat": "ember", "id": id, "pid": pid,
-            "tid": tid, "ts": micros(start),
+            "tid": tid, "ts": midpoint(micros(start), micros(end)),
         }));
     }
 
@@ -235,5 +293,59 @@ impl Profile {
         self.events.push(json!({
             "ph": "C", "name": name, "pid": pid, "tid": 0, "ts": ts, "args": args,
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::examples::batch;
+
+    /// A resumed run: epoch 0's three batches from the first process, then the second
+    /// process's clock starting again at epoch 1.
+    #[test]
+    fn a_resumed_runs_processes_are_parts_of_their_own_that_never_overlap() {
+        let trace = Trace {
+            batches: vec![
+                batch(0, 0, 0.0),
+                batch(0, 1, 0.02),
+                batch(0, 2, 0.04),
+                batch(1, 0, 0.0),
+                batch(1, 1, 0.02),
+            ],
+            epochs: Vec::new(),
+        };
+        let mut profile = Profile::new();
+        profile.add_run("ember train", &trace, &[]);
+        let json = profile.to_json();
+        let events = json["traceEvents"].as_array().unwrap();
+        let names: Vec<&str> = events
+            .iter()
+            .filter(|e| e["name"] == "process_name")
+            .map(|e| e["args"]["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["ember train, part 1 of 2", "ember train, part 2 of 2"]
+        );
+        // Per process and track, each slice ends before the next begins.
+        let mut slices: Vec<(u64, u64, i64, i64)> = events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] != "data")
+            .map(|e| {
+                let ts = e["ts"].as_i64().unwrap();
+                let track = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
+                (track.0, track.1, ts, ts + e["dur"].as_i64().unwrap())
+            })
+            .collect();
+        slices.sort();
+        for pair in slices.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            if (a.0, a.1) == (b.0, b.1) {
+                assert!(a.3 <= b.2, "{pair:?}");
+            }
+        }
+        assert_eq!(parts(&trace.batches).len(), 2);
+        assert_eq!(parts(&[]).len(), 1);
     }
 }

@@ -251,3 +251,53 @@ pub fn csv<T: Serialize>(rows: &[T]) -> String {
     }
     out
 }
+
+/// Records for unit tests.
+#[cfg(test)]
+pub(crate) mod examples {
+    use super::*;
+
+    /// Batch `batch` of epoch `epoch`, issued at `issue_start` for a millisecond and done 10
+    /// ms after it, under the barrier.
+    pub fn batch(epoch: usize, batch: usize, issue_start: f64) -> BatchRecord {
+        BatchRecord {
+            policy: PolicyKind::Window(1),
+            epoch,
+            batch,
+            issue_start,
+            issue_end: issue_start + 0.001,
+            done: issue_start + 0.010,
+            observed: issue_start + 0.010,
+            loss: 1.0,
+            rss: 1 << 20,
+            pool_in_use: None,
+            pool_reserved: None,
+            depth: 1,
+            data_wait: 0.0002,
+            device_done: Vec::new(),
+            lr: Some(0.1),
+            wait_start: None,
+            wait_end: None,
+            window: Some(1),
+        }
+    }
+
+    /// Epoch `epoch` of `batches` batches, under the barrier.
+    pub fn epoch(epoch: usize, batches: usize) -> EpochRecord {
+        EpochRecord {
+            policy: PolicyKind::Window(1),
+            epoch,
+            batches,
+            time: 0.1,
+            issue_time: 0.05,
+            rss_before: 1 << 20,
+            increased_mb: 0.0,
+            peak_growth_mb: 0.0,
+            peak_pool_mb: None,
+            mean_loss: 1.0,
+            max_depth: 1,
+            device_time: Vec::new(),
+            metrics: BTreeMap::new(),
+        }
+    }
+}

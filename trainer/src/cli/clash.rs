@@ -45,9 +45,13 @@ impl Files {
                 self.input(format!("--data {data} (its features)"), x);
                 self.input(format!("--data {data} (its targets)"), y);
             }
-            // Every file in the directory: the IDX files, with or without `.gz`.
+            // Every file in the directory: the IDX files, with or without `.gz`. A directory
+            // in it is none of them (`--tensorboard runs` beside the files).
             DataSpec::FashionMnist(dir) => {
                 for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                        continue;
+                    }
                     let path = entry.path();
                     let file = path.file_name().unwrap_or_default().to_string_lossy();
                     self.input(format!("--data {data} (its {file})"), &path);

@@ -57,10 +57,6 @@ impl OutputPaths {
                 io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
             }
         }
-        if let Some(dir) = &tensorboard {
-            io::check_dir(dir)
-                .with_context(|| format!("invalid --tensorboard {}", dir.display()))?;
-        }
         if let Some(path) = &metrics {
             for file in Trace::paths(path) {
                 io::check(&file)
@@ -98,6 +94,11 @@ impl OutputPaths {
             checkpoint_dir.as_ref().map(|dir| (flag, dir)),
             resume.as_ref(),
         )?;
+        // Made only once no other output or input is at its path.
+        if let Some(dir) = &tensorboard {
+            io::check_dir(dir)
+                .with_context(|| format!("invalid --tensorboard {}", dir.display()))?;
+        }
         let checkpoint = match checkpoint_dir {
             Some(dir) => {
                 let mut checkpointing = Checkpointing::new(dir);
@@ -246,6 +247,12 @@ fn clashes(
         if let Some(path) = path {
             files.output(format!("{flag} {}", path.display()), path);
         }
+    }
+    if let Some(dir) = tensorboard {
+        files.output(
+            format!("--tensorboard {} (a directory)", dir.display()),
+            dir,
+        );
     }
     if let Some(path) = metrics {
         for file in Trace::paths(path) {

@@ -36,8 +36,10 @@ fn policy_help() -> String {
         "\n\nauto starts as the barrier and times the frontend's pace (seconds from one batch's \
          release to the next, over 10 batches once the window has filled), then doubles the \
          window while that gains at least 1% (up to 64), and keeps the smallest window within 1% \
-         of the best pace. It never lets the process grow past MB (default: the memory free at \
-         the start), and stops doubling where a doubled window would not fit. It reads only the \
+         of the best pace (an epoch too short to time a window ends the probing). Within an \
+         epoch it never lets the process grow past MB (default: the memory free at the start, \
+         and no bound where the system does not say), and stops doubling where a doubled \
+         window would not fit. A resumed run probes again. It reads only the \
          frontend's pace: it cannot tell one device queue from another, a backend that reports \
          no progress before a readback shows its pace only through the waits, and on a busy \
          machine timings vary by more than 1%. The window it kept is each batch's `window` in \
@@ -435,15 +437,6 @@ impl Run<'_> {
         if let Some(early_stop) = self.early_stop {
             fit = fit.callback(early_stop);
         }
-        if let Some(dir) = &self.outputs.tensorboard {
-            let writer = TensorBoard::new(dir)?;
-            say!(
-                "tensorboard: {} (tensorboard --logdir {})",
-                writer.path().display(),
-                dir.display()
-            );
-            fit = fit.callback(writer);
-        }
         if let Some(reduce) = self.reduce_lr_on_plateau {
             fit = fit.callback(reduce);
         }
@@ -525,6 +518,16 @@ impl Run<'_> {
                 checkpoint.position.next_batch
             );
             fit = fit.resume(checkpoint.clone());
+        }
+        // Last, once a resume was found sound: a refused run leaves no event file.
+        if let Some(dir) = &self.outputs.tensorboard {
+            let writer = TensorBoard::new(dir)?;
+            say!(
+                "tensorboard: {} (tensorboard --logdir {})",
+                writer.path().display(),
+                dir.display()
+            );
+            fit = fit.callback(writer);
         }
         Ok(fit)
     }

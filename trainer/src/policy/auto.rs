@@ -1,17 +1,24 @@
 //! `auto[:MB]` ([`Auto`]): a window that picks its own size while training.
 //!
 //! It starts as the barrier and times the frontend's pace: the seconds from one batch's
-//! release (the end of the policy's call before it) to the next, over [`PROBE`] batches, once
-//! the window's pipeline has filled (as many batches as the window). Then it doubles the
+//! release (the end of the policy's call before it) to the next, over [`PROBE`] intervals,
+//! each between two batches of one epoch once the window has filled (more batches released
+//! since it changed, or since the epoch began, than it holds); a window's timing may span
+//! epochs. An epoch too short to time the window at all ends the probing with what it timed. Then it doubles the
 //! window and times again, until doubling gains less than [`GAIN`] (1 %): the pace of unbounded
 //! issue is then within that of the last window, as a window past the backend's queue adds
 //! nothing. It keeps the smallest window whose pace is within 1 % of the best it timed: the
 //! throughput of running ahead, with the least memory that needs.
 //!
-//! It also never lets the process grow by more than its budget (`auto:MB`; without one, the
-//! memory free when it starts): it waits for the oldest batch while the growth is over it, as
-//! `memory:MB` does, and stops doubling where the batches in flight, at the most memory a
-//! batch in flight has held so far, would not fit.
+//! It also never lets the process grow by more than its budget within an epoch (`auto:MB`;
+//! without one, the memory free when it starts, and no bound where the system does not say):
+//! it waits for the oldest batch while the growth since the epoch began is over it, as
+//! `memory:MB` does, and stops doubling where the batches in flight, at the most growth per
+//! batch in flight seen so far, would not fit. That estimate counts all the epoch's growth
+//! (the optimizer's first state, memory the allocator keeps), so it errs on the side of a
+//! smaller window.
+//!
+//! Its state is not in checkpoints: a resumed run probes again from the barrier.
 //!
 //! Where it cannot decide well: it reads one pace, the frontend's, so it cannot tell a
 //! device queue from a host one; a backend that gives no progress until a readback (every
@@ -40,10 +47,16 @@ pub struct Auto {
     budget: Option<f64>,
     window: usize,
     probing: bool,
-    /// Batches released since the current window began to be timed (its filling included).
+    /// Batches released since the window last began to fill (when it changed, and at each
+    /// epoch's start, after the waitall emptied it).
     seen: usize,
-    /// When timing began, once the window had filled.
-    start: Option<Instant>,
+    /// The last release, and the seconds and intervals timed so far at this window: only
+    /// intervals between two releases of one epoch, once the window was full.
+    last: Option<Instant>,
+    timed: f64,
+    intervals: usize,
+    /// Intervals timed at this window in the current epoch.
+    this_epoch: usize,
     /// Seconds per batch of each window timed, in order.
     paces: Vec<(usize, f64)>,
     /// The most memory growth per batch in flight seen so far, in bytes.
@@ -60,7 +73,10 @@ impl Auto {
             window: 1,
             probing: true,
             seen: 0,
-            start: None,
+            last: None,
+            timed: 0.0,
+            intervals: 0,
+            this_epoch: 0,
             paces: Vec::new(),
             per_batch: 0.0,
         }
@@ -91,17 +107,25 @@ impl Auto {
         let fits = doubled as f64 * self.per_batch <= budget;
         if gained && doubled <= LARGEST && fits {
             self.window = doubled;
+            self.seen = 0;
+            self.timed = 0.0;
+            self.intervals = 0;
+            self.this_epoch = 0;
         } else {
-            let best = self.paces.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-            self.window = self
-                .paces
-                .iter()
-                .find(|p| p.1 <= best * (1.0 + GAIN))
-                .map_or(self.window, |p| p.0);
-            self.probing = false;
+            self.settle();
         }
-        self.seen = 0;
-        self.start = None;
+    }
+
+    /// Keeps the smallest window timed within [`GAIN`] of the best pace (the window in force
+    /// where none was timed).
+    fn settle(&mut self) {
+        let best = self.paces.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+        self.window = self
+            .paces
+            .iter()
+            .find(|p| p.1 <= best * (1.0 + GAIN))
+            .map_or(self.window, |p| p.0);
+        self.probing = false;
     }
 }
 
@@ -131,26 +155,29 @@ impl SyncPolicy for Auto {
         if !self.probing {
             return Ok(());
         }
+        let now = Instant::now();
         if batch == 0 {
             // An epoch's first batch comes after its waitall and metrics, which are no
-            // window's pace: the window is timed again from here.
+            // window's pace, and the window fills again. An epoch too short to time this
+            // window at all ends the probing with what was timed.
+            if self.last.is_some() && self.this_epoch == 0 {
+                self.settle();
+                return Ok(());
+            }
             self.seen = 0;
-            self.start = None;
+            self.this_epoch = 0;
+        } else if let Some(last) = self.last
+            && self.seen > self.window
+        {
+            self.timed += now.duration_since(last).as_secs_f64();
+            self.intervals += 1;
+            self.this_epoch += 1;
         }
+        self.last = Some(now);
         self.seen += 1;
-        let now = Instant::now();
-        match self.start {
-            // Filled: as many batches released as the window holds.
-            None if self.seen > self.window => {
-                self.start = Some(now);
-                self.seen = 0;
-            }
-            Some(start) if self.seen == PROBE => {
-                let pace = now.duration_since(start).as_secs_f64() / PROBE as f64;
-                self.paces.push((self.window, pace));
-                self.next(budget);
-            }
-            _ => {}
+        if self.intervals == PROBE {
+            self.paces.push((self.window, self.timed / PROBE as f64));
+            self.next(budget);
         }
         Ok(())
     }
@@ -185,6 +212,30 @@ mod tests {
         // A noisy last timing that is slower does not win.
         let auto = settle(&[0.1, 0.08, 0.09], 0.0, f64::INFINITY);
         assert_eq!(auto.window(), 2);
+    }
+
+    /// Epochs of 3 batches time the barrier (one interval an epoch, across epochs), and are
+    /// too short to time the window of 2: it settles on the barrier, never waiting forever.
+    #[test]
+    fn epochs_too_short_for_a_window_end_the_probing() {
+        let mut auto = Auto::new(Some(1e6));
+        let mut flight = InFlight::new(0, 0);
+        for _ in 0..40 {
+            for batch in 0..3 {
+                auto.before_issue(batch, &mut flight).unwrap();
+            }
+        }
+        assert!(auto.settled(), "{:?}", auto.paces());
+        assert_eq!(auto.window(), 1);
+        assert_eq!(auto.paces().len(), 1);
+        // Epochs of 2 time nothing: the barrier stays.
+        let mut auto = Auto::new(Some(1e6));
+        for _ in 0..3 {
+            for batch in 0..2 {
+                auto.before_issue(batch, &mut flight).unwrap();
+            }
+        }
+        assert!(auto.settled() && auto.window() == 1 && auto.paces().is_empty());
     }
 
     #[test]

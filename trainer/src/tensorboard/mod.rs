@@ -4,14 +4,15 @@
 //!
 //! Per batch, when the loop learns that it is done (see [`crate::fit::Callback`]):
 //! `batch/loss`, `batch/lr` and `batch/in_flight` (the batches issued and not yet done right
-//! after it was issued), at the run's batch count as the step. Per epoch: `epoch/mean_loss`,
+//! after it was issued), at the batch's number in the run, from 1, as the step (a resumed run
+//! goes on with the steps after its checkpoint's). Per epoch: `epoch/mean_loss`,
 //! `epoch/time_per_epoch` (seconds), `epoch/peak_growth_mb` and every metric of the epoch
 //! (`epoch/test_acc`, …), at the epoch (from 1) as the step.
 //!
 //! The file is TFRecord-framed (`record`) protobuf `Event`s (`proto`), the first one naming
 //! the format's version; it is a new file in DIR (`events.out.tfevents.<seconds>.<host>.<pid>`),
 //! never one that was there, so that runs logged into one directory are each kept. It is
-//! flushed at every epoch's end and at the run's end.
+//! flushed every 32 events, at every epoch's end and at the run's end.
 //!
 //! ```no_run
 //! use ember_trainer::tensorboard::TensorBoard;
@@ -44,10 +45,15 @@ const FILE_VERSION: &str = "brain.Event:2";
 pub struct TensorBoard {
     path: PathBuf,
     file: BufWriter<File>,
-    /// Batches done so far in the run, a resumed run's earlier ones included: the next batch's
-    /// step is one more.
-    steps: i64,
+    /// The batches of the epochs before the current one: a batch's step is these plus its
+    /// number in the epoch, plus one, in a resumed run too.
+    before_epoch: i64,
+    /// Events written since the file was last flushed.
+    unflushed: usize,
 }
+
+/// Events between flushes: a run killed mid-epoch loses at most these.
+const FLUSH_EVERY: usize = 32;
 
 impl TensorBoard {
     /// A new event file in `dir`, which is created if it is missing.
@@ -73,7 +79,8 @@ impl TensorBoard {
                     let mut writer = Self {
                         path,
                         file: BufWriter::new(file),
-                        steps: 0,
+                        before_epoch: 0,
+                        unflushed: 0,
                     };
                     let mut event = Event::new();
                     event.set_file_version(FILE_VERSION.to_string());
@@ -115,22 +122,29 @@ impl TensorBoard {
             .map_err(|e| Error::io(&self.path, std::io::Error::other(e)))?;
         self.file
             .write_all(&frame(&data))
-            .map_err(|e| Error::io(&self.path, e))
+            .map_err(|e| Error::io(&self.path, e))?;
+        self.unflushed += 1;
+        match self.unflushed >= FLUSH_EVERY {
+            true => self.flush(),
+            false => Ok(()),
+        }
     }
 
     fn flush(&mut self) -> Result<()> {
+        self.unflushed = 0;
         self.file.flush().map_err(|e| Error::io(&self.path, e))
     }
 }
 
 impl Callback for TensorBoard {
+    /// A resumed run's trace holds the epochs it finished before: the steps go on after them.
     fn train_begin(&mut self, trace: &Trace) -> Result<()> {
-        self.steps = trace.batches.len() as i64;
+        self.before_epoch = trace.epochs.iter().map(|e| e.batches as i64).sum();
         Ok(())
     }
 
     fn batch_end(&mut self, batch: &BatchRecord) -> Result<Action> {
-        self.steps += 1;
+        let step = self.before_epoch + batch.batch as i64 + 1;
         let mut scalars = vec![
             ("batch/loss".to_string(), f64::from(batch.loss)),
             ("batch/in_flight".to_string(), batch.depth as f64),
@@ -138,7 +152,7 @@ impl Callback for TensorBoard {
         if let Some(lr) = batch.lr {
             scalars.push(("batch/lr".to_string(), lr));
         }
-        self.scalars(self.steps, &scalars)?;
+        self.scalars(step, &scalars)?;
         Ok(Action::go_on())
     }
 
@@ -155,6 +169,7 @@ impl Callback for TensorBoard {
                 .map(|(name, value)| (format!("epoch/{name}"), *value)),
         );
         self.scalars(epoch.epoch as i64 + 1, &scalars)?;
+        self.before_epoch += epoch.batches as i64;
         self.flush()?;
         Ok(Action::go_on())
     }
@@ -186,5 +201,66 @@ fn host() -> String {
     match (status, std::str::from_utf8(&buffer[..end])) {
         (0, Ok(name)) if !name.is_empty() => name.replace(['/', '\\'], "_"),
         _ => "localhost".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::examples::{batch, epoch};
+
+    /// The events of an event file: its records' data, decoded.
+    fn events(path: &Path) -> Vec<Event> {
+        let bytes = std::fs::read(path).unwrap();
+        let mut events = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let length = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+            let data = &bytes[at + 12..at + 12 + length];
+            let crc = u32::from_le_bytes(
+                bytes[at + 12 + length..at + 16 + length]
+                    .try_into()
+                    .unwrap(),
+            );
+            assert_eq!(crc, masked_crc(data));
+            events.push(Event::parse_from_bytes(data).unwrap());
+            at += 16 + length;
+        }
+        events
+    }
+
+    /// A run resumed in the middle of its second epoch of 5 batches: its batch 3 (from 0) is
+    /// the run's 9th, as in the run that was never stopped.
+    #[test]
+    fn a_resumed_run_goes_on_with_the_steps_after_its_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut writer = TensorBoard::new(dir.path()).unwrap();
+        let so_far = Trace {
+            batches: (0..5).map(|b| batch(0, b, b as f64)).collect(),
+            epochs: vec![epoch(0, 5)],
+        };
+        writer.train_begin(&so_far).unwrap();
+        writer.batch_end(&batch(1, 3, 8.0)).unwrap();
+        writer.batch_end(&batch(1, 4, 9.0)).unwrap();
+        writer.epoch_end(&epoch(1, 5)).unwrap();
+        writer.batch_end(&batch(2, 0, 10.0)).unwrap();
+        writer.train_end(&so_far).unwrap();
+        let path = writer.path().to_path_buf();
+        drop(writer);
+        let events = events(&path);
+        assert_eq!(events[0].file_version(), FILE_VERSION);
+        let steps: Vec<(i64, String)> = events[1..]
+            .iter()
+            .map(|e| (e.step, e.summary().value[0].tag.clone()))
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (9, "batch/loss".to_string()),
+                (10, "batch/loss".to_string()),
+                (2, "epoch/mean_loss".to_string()),
+                (11, "batch/loss".to_string()),
+            ]
+        );
     }
 }
