@@ -9,6 +9,8 @@ mod data;
 mod devices;
 #[path = "cli/gpu_suite.rs"]
 mod gpu_suite;
+#[path = "cli/html.rs"]
+mod html;
 #[path = "cli/lr_find.rs"]
 mod lr_find;
 #[path = "cli/metrics.rs"]

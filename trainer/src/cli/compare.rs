@@ -51,6 +51,11 @@ pub struct CompareArgs {
     /// policies one above the other on one time axis.
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
+    /// Also write the comparison as one self-contained HTML page here (no network, every
+    /// script inline): the table, the plots, and an interactive timeline per policy (zoom,
+    /// pan, hover a batch for its times and memory).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// `--sweep 1,2,4,8`: the window policies of those sizes, plus none.
@@ -102,9 +107,11 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         let path = args.out.join(file);
         files.output(format!("--out {} (its {file})", args.out.display()), &path);
     }
-    if let Some(path) = &args.profile {
-        ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
-        files.output(format!("--profile {}", path.display()), path);
+    for (flag, path) in [("--profile", &args.profile), ("--html", &args.html)] {
+        if let Some(path) = path {
+            ember::io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
+            files.output(format!("{flag} {}", path.display()), path);
+        }
     }
     files.check()?;
     let device = match &workload.devices {
@@ -155,6 +162,28 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         match profile(&runs, &configs, &device).write(path) {
             Ok(()) => written.push(path.clone()),
             Err(e) => failures.push(format!("--profile {}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = &args.html {
+        let first_rounds: Vec<&PolicyRun> = main
+            .iter()
+            .filter_map(|m| runs.iter().find(|r| r.round == 0 && &r.policy == m))
+            .collect();
+        let page = super::html::page(
+            &format!("Device and workload: {subtitle}."),
+            &table(&summaries),
+            TABLE_NOTE,
+            &first_rounds,
+            &args.out,
+            // The plots this run drew, not an older run's left in --out.
+            &["time", "memory", "timeline", "sweep"]
+                .into_iter()
+                .filter(|plot| written.contains(&args.out.join(format!("{plot}.svg"))))
+                .collect::<Vec<_>>(),
+        );
+        match write_atomic_bytes(path, page.as_bytes()) {
+            Ok(()) => written.push(path.clone()),
+            Err(e) => failures.push(format!("--html {}: {e}", path.display())),
         }
     }
     say!("");
@@ -324,37 +353,52 @@ fn write_tables(
     )
 }
 
-/// The summary as a Markdown table a person reads.
-fn markdown(summaries: &[PolicySummary], context: &str) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "# Sync policies compared\n\n{context}\n");
-    let _ = writeln!(
-        out,
-        "| policy | time per epoch (s) | frontend issue time (s) | increased memory (MB) | peak memory growth (MB) | peak device pool (MB) | final loss | batches/s |"
-    );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+/// The comparison's table: the header, then a row a policy.
+fn table(summaries: &[PolicySummary]) -> Vec<Vec<String>> {
+    let header = [
+        "policy",
+        "time per epoch (s)",
+        "frontend issue time (s)",
+        "increased memory (MB)",
+        "peak memory growth (MB)",
+        "peak device pool (MB)",
+        "final loss",
+        "batches/s",
+    ];
+    let mut rows = vec![header.map(str::to_string).to_vec()];
     for s in summaries {
         let pool = s
             .peak_pool_mb
             .map_or_else(|| "-".to_string(), |p| format!("{p:.1}"));
-        let _ = writeln!(
-            out,
-            "| {} | {:.3} | {:.3} | {:.1} | {:.1} | {} | {:.4} | {:.2} |",
-            s.policy,
-            s.time_per_epoch,
-            s.issue_time,
-            s.increased_mb,
-            s.peak_growth_mb,
+        rows.push(vec![
+            s.policy.to_string(),
+            format!("{:.3}", s.time_per_epoch),
+            format!("{:.3}", s.issue_time),
+            format!("{:.1}", s.increased_mb),
+            format!("{:.1}", s.peak_growth_mb),
             pool,
-            s.final_loss,
-            s.batches_per_s
-        );
+            format!("{:.4}", s.final_loss),
+            format!("{:.2}", s.batches_per_s),
+        ]);
     }
-    let _ = writeln!(
-        out,
-        "\nTime per epoch runs from the first issue to the end of the epoch's waitall; the issue time ends when the \
-         frontend issued its last batch. Memory is the process's resident set, measured in a fresh process per run; \
-         growth is relative to the start of the epoch."
-    );
+    rows
+}
+
+/// What the table's times and memory mean.
+const TABLE_NOTE: &str = "Time per epoch runs from the first issue to the end of the epoch's waitall; the \
+issue time ends when the frontend issued its last batch. Memory is the process's resident set, \
+measured in a fresh process per run; growth is relative to the start of the epoch.";
+
+/// The summary as a Markdown table a person reads.
+fn markdown(summaries: &[PolicySummary], context: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Sync policies compared\n\n{context}\n");
+    for (i, row) in table(summaries).iter().enumerate() {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+        if i == 0 {
+            let _ = writeln!(out, "|---|{}", "---:|".repeat(row.len() - 1));
+        }
+    }
+    let _ = writeln!(out, "\n{TABLE_NOTE}");
     out
 }

@@ -79,6 +79,7 @@ mod devices;
 mod eval;
 mod export;
 mod flags;
+mod html;
 mod list;
 mod lr_find;
 mod model;
