@@ -226,3 +226,48 @@ fn bad_bench_options_are_named() {
     // bench's own flag is named (it blamed --out, which bench does not have).
     assert!(stderr.contains("invalid --report"), "{stderr}");
 }
+
+/// `bench --profile`: the training loops' runs (exercise 2's barrier, t+2 and none, each
+/// repeat) as processes of one Chrome trace, each with an issue and a compute slice a batch.
+#[test]
+fn bench_profiles_its_training_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.json");
+    let stdout = succeeds(&[
+        "bench",
+        "exercise-2",
+        "--quick",
+        "--repeat",
+        "2",
+        "--cpu",
+        "flex",
+        "--gpu",
+        "flex",
+        "--device",
+        "flex",
+        "--profile",
+        path.to_str().unwrap(),
+    ]);
+    assert!(stdout.contains("6 training run(s)"), "{stdout}");
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let events = profile["traceEvents"].as_array().unwrap();
+    let processes: Vec<&str> = events
+        .iter()
+        .filter(|e| e["name"] == "process_name")
+        .map(|e| e["args"]["name"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = ["barrier", "window:2", "none"]
+        .iter()
+        .flat_map(|p| (1..=2).map(move |r| format!("--sync {p}, round {r}")))
+        .collect();
+    assert_eq!(processes, expected);
+    let count = |name: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["name"] == name)
+            .count()
+    };
+    assert!(count("issue") > 0);
+    assert_eq!(count("issue"), count("compute"));
+}

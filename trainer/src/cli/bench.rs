@@ -54,6 +54,12 @@ pub struct ChapterArgs {
     /// Also write chapter.md and its figures into this directory.
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Also write the experiments' training runs (12.2.3's memory footprint and exercise 2:
+    /// every policy, every repeat) as Chrome's trace-event JSON here, one process a run, as
+    /// `ember train --profile` does. The other experiments time whole operations, not batches,
+    /// and are in the report's lines.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
     /// Print the experiments' keys and titles, one per line, and run nothing.
     #[arg(long)]
     list: bool,
@@ -189,6 +195,18 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
     if let Some(dir) = &args.report {
         super::compare::prepare_out("--report", dir, &["chapter.md"])?;
     }
+    if let Some(path) = &args.profile {
+        ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
+        if let Some(dir) = &args.report
+            && ember::io::identity(path) == ember::io::identity(&dir.join("chapter.md"))
+        {
+            anyhow::bail!(
+                "--profile {} is --report {}'s chapter.md: give it a path of its own",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
     let scratch = std::env::temp_dir().join(format!("ember-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
     let machine = format!(
@@ -225,6 +243,23 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
     })();
     let _ = std::fs::remove_dir_all(&scratch);
     result?;
+    if let Some(path) = &args.profile {
+        let runs = setup.runs.borrow();
+        let mut configs: Vec<PolicyKind> = Vec::new();
+        for run in runs.iter() {
+            if !configs.contains(&run.policy) {
+                configs.push(run.policy.clone());
+            }
+        }
+        super::compare::profile(&runs, &configs, &setup.train.label())
+            .write(path)
+            .with_context(|| format!("--profile {}", path.display()))?;
+        say!(
+            "profile: {} ({} training run(s))",
+            path.display(),
+            runs.len()
+        );
+    }
     if let Some(dir) = &args.report {
         say!("");
         for file in report::write(dir, &machine, &outcomes)? {

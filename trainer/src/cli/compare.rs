@@ -267,7 +267,7 @@ fn write_outputs(
 }
 
 /// Every run as a process of the profile, a policy's rounds together, in `configs`' order.
-fn profile(runs: &[PolicyRun], configs: &[PolicyKind], device: &str) -> Profile {
+pub(super) fn profile(runs: &[PolicyRun], configs: &[PolicyKind], device: &str) -> Profile {
     let devices: Vec<String> = device.split(',').map(str::to_string).collect();
     let mut ordered: Vec<&PolicyRun> = runs.iter().collect();
     ordered.sort_by_key(|r| (configs.iter().position(|c| c == &r.policy), r.round));
