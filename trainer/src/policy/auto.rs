@@ -57,6 +57,9 @@ pub struct Auto {
     intervals: usize,
     /// Intervals timed at this window in the current epoch.
     this_epoch: usize,
+    /// Whether this window has been in force since the current epoch began: only such an
+    /// epoch that timed nothing shows that the epochs are too short for it.
+    whole_epoch: bool,
     /// Seconds per batch of each window timed, in order.
     paces: Vec<(usize, f64)>,
     /// The most memory growth per batch in flight seen so far, in bytes.
@@ -77,6 +80,7 @@ impl Auto {
             timed: 0.0,
             intervals: 0,
             this_epoch: 0,
+            whole_epoch: false,
             paces: Vec::new(),
             per_batch: 0.0,
         }
@@ -111,6 +115,7 @@ impl Auto {
             self.timed = 0.0;
             self.intervals = 0;
             self.this_epoch = 0;
+            self.whole_epoch = false;
         } else {
             self.settle();
         }
@@ -160,12 +165,13 @@ impl SyncPolicy for Auto {
             // An epoch's first batch comes after its waitall and metrics, which are no
             // window's pace, and the window fills again. An epoch too short to time this
             // window at all ends the probing with what was timed.
-            if self.last.is_some() && self.this_epoch == 0 {
+            if self.whole_epoch && self.this_epoch == 0 {
                 self.settle();
                 return Ok(());
             }
             self.seen = 0;
             self.this_epoch = 0;
+            self.whole_epoch = true;
         } else if let Some(last) = self.last
             && self.seen > self.window
         {
@@ -228,6 +234,15 @@ mod tests {
         assert!(auto.settled(), "{:?}", auto.paces());
         assert_eq!(auto.window(), 1);
         assert_eq!(auto.paces().len(), 1);
+        // A window that began late in an epoch is timed in the next: 12-batch epochs time the
+        // barrier within the first, and the window of 2 from the second on.
+        let mut auto = Auto::new(Some(1e6));
+        for _ in 0..3 {
+            for batch in 0..12 {
+                auto.before_issue(batch, &mut flight).unwrap();
+            }
+        }
+        assert!(auto.paces().len() >= 2, "{:?}", auto.paces());
         // Epochs of 2 time nothing: the barrier stays.
         let mut auto = Auto::new(Some(1e6));
         for _ in 0..3 {
