@@ -54,6 +54,25 @@ fn micros(seconds: f64) -> i64 {
     (seconds * 1e6).floor() as i64
 }
 
+/// One device's batches, given as (issue end, completion) in order, as spans of its compute:
+/// each from when the device could start it (its issue's end, or the end of the device's batch
+/// before, whichever is later: the backend runs batches in order) to its completion; `None`
+/// for a batch it never completed. The profile's `compute` slices and `compare --html`'s
+/// timelines both draw these.
+pub fn compute_spans(batches: impl IntoIterator<Item = (f64, f64)>) -> Vec<Option<[f64; 2]>> {
+    let mut free = 0.0_f64;
+    batches
+        .into_iter()
+        .map(|(issued, end)| {
+            end.is_finite().then(|| {
+                let start = issued.max(free).min(end);
+                free = end;
+                [start, end]
+            })
+        })
+        .collect()
+}
+
 /// The whole microsecond halfway from `a` to `b`.
 fn midpoint(a: i64, b: i64) -> i64 {
     a + (b - a) / 2
@@ -143,18 +162,25 @@ impl Profile {
             self.meta(pid, tid, "thread_sort_index", json!({ "sort_index": tid }));
         }
         self.epochs(pid, batches, epochs);
-        // When each device finished its batch before: its next batch starts no earlier.
-        let mut free = vec![0.0_f64; count];
-        for batch in batches {
+        // Each device's spans, from the time it finished each batch.
+        let spans: Vec<Vec<Option<[f64; 2]>>> = (0..count)
+            .map(|k| {
+                compute_spans(batches.iter().map(|b| {
+                    let done = match b.device_done.is_empty() {
+                        true if k == 0 => b.done,
+                        true => f64::NAN,
+                        false => b.device_done.get(k).copied().unwrap_or(f64::NAN),
+                    };
+                    (b.issue_end, done)
+                }))
+            })
+            .collect();
+        for (i, batch) in batches.iter().enumerate() {
             self.frontend(pid, batch);
-            let done: Vec<f64> = match batch.device_done.is_empty() {
-                true => vec![batch.done],
-                false => batch.device_done.clone(),
-            };
-            for (k, &end) in done.iter().enumerate().filter(|(_, end)| end.is_finite()) {
-                let start = batch.issue_end.max(free[k]).min(end);
-                free[k] = end;
-                self.compute(pid, DEVICES + k as u64, batch, start, end);
+            for (k, device) in spans.iter().enumerate() {
+                if let Some([start, end]) = device[i] {
+                    self.compute(pid, DEVICES + k as u64, batch, start, end);
+                }
             }
             self.counters(pid, batch);
         }

@@ -245,13 +245,7 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
     result?;
     if let Some(path) = &args.profile {
         let runs = setup.runs.borrow();
-        let mut configs: Vec<PolicyKind> = Vec::new();
-        for run in runs.iter() {
-            if !configs.contains(&run.policy) {
-                configs.push(run.policy.clone());
-            }
-        }
-        super::compare::profile(&runs, &configs, &setup.train.label())
+        super::compare::profile(&runs, &setup.train.label())
             .write(path)
             .with_context(|| format!("--profile {}", path.display()))?;
         say!(

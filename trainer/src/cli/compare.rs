@@ -159,21 +159,17 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         &subtitle,
     );
     if let Some(path) = &args.profile {
-        match profile(&runs, &configs, &device).write(path) {
+        match profile(&runs, &device).write(path) {
             Ok(()) => written.push(path.clone()),
             Err(e) => failures.push(format!("--profile {}: {e}", path.display())),
         }
     }
     if let Some(path) = &args.html {
-        let first_rounds: Vec<&PolicyRun> = main
-            .iter()
-            .filter_map(|m| runs.iter().find(|r| r.round == 0 && &r.policy == m))
-            .collect();
         let page = super::html::page(
             &format!("Device and workload: {subtitle}."),
             &table(&summaries),
             TABLE_NOTE,
-            &first_rounds,
+            &first_rounds(&runs, &main),
             &args.out,
             // The plots this run drew, not an older run's left in --out.
             &["time", "memory", "timeline", "sweep"]
@@ -219,9 +215,8 @@ fn write_outputs(
             .filter_map(|spec| summaries.iter().find(|s| &s.policy == spec).cloned())
             .collect()
     };
-    let first_rounds: Vec<&Trace> = main
-        .iter()
-        .filter_map(|m| runs.iter().find(|r| r.round == 0 && &r.policy == m))
+    let first_rounds: Vec<&Trace> = first_rounds(runs, main)
+        .into_iter()
         .map(|r| &r.trace)
         .collect();
     let mut failures: Vec<String> = Vec::new();
@@ -266,11 +261,22 @@ fn write_outputs(
     (written, failures)
 }
 
-/// Every run as a process of the profile, a policy's rounds together, in `configs`' order.
-pub(super) fn profile(runs: &[PolicyRun], configs: &[PolicyKind], device: &str) -> Profile {
+/// The first round's run of each of `policies`, in their order: what the figures and the
+/// page's timelines show.
+fn first_rounds<'a>(runs: &'a [PolicyRun], policies: &[PolicyKind]) -> Vec<&'a PolicyRun> {
+    policies
+        .iter()
+        .filter_map(|p| runs.iter().find(|r| r.round == 0 && &r.policy == p))
+        .collect()
+}
+
+/// Every run as a process of the profile, a policy's rounds together, the policies in the
+/// order they first ran.
+pub(super) fn profile(runs: &[PolicyRun], device: &str) -> Profile {
     let devices: Vec<String> = device.split(',').map(str::to_string).collect();
+    let first_ran = |policy: &PolicyKind| runs.iter().position(|r| &r.policy == policy);
     let mut ordered: Vec<&PolicyRun> = runs.iter().collect();
-    ordered.sort_by_key(|r| (configs.iter().position(|c| c == &r.policy), r.round));
+    ordered.sort_by_key(|r| (first_ran(&r.policy), r.round));
     let mut profile = Profile::new();
     for run in ordered {
         let name = format!("--sync {}, round {}", run.policy, run.round + 1);

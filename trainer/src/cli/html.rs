@@ -7,7 +7,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use ember_trainer::profile::compute_spans;
 use ember_trainer::summary::PolicyRun;
+use ember_trainer::trace::BatchRecord;
 use serde_json::json;
 
 /// The page: `table` (rows of cells, the first row the header), the note under it, the SVG
@@ -70,19 +72,27 @@ pub fn page(
     let data: Vec<_> = runs
         .iter()
         .map(|run| {
-            let batches: Vec<_> = run
-                .trace
-                .batches
+            // A batch never done is drawn as done where its issue ended.
+            let done = |b: &BatchRecord| match b.done.is_finite() {
+                true => b.done,
+                false => b.issue_end,
+            };
+            let trace = &run.trace.batches;
+            let spans = compute_spans(trace.iter().map(|b| (b.issue_end, done(b))));
+            let batches: Vec<_> = trace
                 .iter()
-                .map(|b| {
+                .zip(spans)
+                .map(|(b, span)| {
+                    let [start, end] = span.expect("every batch is given a finite end");
                     json!([
                         b.issue_start,
                         b.issue_end,
-                        b.done,
+                        end,
                         b.rss as f64 / 1e6,
                         b.depth,
                         b.epoch + 1,
-                        b.batch
+                        b.batch,
+                        start
                     ])
                 })
                 .collect();
@@ -127,12 +137,10 @@ function el(name, attrs, parent) {
 }
 function timeline(run, box) {
   const W = 1100, H = 110, LEFT = 70, RIGHT = 10, PLOT = W - LEFT - RIGHT;
+  // Each batch: issue start and end, done, RSS (MB), depth, epoch, batch, compute start.
   const batches = run.batches;
-  const done = batches.map(b => Number.isFinite(b[2]) ? b[2] : b[1]);
-  // The backend runs batches in order: one starts after its issue and the one before's end.
-  const starts = [];
-  let free = 0;
-  batches.forEach((b, i) => { starts.push(Math.min(Math.max(b[1], free), done[i])); free = done[i]; });
+  const done = batches.map(b => b[2]);
+  const starts = batches.map(b => b[7]);
   const end = Math.max(1e-6, ...done);
   let view = [0, end];
   const svg = el("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}` }, box);
