@@ -22,7 +22,7 @@ pub struct BatchRecord {
     pub batch: usize,
     /// When the frontend started on this batch (before its data was prepared).
     pub issue_start: f64,
-    /// When the frontend finished issuing it.
+    /// When the frontend handed it to the backend (before the backend could start it).
     pub issue_end: f64,
     /// When the backend finished it (the device readback of its loss completed).
     pub done: f64,

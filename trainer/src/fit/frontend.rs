@@ -300,6 +300,9 @@ where
             callback.batch_begin(current.epoch, index, rate)?;
         }
         let update = self.groups.issue();
+        // The issue ends as the step is handed over: the backend may run and finish it before
+        // this thread is scheduled again, so a later instant could come after its completion.
+        current.last_issue = Instant::now();
         let handle = self.engine.issue(move |backend: &mut Backend<B, L>| {
             backend.step(batch, &replicas, seed, rate, update)
         });
@@ -307,7 +310,6 @@ where
         self.at.steps += 1;
         self.at.epoch = current.epoch;
         self.at.next_batch = index + 1;
-        current.last_issue = Instant::now();
         let rss = current.sample_rss();
         current.records.push(BatchRecord {
             policy: self.kind.clone(),
