@@ -161,7 +161,16 @@ pub fn running(pid: u32) -> bool {
         return true;
     }
     if Path::new("/proc/self").exists() {
-        Path::new(&format!("/proc/{pid}")).exists()
+        // A zombie has ended: only its exit status waits for a parent to read it (a rank whose
+        // `mpirun` was gone when it died, until init reaps it).
+        match fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next())
+                .is_some_and(|state| state == "Z" || state == "X"),
+            Err(_) => false,
+        }
     } else {
         true
     }
@@ -192,6 +201,26 @@ fn io(path: &Path, source: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zombie_is_not_running() {
+        // A child that has exited but was not waited for: its pid stays in /proc as a zombie,
+        // as a killed rank does until init reaps it.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!running(pid), "a zombie holds nothing");
+        child.wait().unwrap();
+        assert!(!running(pid));
+        assert!(running(std::process::id()));
+    }
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
