@@ -30,6 +30,8 @@ pub struct DataLoader {
     shuffle: Option<u64>,
     drop_last: bool,
     prefetch: usize,
+    /// This process's share of each epoch: `(rank, ranks)`.
+    shard: (usize, usize),
 }
 
 impl DataLoader {
@@ -42,7 +44,32 @@ impl DataLoader {
             shuffle: None,
             drop_last: false,
             prefetch: 0,
+            shard: (0, 1),
         })
+    }
+
+    /// Takes only rank `rank`'s share of each epoch out of `ranks` (PyTorch's
+    /// `DistributedSampler` with `drop_last=True`): the epoch's order (shuffled alike on every
+    /// rank, by the same seed) loses its last `len % ranks` examples, and rank `r` takes every
+    /// `ranks`-th from the `r`-th on. The shares are equal and disjoint; batch `k` of every
+    /// rank together are batch `k` of one process with a batch `ranks` times larger.
+    ///
+    /// # Errors
+    /// A rank not below `ranks`, or fewer examples than ranks.
+    pub fn shard(mut self, rank: usize, ranks: usize) -> Result<Self> {
+        if rank >= ranks || self.data.len() < ranks {
+            return Err(DatasetError::InvalidValue {
+                name: "shard",
+                value: format!("rank {rank} of {ranks}"),
+                reason: format!(
+                    "a job of {ranks} ranks numbers them from 0 and needs at least one of the \
+                     {} examples for each",
+                    self.data.len()
+                ),
+            });
+        }
+        self.shard = (rank, ranks);
+        Ok(self)
     }
 
     /// Shuffles the examples every epoch; the same seed and epoch give the same order.
@@ -73,6 +100,7 @@ impl DataLoader {
             shuffle: None,
             drop_last: false,
             prefetch: 0,
+            shard: (0, 1),
         })
     }
 
@@ -83,7 +111,7 @@ impl DataLoader {
 
     /// Batches per epoch.
     pub fn num_batches(&self) -> usize {
-        let n = self.data.len();
+        let n = self.data.len() / self.shard.1;
         if self.drop_last {
             n / self.batch_size
         } else {
@@ -100,6 +128,16 @@ impl DataLoader {
                     .wrapping_add(epoch as u64),
             );
             order.shuffle(&mut rng);
+        }
+        let (rank, ranks) = self.shard;
+        if ranks > 1 {
+            let kept = order.len() - order.len() % ranks;
+            order = order[..kept]
+                .iter()
+                .skip(rank)
+                .step_by(ranks)
+                .copied()
+                .collect();
         }
         order
     }
@@ -178,6 +216,47 @@ mod tests {
 
     fn seen(loader: &DataLoader, epoch: usize) -> Vec<Vec<f32>> {
         loader.epoch(epoch).map(|b| b.x).collect()
+    }
+
+    #[test]
+    fn shards_are_equal_disjoint_and_together_make_the_larger_batches() {
+        // 23 examples on 3 ranks: 2 dropped, 7 each; batches of 2 there, of 6 alone.
+        for epoch in 0..2 {
+            let alone = DataLoader::new(numbered(23), 6).unwrap().shuffle(5);
+            let alone = seen(&alone, epoch);
+            let ranks: Vec<Vec<Vec<f32>>> = (0..3)
+                .map(|r| {
+                    let loader = DataLoader::new(numbered(23), 2).unwrap().shuffle(5);
+                    let loader = loader.shard(r, 3).unwrap();
+                    assert_eq!(loader.num_batches(), 4, "7 examples in batches of 2");
+                    seen(&loader, epoch)
+                })
+                .collect();
+            let mut everything: Vec<f32> = ranks.concat().concat();
+            assert_eq!(everything.len(), 21, "the last 23 % 3 dropped");
+            everything.sort_by(f32::total_cmp);
+            everything.dedup();
+            assert_eq!(everything.len(), 21, "no example on two ranks");
+            for k in 0..3 {
+                let mut together: Vec<f32> = ranks.iter().flat_map(|r| r[k].clone()).collect();
+                let mut one = alone[k].clone();
+                together.sort_by(f32::total_cmp);
+                one.sort_by(f32::total_cmp);
+                assert_eq!(together, one, "epoch {epoch}, batch {k}");
+            }
+        }
+        assert!(
+            DataLoader::new(numbered(5), 2)
+                .unwrap()
+                .shard(3, 3)
+                .is_err()
+        );
+        assert!(
+            DataLoader::new(numbered(2), 2)
+                .unwrap()
+                .shard(0, 3)
+                .is_err()
+        );
     }
 
     #[test]
