@@ -7,6 +7,8 @@ mod common;
 mod data;
 #[path = "cli/devices.rs"]
 mod devices;
+#[path = "cli/distributed.rs"]
+mod distributed;
 #[path = "cli/gpu_suite.rs"]
 mod gpu_suite;
 #[path = "cli/html.rs"]

@@ -241,6 +241,9 @@ pub enum Error {
     /// A data source failed (a dataset file, a loader setting), as that source reports it.
     #[error(transparent)]
     Data(Arc<dyn std::error::Error + Send + Sync>),
+    /// The processes of a distributed run disagree, or their collective failed.
+    #[error("distributed training: {0}")]
+    Distributed(String),
     /// An I/O error, with the path it concerns.
     #[error("{path}: {source}")]
     Io {

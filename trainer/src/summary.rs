@@ -118,6 +118,8 @@ mod tests {
             mean_loss: 0.5,
             max_depth: 1,
             device_time: Vec::new(),
+            allreduce_time: None,
+            allreduce_mb: None,
             metrics: Default::default(),
         }
     }

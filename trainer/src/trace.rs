@@ -102,6 +102,13 @@ pub struct EpochRecord {
     /// device finishing its share (empty on one device).
     #[serde(default)]
     pub device_time: Vec<f64>,
+    /// In a job of ranks ([`crate::fit::Fit::distributed`]): this rank's seconds in the
+    /// gradients' all-reduces, waits for the other ranks included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allreduce_time: Option<f64>,
+    /// In a job: the MB of gradients this rank sent to its all-reduces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allreduce_mb: Option<f64>,
     /// The epoch's metrics (`train_acc`, `test_acc`, `valid_loss`…), one column each.
     #[serde(flatten)]
     pub metrics: BTreeMap<String, f64>,
@@ -297,6 +304,8 @@ pub(crate) mod examples {
             mean_loss: 1.0,
             max_depth: 1,
             device_time: Vec::new(),
+            allreduce_time: None,
+            allreduce_mb: None,
             metrics: BTreeMap::new(),
         }
     }

@@ -57,6 +57,15 @@ impl Progress for BookLines {
                 devices.join(", ")
             );
         }
+        if let (Some(time), Some(mb)) = (r.allreduce_time, r.allreduce_mb) {
+            say!(
+                "epoch {}: gradients all-reduced in {time:.4} sec ({:.1}% of the epoch), \
+                 {mb:.2} MB sent by this rank ({:.3} MB a batch)",
+                r.epoch + 1,
+                100.0 * time / r.time.max(f64::MIN_POSITIVE),
+                mb / r.batches.max(1) as f64
+            );
+        }
         if let Some(pool) = r.peak_pool_mb {
             say!("epoch {}: peak device pool: {pool:.1} MB", r.epoch + 1);
         }

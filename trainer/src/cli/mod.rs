@@ -28,6 +28,12 @@ static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// The first failure to print, other than a closed pipe on stdout, for the exit status.
 static PRINT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// Prints nothing more on stdout: a job's ranks other than 0, so that one rank's lines describe
+/// the job.
+pub(crate) fn quiet() {
+    STDOUT_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 pub(crate) fn say(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
     use std::sync::atomic::Ordering;
@@ -76,6 +82,7 @@ mod child;
 mod clash;
 mod compare;
 mod devices;
+mod distributed;
 mod eval;
 mod export;
 mod flags;

@@ -38,8 +38,12 @@ pub struct OutputPaths {
 
 impl OutputPaths {
     /// Checks every output path (a regular file, or new in a writable directory), prepares the
-    /// checkpoint directory, and finds the checkpoint to resume from.
+    /// checkpoint directory, and finds the checkpoint to resume from. A process that `writes`
+    /// not (a job's rank other than 0, given no outputs) leaves the checkpoint directory to
+    /// the one that does: it only keeps its schedule.
+    #[allow(clippy::too_many_arguments)]
     pub fn check(
+        writes: bool,
         data: &DataSpec,
         load: Option<PathBuf>,
         [save, save_best]: [Option<PathBuf>; 2],
@@ -103,9 +107,11 @@ impl OutputPaths {
             Some(dir) => {
                 let mut checkpointing = Checkpointing::new(dir);
                 checkpointing.every = every;
-                checkpointing
-                    .prepare(resume.as_ref())
-                    .with_context(|| format!("invalid {flag}"))?;
+                if writes {
+                    checkpointing
+                        .prepare(resume.as_ref())
+                        .with_context(|| format!("invalid {flag}"))?;
+                }
                 Some(checkpointing)
             }
             None if every.is_some() => {

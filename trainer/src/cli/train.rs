@@ -19,6 +19,7 @@ use ember_trainer::tensorboard::TensorBoard;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::book_lines::BookLines;
+use super::distributed::{self, Distributed, Job};
 use super::eval::{self, EvalList, check_watched};
 use super::model::{ModelSpec, Net};
 use super::output_paths::{OutputPaths, finish, rescue};
@@ -139,23 +140,51 @@ pub struct TrainArgs {
     /// --early-stop metric, else valid_loss with --valid-split].
     #[arg(long, value_name = "METRIC", requires = "save_best")]
     best_on: Option<String>,
+    #[arg(long, value_enum, long_help = distributed::HELP)]
+    distributed: Option<Distributed>,
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
+    match args.distributed.map(Job::start).transpose()? {
+        Some(job) => {
+            let result = train(args, Some(&job));
+            job.end(result)
+        }
+        None => train(args, None),
+    }
+}
+
+/// `ember train`, as this process alone or as a rank of `job`.
+fn train(args: TrainArgs, job: Option<&Job>) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
     let policy_kind = args.sync.clone();
     let policy = args.sync.build()?;
     let epochs = positive("epochs", args.epochs)?;
+    // Rank 0 prints and writes for the job; the others check their inputs once it has.
+    let writes = job.is_none_or(|job| job.rank() == 0);
+    let kept = |path: Option<PathBuf>| path.filter(|_| writes);
+    if let Some(job) = job.filter(|_| !writes) {
+        super::quiet();
+        job.collective().barrier();
+    }
     // Every output is checked before any work starts.
     let mut outputs = OutputPaths::check(
+        writes,
         &workload.data,
         args.load,
-        [args.save, args.save_best],
-        [args.metrics, args.profile, args.tensorboard],
+        [kept(args.save), kept(args.save_best)],
+        [
+            kept(args.metrics),
+            kept(args.profile),
+            kept(args.tensorboard),
+        ],
         args.checkpoint,
         args.checkpoint_every,
         args.resume,
     )?;
+    if let Some(job) = job.filter(|_| writes) {
+        job.collective().barrier();
+    }
     let task = Task::load(&workload.data, workload.classes)?;
     let loss = args.loss.unwrap_or(task.loss());
     if loss != task.loss() {
@@ -232,6 +261,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         device_name: main.name,
         replicas,
         outputs: &outputs,
+        job,
     };
     match (loss, task) {
         (LossName::L2, Task::Synthetic) => run.synthetic(),
@@ -269,6 +299,8 @@ struct Run<'a> {
     /// The devices each step is split across (the main device alone without `--devices`).
     replicas: Replicas,
     outputs: &'a OutputPaths,
+    /// The job this process is a rank of, under `--distributed`.
+    job: Option<&'a Job>,
 }
 
 impl Run<'_> {
@@ -305,7 +337,11 @@ impl Run<'_> {
         check_schedule(&w.recipe, w.batches, self.epochs)?;
         let fit = w.fit(net, L2Loss, &device)?.metrics(self.eval.build());
         let outputs = self.outputs;
-        let run = self.configure(fit, progress)?.run(&mut w.epochs()?)?;
+        let mut data = w.epochs()?;
+        if let Some(job) = self.job {
+            data = data.shard(job.rank(), job.collective().size());
+        }
+        let run = self.configure(fit, progress)?.run(&mut data)?;
         finish(run, outputs)
     }
 
@@ -373,6 +409,9 @@ impl Run<'_> {
         let mut loader = DataLoader::new(train, w.batch_size)?
             .shuffle(w.seed)
             .prefetch(4);
+        if let Some(job) = self.job {
+            loader = loader.shard(job.rank(), job.collective().size())?;
+        }
         let mut net = net;
         if let Some(path) = &self.outputs.load {
             let example = loader.examples().batch(&[0]);
@@ -419,8 +458,17 @@ impl Run<'_> {
         L: Loss + Send + Sync + 'static,
         L::Target: Target,
     {
-        signals::install()?;
+        // A job's ranks would each stop at the batch their own signal found, and then wait in
+        // different collectives: in a job, a signal ends the process, and the job goes on from
+        // its last checkpoint.
+        if self.job.is_none() {
+            signals::install()?;
+        }
         let description = self.description();
+        if let Some(job) = self.job {
+            // Before any step: a rank started otherwise would train another model.
+            job.collective().agree(&description)?;
+        }
         let mut fit = fit
             .replicas(self.replicas)
             .policy(self.policy)
@@ -433,6 +481,9 @@ impl Run<'_> {
             ));
         if let Some(checkpointing) = &self.outputs.checkpoint {
             fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
+        }
+        if let Some(job) = self.job {
+            fit = fit.distributed(job.collective());
         }
         if let Some(early_stop) = self.early_stop {
             fit = fit.callback(early_stop);
@@ -536,6 +587,9 @@ impl Run<'_> {
     /// grow and --sync changes no result, so neither is here.
     fn description(&self) -> BTreeMap<String, String> {
         let mut flags = self.workload.description(self.device_name);
+        if let Some(job) = self.job {
+            flags.insert("--distributed".to_string(), job.describe());
+        }
         flags.insert("--model".to_string(), self.model.to_string());
         // A schedule over the whole run gives other rates to a run of other length.
         if self.workload.recipe.spans_run() {

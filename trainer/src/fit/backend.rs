@@ -6,6 +6,7 @@
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 use ember::engine::Computed;
+use ember::parallel::mpi::{Collective, Exchanged};
 use ember::{Block, Loss, NdTensor, Optimizer, Replicas, Result, random};
 use ember_datasets::Batch;
 
@@ -25,6 +26,9 @@ pub(super) struct Backend<B, L: Loss> {
     /// The summed gradients of the batches since the last update, and their examples.
     accumulated: GradientsAccumulator<B>,
     accumulated_examples: usize,
+    /// The job this process is a rank of ([`super::Fit::distributed`]), and the device its
+    /// summed gradients go to.
+    distributed: Option<(Collective, Device)>,
 }
 
 /// Outputs the metrics have not seen yet, and how many values they hold.
@@ -62,7 +66,15 @@ where
             },
             accumulated: GradientsAccumulator::new(),
             accumulated_examples: 0,
+            distributed: None,
         }
+    }
+
+    /// Makes this backend a rank of `collective`'s job: each update sums the gradients over
+    /// the ranks (on `device`), and the training metrics are the job's.
+    pub(super) fn distributed(mut self, collective: Option<Collective>, device: &Device) -> Self {
+        self.distributed = collective.map(|c| (c, device.clone()));
+        self
     }
 
     /// One batch: upload, forward, loss, backward, on one device or split across the replicas,
@@ -113,7 +125,14 @@ where
         if examples == 0 {
             return Ok(());
         }
-        let grads = self.accumulated.grads();
+        let mut grads = self.accumulated.grads();
+        // DDP's step: the gradients summed over the ranks, divided by every rank's examples
+        // (the shards are equal, so each rank had as many).
+        let mut examples = examples;
+        if let Some((collective, device)) = &mut self.distributed {
+            grads = collective.sum_gradients(&self.net, grads, device)?;
+            examples *= collective.size();
+        }
         self.optimizer.set_learning_rate(rate);
         self.net = self
             .optimizer
@@ -139,6 +158,18 @@ where
         Ok(StepLosses(losses))
     }
 
+    /// `values` summed over the job's ranks (as they are for a process alone), and what this
+    /// rank's gradient all-reduces did since the last call.
+    pub(super) fn job_sum(&mut self, mut values: Vec<f64>) -> (Vec<f64>, Exchanged) {
+        match &mut self.distributed {
+            Some((collective, _)) => {
+                collective.sum_f64(&mut values);
+                (values, collective.take_exchanged())
+            }
+            None => (values, Exchanged::default()),
+        }
+    }
+
     /// Gives the pending outputs to the metrics, as one chunk.
     fn update_metrics(&mut self) -> Result<()> {
         let batches = std::mem::take(&mut self.pending.batches);
@@ -158,6 +189,26 @@ where
     /// (none at an epoch's end, where they start again; none for a metric that cannot say).
     pub(super) fn metric_states(&mut self) -> Result<std::collections::BTreeMap<String, Vec<f64>>> {
         self.update_metrics()?;
+        // A rank's checkpoint holds the job's sums; each rank's own go on from zero, so the
+        // epoch's end adds them once (see [`super::Fit::distributed`]).
+        if let Some((collective, device)) = &self.distributed {
+            let mut states = std::collections::BTreeMap::new();
+            for metric in &mut self.metrics {
+                let name = metric.name();
+                if let Some(state) = metric.state()? {
+                    let state = collective.sum_sparse(&state, &name)?;
+                    // Rank 0 holds the job's sums from here on, the others start again.
+                    match collective.rank() {
+                        0 => metric.restore(&state, device)?,
+                        _ => metric.reset(),
+                    }
+                    if !state.is_empty() && state.iter().all(|v| v.is_finite()) {
+                        states.insert(name, state);
+                    }
+                }
+            }
+            return Ok(states);
+        }
         let mut states = std::collections::BTreeMap::new();
         for metric in &self.metrics {
             // JSON has no NaN or infinity: such a sum is not kept.
@@ -175,6 +226,14 @@ where
     /// again for the next epoch.
     pub(super) fn train_metrics(&mut self) -> Result<Vec<(String, f64)>> {
         self.update_metrics()?;
+        if let Some((collective, device)) = &self.distributed {
+            for metric in &mut self.metrics {
+                if let Some(state) = metric.state()? {
+                    let state = collective.sum_sparse(&state, &metric.name())?;
+                    metric.restore(&state, device)?;
+                }
+            }
+        }
         let values = self
             .metrics
             .iter()

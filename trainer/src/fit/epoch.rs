@@ -130,6 +130,8 @@ impl Epoch {
             mean_loss: losses / records.len().max(1) as f64,
             max_depth: records.iter().map(|r| r.depth).max().unwrap_or(0),
             device_time: device_times(records),
+            allreduce_time: None,
+            allreduce_mb: None,
             metrics,
         }
     }

@@ -43,6 +43,8 @@ where
     pub(super) progress: Box<dyn Progress + 'a>,
     pub(super) evaluations: Vec<Evaluation<B>>,
     pub(super) checkpointing: Option<Checkpointing>,
+    /// This process's rank in a job of several ([`super::Fit::distributed`]); `None` alone.
+    pub(super) rank: Option<usize>,
     /// The run's number of epochs: the last one ends with a checkpoint.
     pub(super) epochs: usize,
     /// The learning rate of each step: the optimizer's own, or the schedule's from it.
@@ -130,7 +132,21 @@ where
         self.at.epoch = epoch + 1;
         self.at.next_batch = 0;
         let metrics = self.metrics()?;
-        let record = current.record(&self.kind, end, rss_after, metrics);
+        let mut record = current.record(&self.kind, end, rss_after, metrics);
+        if self.rank.is_some() {
+            // The job's mean: every rank ran as many batches.
+            let sums = vec![
+                record.mean_loss * record.batches as f64,
+                record.batches as f64,
+            ];
+            let (sums, exchanged) = self
+                .engine
+                .issue(move |b: &mut Backend<B, L>| Ok(Host(b.job_sum(sums))))
+                .wait()?;
+            record.mean_loss = sums[0] / sums[1].max(1.0);
+            record.allreduce_time = Some(exchanged.seconds);
+            record.allreduce_mb = Some(exchanged.values as f64 * 4.0 / 1e6);
+        }
         self.progress.epoch_done(&record);
         // In the trace first: a callback that fails leaves the epoch's records to the rescue.
         self.trace.batches.extend(current.records);
@@ -365,6 +381,13 @@ where
         let Some(checkpointing) = &self.checkpointing else {
             return Ok(());
         };
+        // Rank 0 writes the job's checkpoint; the others take part in summing its metrics.
+        if self.rank.is_some_and(|rank| rank > 0) {
+            self.engine
+                .issue(|b: &mut Backend<B, L>| b.metric_states().map(Host))
+                .wait()?;
+            return Ok(());
+        }
         let mut so_far = self.trace.clone();
         so_far.batches.extend(records.iter().cloned());
         let dir = resume::write(&self.engine, checkpointing, &self.at, &so_far)?;

@@ -142,6 +142,7 @@ pub struct Fit<'a, B, L> {
     callbacks: Vec<Box<dyn Callback + 'a>>,
     best: Option<best::Best<'a, B>>,
     accumulate: usize,
+    distributed: Option<ember::parallel::mpi::Collective>,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -175,6 +176,7 @@ where
             callbacks: Vec::new(),
             best: None,
             accumulate: 1,
+            distributed: None,
         }
     }
 
@@ -420,6 +422,18 @@ where
         self
     }
 
+    /// Trains as one rank of `collective`'s job (`mpirun -np N`), as PyTorch's DDP does: the
+    /// data given to [`Fit::run`] is this rank's share (`DataLoader::shard`), each update sums
+    /// the gradients over the ranks and divides by all their examples, so that N ranks of
+    /// batch b step as one process of batch N·b, and every rank steps alike. The epoch's mean
+    /// loss and training metrics are the job's. Rank 0 alone writes checkpoints (every rank
+    /// takes part in reading the metrics' sums for them); a resumed job reads them on every
+    /// rank, from a directory they all see.
+    pub fn distributed(mut self, collective: ember::parallel::mpi::Collective) -> Self {
+        self.distributed = Some(collective);
+        self
+    }
+
     /// Writes checkpoints as `checkpointing` says.
     pub fn checkpoint(mut self, checkpointing: Checkpointing) -> Self {
         self.checkpointing = Some(checkpointing);
@@ -484,7 +498,12 @@ where
             }
             (None, _) => 0,
         };
-        if let Some(checkpointing) = &self.checkpointing {
+        // The rank that writes checkpoints; the others only keep the same schedule.
+        let rank = self.distributed.as_ref().map(|c| c.rank());
+        let writes = rank.unwrap_or(0) == 0;
+        if let Some(checkpointing) = &self.checkpointing
+            && writes
+        {
             checkpointing.prepare(self.resume.as_ref())?;
         }
         let first = data.batches(0).next().transpose()?;
@@ -530,8 +549,10 @@ where
             false => Vec::new(),
         });
         // A checkpoint in the middle of an epoch holds the sums of the epoch's batches so far.
+        // (In a job, rank 0's checkpoint holds the job's sums: the others start from none.)
         if let Some(checkpoint) = &self.resume
             && start.at.next_batch > 0
+            && writes
         {
             for metric in &mut metrics {
                 if let Some(state) = checkpoint.position.metrics.get(&metric.name()) {
@@ -542,7 +563,8 @@ where
         let groups = Groups::start(self.accumulate, &start.at, &start.trace);
         let mut frontend = Frontend {
             engine: Engine::new(
-                Backend::new(start.net, start.optimizer, self.loss, metrics),
+                Backend::new(start.net, start.optimizer, self.loss, metrics)
+                    .distributed(self.distributed, &device),
                 Some(device),
             ),
             replicas: self.replicas,
@@ -551,6 +573,7 @@ where
             progress: self.progress,
             evaluations: self.evaluations,
             checkpointing: self.checkpointing,
+            rank,
             epochs: self.epochs,
             rates: Rates {
                 base,
@@ -596,7 +619,9 @@ where
         }
         drop(run_in_progress);
         // The directory is free again for the next run (a resume, most likely).
-        if let Some(checkpointing) = &frontend.checkpointing {
+        if let Some(checkpointing) = &frontend.checkpointing
+            && writes
+        {
             checkpointing.unlock();
         }
         if let Err(error) = trained {

@@ -30,12 +30,26 @@ pub trait BatchSource {
 pub struct SyntheticEpochs {
     data: Synthetic,
     batches: usize,
+    /// This process's share: `(rank, ranks)`.
+    shard: (usize, usize),
 }
 
 impl SyntheticEpochs {
     /// `batches` batches per epoch from `data`.
     pub fn new(data: Synthetic, batches: usize) -> Self {
-        Self { data, batches }
+        Self {
+            data,
+            batches,
+            shard: (0, 1),
+        }
+    }
+
+    /// Rank `rank`'s share of a job of `ranks`: each rank draws its own `batches` batches per
+    /// epoch, batch `i` of epoch `e` being the data's batch `(e × batches + i) × ranks + rank`,
+    /// so that no two ranks train on the same batch, and a job of one is the process alone.
+    pub fn shard(mut self, rank: usize, ranks: usize) -> Self {
+        self.shard = (rank, ranks.max(1));
+        self
     }
 }
 
@@ -50,9 +64,10 @@ impl BatchSource for SyntheticEpochs {
         first: usize,
     ) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
         let start = (epoch * self.batches) as u64;
+        let (rank, ranks) = (self.shard.0 as u64, self.shard.1 as u64);
         Box::new(
             (first.min(self.batches) as u64..self.batches as u64)
-                .map(move |i| Ok(self.data.batch(start + i))),
+                .map(move |i| Ok(self.data.batch((start + i) * ranks + rank))),
         )
     }
 

@@ -262,6 +262,8 @@ mod tests {
             mean_loss: loss,
             max_depth: 1,
             device_time: Vec::new(),
+            allreduce_time: None,
+            allreduce_mb: None,
             metrics: BTreeMap::from([("test_acc".to_string(), acc)]),
         }
     }

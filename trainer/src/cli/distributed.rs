@@ -1,0 +1,77 @@
+//! `ember train --distributed mpi`: this process is one rank of a job that `mpirun` started,
+//! as PyTorch's DDP and Horovod run (see [`ember::parallel::mpi`] and
+//! [`ember_trainer::fit::Fit::distributed`]).
+
+use clap::ValueEnum;
+use ember::parallel::mpi::{Collective, Mpi};
+
+/// `--distributed`'s long help.
+pub const HELP: &str = "Train as one rank of a job of processes, one a device, that \
+    `mpirun -np N` started (on one host, or many with --hostfile), as PyTorch's DDP does: each \
+    rank takes its share of every epoch after the same seeded shuffle (PyTorch's \
+    DistributedSampler with drop_last: the last examples that do not divide by N are left out \
+    of the epoch), runs forward and backward on its own device, and MPI's all-reduce sums the \
+    gradients (in buckets of 25 MiB) before the same optimizer step on every rank. \
+    --batch-size is per rank: N ranks of batch b step as one process of batch N·b. The epoch's \
+    loss and metrics are the job's; rank 0 alone prints and writes --save, --metrics, \
+    --profile, --tensorboard and the checkpoints, which every rank reads on --resume (give a \
+    directory they all see). Every rank must be started with the same flags: one that was not \
+    makes the job refuse before training, naming the flag. The job's size is part of what a \
+    --resume must match. A rank that fails ends the job (MPI_Abort); Ctrl-C or SIGTERM ends it \
+    at once (not after the batch, as a process alone does): --checkpoint-every bounds what is \
+    trained again on --resume. Without mpirun, a job of one.";
+
+/// The engine that joins the ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Distributed {
+    /// MPI (Open MPI): `mpirun -np N ember train --distributed mpi …`.
+    Mpi,
+}
+
+/// This process's place in the job: MPI, started until this is dropped.
+pub struct Job {
+    _mpi: Mpi,
+    collective: Collective,
+}
+
+impl Job {
+    /// Starts MPI and joins the job.
+    pub fn start(kind: Distributed) -> anyhow::Result<Self> {
+        match kind {
+            Distributed::Mpi => {
+                let mpi = Mpi::init()?;
+                let collective = mpi.collective();
+                Ok(Self {
+                    _mpi: mpi,
+                    collective,
+                })
+            }
+        }
+    }
+
+    /// This process's rank, from 0.
+    pub fn rank(&self) -> usize {
+        self.collective.rank()
+    }
+
+    /// The job's collective, for the training loop.
+    pub fn collective(&self) -> Collective {
+        self.collective.clone()
+    }
+
+    /// Ends the job after this rank's `result`, where it failed and other ranks may wait for
+    /// it in a collective: its error is printed, then `MPI_Abort` ends every rank, as `mpirun`
+    /// ends the job when a rank dies, rather than leaving them waiting.
+    pub fn end(&self, result: anyhow::Result<()>) -> anyhow::Result<()> {
+        if result.is_err() && self.collective.size() > 1 {
+            let _ = super::exit_status(result);
+            self.collective.abort(1);
+        }
+        result
+    }
+
+    /// The job's size, as `--resume` records it: `mpi:N`.
+    pub fn describe(&self) -> String {
+        format!("mpi:{}", self.collective.size())
+    }
+}
