@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::cli::{ember, text};
+use crate::common::cli::{csv_rows, ember, text};
 use crate::common::params::{max_difference, values};
 
 /// `mpirun -np N ember ARGS`, as root and with more ranks than cores allowed.
@@ -87,6 +87,8 @@ fn n_ranks_of_batch_b_step_as_one_process_of_batch_n_b() {
                 &batch.to_string(),
                 "--save",
                 save.to_str().unwrap(),
+                "--metrics",
+                save.with_extension("csv").to_str().unwrap(),
             ]
             .iter()
             .map(|a| a.to_string())
@@ -125,6 +127,26 @@ fn n_ranks_of_batch_b_step_as_one_process_of_batch_n_b() {
             let (a, j) = (losses(&alone_out), losses(&stdout));
             assert_eq!(a.len(), 1);
             assert!((a[0] - j[0]).abs() < 1e-5, "{a:?} alone, {j:?} for the job");
+            // So is each batch's in the trace, and the training accuracy.
+            let (a, j) = (
+                csv_rows(&alone_path.with_extension("csv")),
+                csv_rows(&path.with_extension("csv")),
+            );
+            assert_eq!(a.len(), 5);
+            assert_eq!(j.len(), 5, "rank 0's trace, a row a step");
+            for (a, j) in a.iter().zip(&j) {
+                let (a, j): (f64, f64) = (a["loss"].parse().unwrap(), j["loss"].parse().unwrap());
+                assert!(
+                    (a - j).abs() < 1e-5,
+                    "batch loss {a} alone, {j} for the job"
+                );
+            }
+            let accuracy = |out: &str| {
+                out.lines()
+                    .find(|l| l.contains("train_acc"))
+                    .map(str::to_string)
+            };
+            assert_eq!(accuracy(&alone_out), accuracy(&stdout));
         }
     }
 }
@@ -210,7 +232,7 @@ fn a_resumed_job_goes_on_bit_for_bit_and_must_keep_its_size() {
     ];
     let mut once = small.to_vec();
     once.extend_from_slice(&["--save", &whole]);
-    job_succeeds(2, &chapter_job(&ck_whole, "5", &once));
+    let whole_out = job_succeeds(2, &chapter_job(&ck_whole, "5", &once));
     // Step 20 (of the last two kept) is batch 8 of epoch 2: the job goes on inside an epoch.
     let step = format!("{ck_whole}/step-0000000020");
     assert!(
@@ -222,6 +244,14 @@ fn a_resumed_job_goes_on_bit_for_bit_and_must_keep_its_size() {
     args.extend_from_slice(&["--resume", &step, "--save", &resumed]);
     let stdout = job_succeeds(2, &chapter_job(&ck_resumed, "5", &args));
     assert!(stdout.contains("resuming from"), "{stdout}");
+    // The resumed epoch's mean loss is the job's over all its batches, those before the
+    // resume included (the checkpoint carries the job's losses, not rank 0's).
+    let epoch_2 = |out: &str| losses(out).last().copied();
+    assert_eq!(
+        epoch_2(&stdout),
+        epoch_2(&whole_out),
+        "{stdout}\n{whole_out}"
+    );
     assert_eq!(
         std::fs::read(&whole).unwrap(),
         std::fs::read(&resumed).unwrap(),
@@ -331,4 +361,84 @@ fn a_killed_rank_ends_the_job_with_an_error_and_the_checkpoint_resumes() {
     );
     assert!(stdout.contains("resuming from"), "{stdout}");
     assert!(stdout.contains("epoch 1: time per epoch"), "{stdout}");
+}
+
+#[test]
+fn the_trace_shows_each_ranks_all_reduce_inside_its_step_and_what_each_policy_waits_for() {
+    let dir = tempfile::tempdir().unwrap();
+    for policy in ["barrier", "t+2"] {
+        let csv = dir.path().join(format!("{policy}.csv"));
+        let json = dir.path().join(format!("{policy}.json"));
+        job_succeeds(
+            2,
+            &[
+                "train",
+                "--device",
+                "flex",
+                "--features",
+                "64",
+                "--hidden",
+                "256,256",
+                "--batch-size",
+                "64",
+                "--batches",
+                "30",
+                "--sync",
+                policy,
+                "--distributed",
+                "mpi",
+                "--metrics",
+                csv.to_str().unwrap(),
+                "--profile",
+                json.to_str().unwrap(),
+            ],
+        );
+        let rows = csv_rows(&csv);
+        assert_eq!(rows.len(), 30);
+        let at = |row: &std::collections::BTreeMap<String, String>, key: &str| -> f64 {
+            row[key]
+                .parse()
+                .unwrap_or_else(|_| panic!("{policy}: {key} in {row:?}"))
+        };
+        let mut overlapped = 0;
+        for (t, row) in rows.iter().enumerate() {
+            // Each step's all-reduce lies between its issue and its completion.
+            let (start, end) = (at(row, "allreduce_start"), at(row, "allreduce_end"));
+            assert!(
+                at(row, "issue_end") <= start && start <= end,
+                "{policy} {t}: {row:?}"
+            );
+            assert!(end <= at(row, "done"), "{policy} {t}: {row:?}");
+            if let Some(next) = rows.get(t + 1) {
+                // The frontend issued batch t+1 while batch t's gradients were summed.
+                overlapped += usize::from(at(next, "issue_end") < end);
+            }
+            if policy == "t+2" && t >= 2 {
+                // ... but not batch t+2: it waits for batch t's step, all-reduce included.
+                let before = at(&rows[t - 2], "allreduce_end");
+                assert!(
+                    at(row, "issue_end") >= before,
+                    "{policy} {t}: issued too early"
+                );
+            }
+        }
+        match policy {
+            // The barrier waits for each step, its all-reduce included, before the next.
+            "barrier" => assert_eq!(overlapped, 0),
+            // t+2 lets the next batch go while this one's gradients travel.
+            _ => assert!(overlapped > 0, "t+2 never issued during an all-reduce"),
+        }
+        let profile: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+        let slices = profile["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "all-reduce")
+            .count();
+        assert_eq!(
+            slices, 30,
+            "{policy}: an all-reduce slice a step in the profile"
+        );
+    }
 }

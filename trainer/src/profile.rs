@@ -11,7 +11,9 @@
 //! - one `backend` track per device (every replica of a data-parallel run): per batch a
 //!   `compute` slice, from when the device could start it (its issue's end, or the end of the
 //!   device's batch before, whichever is later: the backend runs batches in order) to its
-//!   completion, tied to its `issue` by a flow arrow;
+//!   completion, tied to its `issue` by a flow arrow; in a job of ranks, the first device's
+//!   `compute` of a batch that ends an update holds an `all-reduce` slice (this rank's, within
+//!   the compute: the trace's `allreduce_start` to `allreduce_end`);
 //! - `epochs`: a slice per epoch, from its first issue to its last completion;
 //! - counters: the process's resident memory (MB, after each issue), the device pool (MB in use
 //!   and reserved, at each completion, on backends that have one), the batches in flight
@@ -180,6 +182,14 @@ impl Profile {
             for (k, device) in spans.iter().enumerate() {
                 if let Some([start, end]) = device[i] {
                     self.compute(pid, DEVICES + k as u64, batch, start, end);
+                    if let (0, Some(from), Some(to)) =
+                        (k, batch.allreduce_start, batch.allreduce_end)
+                    {
+                        // Nested in the compute slice, whose start is inferred.
+                        let span = [from.clamp(start, end), to.clamp(start, end)];
+                        let args = json!({ "began (s)": from, "returned (s)": to });
+                        self.slice(pid, DEVICES, "all-reduce", span, args);
+                    }
                 }
             }
             self.counters(pid, batch);

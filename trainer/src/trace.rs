@@ -60,6 +60,14 @@ pub struct BatchRecord {
     /// keeps one (`SyncPolicy::window`, read before its call: `auto` sizes it as it trains).
     #[serde(default)]
     pub window: Option<usize>,
+    /// In a job of ranks ([`crate::fit::Fit::distributed`]), on the batch that ends an update:
+    /// when this rank's all-reduce of the update's gradients began and returned (the wait for
+    /// the other ranks included); absent elsewhere.
+    #[serde(default)]
+    pub allreduce_start: Option<f64>,
+    /// See `allreduce_start`.
+    #[serde(default)]
+    pub allreduce_end: Option<f64>,
 }
 
 /// How many devices the batches were split across: the longest `device_done` (0 for a run on
@@ -286,6 +294,8 @@ pub(crate) mod examples {
             wait_start: None,
             wait_end: None,
             window: Some(1),
+            allreduce_start: None,
+            allreduce_end: None,
         }
     }
 

@@ -29,6 +29,8 @@ pub(super) struct Backend<B, L: Loss> {
     /// The job this process is a rank of ([`super::Fit::distributed`]), and the device its
     /// summed gradients go to.
     distributed: Option<(Collective, Device)>,
+    /// When each all-reduce since the job's epoch sums were last read began and returned.
+    exchanges: Vec<[std::time::Instant; 2]>,
 }
 
 /// Outputs the metrics have not seen yet, and how many values they hold.
@@ -67,6 +69,7 @@ where
             accumulated: GradientsAccumulator::new(),
             accumulated_examples: 0,
             distributed: None,
+            exchanges: Vec::new(),
         }
     }
 
@@ -130,7 +133,9 @@ where
         // (the shards are equal, so each rank had as many).
         let mut examples = examples;
         if let Some((collective, device)) = &mut self.distributed {
+            let started = std::time::Instant::now();
             grads = collective.sum_gradients(&self.net, grads, device)?;
+            self.exchanges.push([started, std::time::Instant::now()]);
             examples *= collective.size();
         }
         self.optimizer.set_learning_rate(rate);
@@ -158,16 +163,27 @@ where
         Ok(StepLosses(losses))
     }
 
-    /// `values` summed over the job's ranks (as they are for a process alone), and what this
-    /// rank's gradient all-reduces did since the last call.
-    pub(super) fn job_sum(&mut self, mut values: Vec<f64>) -> (Vec<f64>, Exchanged) {
-        match &mut self.distributed {
-            Some((collective, _)) => {
-                collective.sum_f64(&mut values);
-                (values, collective.take_exchanged())
-            }
-            None => (values, Exchanged::default()),
+    /// In a job, `losses` (this rank's batch means) become the job's: the mean of every rank's
+    /// mean of each batch (the shards are equal). Alone, as given.
+    pub(super) fn job_losses(&self, mut losses: Vec<f64>) -> Vec<f64> {
+        if let Some((collective, _)) = &self.distributed {
+            collective.sum_f64(&mut losses);
+            let ranks = collective.size() as f64;
+            losses.iter_mut().for_each(|l| *l /= ranks);
         }
+        losses
+    }
+
+    /// A job's epoch end: `metrics` (this rank's, as JSON) become rank 0's, so that every rank
+    /// decides alike on them; and what this rank's all-reduces did since the last call, and
+    /// when each began and returned. Alone, as given.
+    pub(super) fn job_epoch(&mut self, metrics: Vec<u8>) -> JobEpoch {
+        let spans = std::mem::take(&mut self.exchanges);
+        let Some((collective, _)) = &mut self.distributed else {
+            return (metrics, Exchanged::default(), spans);
+        };
+        let first = collective.gather(&metrics).swap_remove(0);
+        (first, collective.take_exchanged(), spans)
     }
 
     /// Gives the pending outputs to the metrics, as one chunk.
@@ -245,6 +261,10 @@ where
         values
     }
 }
+
+/// What [`Backend::job_epoch`] gives: rank 0's metrics, the all-reduces' totals, and their
+/// spans.
+pub(super) type JobEpoch = (Vec<u8>, Exchanged, Vec<[std::time::Instant; 2]>);
 
 /// A step's per-example losses, one tensor per device it ran on. Each is a fence: the step is
 /// done when every device has computed its share, and its handle gives the batch's mean loss.

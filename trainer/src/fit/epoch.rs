@@ -28,6 +28,11 @@ pub(super) struct Epoch {
     pub(super) epoch: usize,
     pub(super) flight: InFlight,
     pub(super) records: Vec<BatchRecord>,
+    /// In a job: how many of the records hold the job's losses (those a resumed run carried
+    /// from its checkpoint, then those `Frontend::job_losses` made so).
+    pub(super) reduced: usize,
+    /// The records, by index, of this process's batches that ended an update, in order.
+    pub(super) updates: Vec<usize>,
     /// Records observed whose device-pool sample is not read yet, with their handles.
     unsampled: Vec<(usize, Handle<f32>)>,
     rss_before: u64,
@@ -45,7 +50,9 @@ impl Epoch {
         Self {
             epoch,
             flight: InFlight::new(epoch, rss_before),
+            reduced: carried.len(),
             records: carried,
+            updates: Vec::new(),
             unsampled: Vec::new(),
             rss_before,
             peak_rss: rss_before,

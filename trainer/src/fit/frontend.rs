@@ -79,7 +79,7 @@ where
     L::Target: Target,
 {
     /// Seconds from the run's start to `at`.
-    fn seconds(&self, at: Instant) -> f64 {
+    pub(super) fn seconds(&self, at: Instant) -> f64 {
         at.saturating_duration_since(self.start).as_secs_f64()
     }
 
@@ -131,19 +131,17 @@ where
         // The next epoch starts at its first batch.
         self.at.epoch = epoch + 1;
         self.at.next_batch = 0;
-        let metrics = self.metrics()?;
+        let mut metrics = self.metrics()?;
+        let exchanged = match self.rank {
+            Some(_) => {
+                let (job, exchanged) = self.job_epoch(&mut current, metrics)?;
+                metrics = job;
+                Some(exchanged)
+            }
+            None => None,
+        };
         let mut record = current.record(&self.kind, end, rss_after, metrics);
-        if self.rank.is_some() {
-            // The job's mean: every rank ran as many batches.
-            let sums = vec![
-                record.mean_loss * record.batches as f64,
-                record.batches as f64,
-            ];
-            let (sums, exchanged) = self
-                .engine
-                .issue(move |b: &mut Backend<B, L>| Ok(Host(b.job_sum(sums))))
-                .wait()?;
-            record.mean_loss = sums[0] / sums[1].max(1.0);
+        if let Some(exchanged) = exchanged {
             record.allreduce_time = Some(exchanged.seconds);
             record.allreduce_mb = Some(exchanged.values as f64 * 4.0 / 1e6);
         }
@@ -178,6 +176,9 @@ where
             false => {
                 let rate = self.rates.of(self.groups.update(), current.epoch)?;
                 self.groups.close();
+                if let Some(last) = current.records.len().checked_sub(1) {
+                    current.updates.push(last);
+                }
                 Some(
                     self.engine
                         .issue(move |b: &mut Backend<B, L>| b.apply(rate).map(Host)),
@@ -316,6 +317,7 @@ where
             callback.batch_begin(current.epoch, index, rate)?;
         }
         let update = self.groups.issue();
+        let ends_update = update;
         // The issue ends as the step is handed over: the backend may run and finish it before
         // this thread is scheduled again, so a later instant could come after its completion.
         current.last_issue = Instant::now();
@@ -346,7 +348,12 @@ where
             wait_start: wait.map(|[start, _]| self.seconds(start)),
             wait_end: wait.map(|[_, end]| self.seconds(end)),
             window,
+            allreduce_start: None,
+            allreduce_end: None,
         });
+        if ends_update {
+            current.updates.push(current.records.len() - 1);
+        }
         let elapsed = self.seconds(current.last_issue) - self.seconds(current.start);
         self.progress.issued(current.epoch, index, elapsed);
         Ok(())
@@ -372,6 +379,9 @@ where
         current.flight.wait_all()?;
         self.observe(current)?;
         current.sample_pools();
+        if self.rank.is_some() {
+            self.job_losses(current)?;
+        }
         self.checkpoint(&current.records)
     }
 

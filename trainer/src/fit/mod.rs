@@ -46,6 +46,7 @@ mod callback;
 mod epoch;
 mod frontend;
 mod groups;
+mod job;
 mod lr_find;
 mod progress;
 mod rates;
