@@ -121,6 +121,9 @@ where
         if self.stopped.is_none() && !self.halted {
             self.stopped = requested();
             if self.stopped.is_some() {
+                if self.rank.is_some() {
+                    self.job_losses(&mut current)?;
+                }
                 self.checkpoint(&current.records)?;
             }
         }

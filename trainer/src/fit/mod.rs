@@ -429,7 +429,10 @@ where
     /// batch b step as one process of batch N·b, and every rank steps alike. The epoch's mean
     /// loss and training metrics are the job's. Rank 0 alone writes checkpoints (every rank
     /// takes part in reading the metrics' sums for them); a resumed job reads them on every
-    /// rank, from a directory they all see.
+    /// rank, from a directory they all see. Every rank must make the same calls to the same
+    /// collectives: the same settings, and no stop that one rank could take alone (a
+    /// callback's stop at a batch's end, [`crate::signals`]: `ember train` installs no signal
+    /// handler in a job). Epoch-end decisions are safe: every rank takes rank 0's metrics.
     pub fn distributed(mut self, collective: ember::parallel::mpi::Collective) -> Self {
         self.distributed = Some(collective);
         self
