@@ -2,8 +2,11 @@
 //! as PyTorch's DDP and Horovod run (see [`ember::parallel::mpi`] and
 //! [`ember_trainer::fit::Fit::distributed`]).
 
+use std::collections::BTreeMap;
+
 use clap::ValueEnum;
 use ember::parallel::mpi::{Collective, Mpi};
+use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
 
 /// `--distributed`'s long help.
 pub const HELP: &str = "Train as one rank of a job of processes, one a device, that \
@@ -68,6 +71,36 @@ impl Job {
             self.collective.abort(1);
         }
         result
+    }
+
+    /// Before any step, that every rank was started alike: `description` (what a resume must
+    /// match), and what decides where the collectives fall: the run's `epochs`, the `batches`
+    /// of each, the checkpoints' interval and the step a resume goes on from. A rank started
+    /// otherwise would train another model, or wait in a collective the others never call.
+    pub fn agree(
+        &self,
+        description: &BTreeMap<String, String>,
+        epochs: usize,
+        batches: usize,
+        checkpoint: &Option<Checkpointing>,
+        resume: &Option<Checkpoint>,
+    ) -> anyhow::Result<()> {
+        let mut settings = description.clone();
+        let every = checkpoint.as_ref().map(|c| match c.every {
+            Some(every) => format!("{every} batches"),
+            None => "epoch".to_string(),
+        });
+        let resumed = resume.as_ref().map(|c| c.position.steps.to_string());
+        settings.extend([
+            ("--epochs".to_string(), epochs.to_string()),
+            ("batches per epoch".to_string(), batches.to_string()),
+            (
+                "checkpoints every".to_string(),
+                every.unwrap_or("none".into()),
+            ),
+            ("resumed step".to_string(), resumed.unwrap_or("none".into())),
+        ]);
+        Ok(self.collective.agree(&settings)?)
     }
 
     /// The job's size, as `--resume` records it: `mpi:N`.

@@ -466,31 +466,14 @@ impl Run<'_> {
         }
         let description = self.description();
         if let Some(job) = self.job {
-            // Before any step: a rank started otherwise would train another model, or call
-            // its collectives at other steps (another length of run or epoch, other
-            // checkpoints, another resumed step) and leave the others waiting.
-            let mut settings = description.clone();
-            let checkpoints = self.outputs.checkpoint.as_ref();
-            let resumed = self.outputs.resume.as_ref();
-            settings.extend([
-                ("--epochs".to_string(), self.epochs.to_string()),
-                (
-                    "batches per epoch".to_string(),
-                    progress.batches.to_string(),
-                ),
-                (
-                    "checkpoints every".to_string(),
-                    checkpoints.map_or("none".to_string(), |c| match c.every {
-                        Some(every) => format!("{every} batches"),
-                        None => "epoch".to_string(),
-                    }),
-                ),
-                (
-                    "resumed step".to_string(),
-                    resumed.map_or("none".to_string(), |c| c.position.steps.to_string()),
-                ),
-            ]);
-            job.collective().agree(&settings)?;
+            let (checkpoint, resume) = (&self.outputs.checkpoint, &self.outputs.resume);
+            job.agree(
+                &description,
+                self.epochs,
+                progress.batches,
+                checkpoint,
+                resume,
+            )?;
         }
         let mut fit = fit
             .replicas(self.replicas)
