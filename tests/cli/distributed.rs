@@ -276,12 +276,7 @@ fn rank_pid(mpirun: u32, rank: usize) -> Option<u32> {
         let Ok(pid) = entry.ok()?.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let parent = stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
+        let parent = ember::io::proc_stat(pid).and_then(|f| f.get(1)?.parse::<u32>().ok());
         let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
         let has = environ
             .split(|b| *b == 0)

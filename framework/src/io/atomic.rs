@@ -163,17 +163,21 @@ pub fn running(pid: u32) -> bool {
     if Path::new("/proc/self").exists() {
         // A zombie has ended: only its exit status waits for a parent to read it (a rank whose
         // `mpirun` was gone when it died, until init reaps it).
-        match fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(stat) => !stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next())
-                .is_some_and(|state| state == "Z" || state == "X"),
-            Err(_) => false,
-        }
+        proc_stat(pid).is_some_and(|fields| !matches!(fields[0].as_str(), "Z" | "X"))
     } else {
         true
     }
+}
+
+/// The fields of `/proc/PID/stat` after the command's name (Linux), from the state on: `[0]`
+/// the state, `[1]` the parent's pid, `[19]` the start time in clock ticks since boot. `None`
+/// where there is no such process, or no `/proc`. The name, in parentheses, may hold spaces
+/// and parentheses: the fields count from its last `)`.
+pub fn proc_stat(pid: u32) -> Option<Vec<String>> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<String> = after.split_whitespace().map(str::to_string).collect();
+    (!fields.is_empty()).then_some(fields)
 }
 /// Gives `file` the permissions of the `target` it replaces, or, for a new one, those of a
 /// file a user creates (0644): writers' own scratch files are often 0600.
@@ -209,7 +213,7 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| s.contains(") Z")) {
+        while !proc_stat(pid).is_some_and(|fields| fields[0] == "Z") {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the child never exited"

@@ -9,7 +9,7 @@ pub mod safetensors;
 mod temporary;
 
 pub use atomic::{
-    remove_stale_in, remove_temporaries, running, write_atomic, write_atomic_bytes,
+    proc_stat, remove_stale_in, remove_temporaries, running, write_atomic, write_atomic_bytes,
     write_atomic_dir,
 };
 pub use output::{Identity, check, check_dir, describe, identity, place};

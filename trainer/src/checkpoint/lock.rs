@@ -87,10 +87,7 @@ impl Checkpointing {
 /// When process `pid` started, in clock ticks since boot (Linux: field 22 of
 /// `/proc/PID/stat`); `None` elsewhere.
 pub(super) fn started_at(pid: u32) -> Option<u64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command's name, in parentheses, may hold spaces: the fields count from its end.
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_whitespace().nth(19)?.parse().ok()
+    ember::io::proc_stat(pid)?.get(19)?.parse().ok()
 }
 
 /// The command line of process `pid` (Linux), its arguments joined by spaces.
