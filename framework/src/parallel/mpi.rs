@@ -63,11 +63,10 @@ impl Mpi {
         #[cfg(not(feature = "mpi"))]
         Err(Error::NotBuilt {
             device: "--distributed mpi".to_string(),
-            backend: "MPI".to_string(),
+            backend: "MPI",
             why: "it was compiled without the `mpi` feature (the default build has it): \
                   install Open MPI (`apt-get install libopenmpi-dev openmpi-bin`) and build \
-                  with the default features"
-                .to_string(),
+                  with the default features",
         })
     }
 
