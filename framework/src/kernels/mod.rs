@@ -41,5 +41,4 @@ pub use choice::{ENV, Kernels, Status, chosen, set_kernels, status, with_kernels
 pub use counters::counts;
 pub(crate) use dispatch::{activation, batch_norm, conv, dense, pool};
 pub use eltwise::Eltwise;
-pub(crate) use normalized::Normalized;
 pub(crate) use window::Window;

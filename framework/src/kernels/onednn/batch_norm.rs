@@ -175,7 +175,7 @@ pub fn batch_norm<const D: usize>(
     beta: &Tensor<1>,
     stats: Option<(&Tensor<1>, &Tensor<1>)>,
     epsilon: f64,
-) -> Option<crate::kernels::Normalized<D>> {
+) -> Option<crate::kernels::normalized::Normalized<D>> {
     let dims = x.dims().to_vec();
     // Other shapes go to burn's path, which says what is wrong with them.
     let per_channel = |t: &Tensor<1>| t.dims()[0] == dims[1];
