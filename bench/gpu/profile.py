@@ -111,18 +111,25 @@ def ncu(cmd, out_dir, reuse):
     return kernels
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def ember_parser(doc):
+    """The flags of a suite script that runs ember's workloads (this one and tune.py): where it
+    writes, which ember on which device, the data, and more flags for ember after --."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True)
     p.add_argument("--ember", required=True)
     p.add_argument("--device", required=True)
+    p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("extra", nargs="*", help="more flags for ember (after --)")
+    return p
+
+
+def main():
+    p = ember_parser(__doc__)
     p.add_argument("--results", default="")
     p.add_argument("--workload", default="", help="profile this bench/peers.py workload instead "
                    "of the slowest ratio's")
-    p.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
     p.add_argument("--reuse", action="store_true", help="run nothing: read the traces and ncu.csv "
                    "already in --out (a profile taken on the card, written up elsewhere)")
-    p.add_argument("extra", nargs="*", help="more flags for ember (after --)")
     a = p.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -134,25 +141,21 @@ def main():
         workload, ratio, log = pick
         why = f"the highest ember / PyTorch epoch ratio, {ratio:.3f}, in {log}"
     lines = [f"# Profile: {workload} on {a.device}", "", f"Chosen: {why}.", ""]
-    cmd = ember_command(workload, a)
-    if workload == "resnet":
-        lines += ["The ResNet runs as the example binary, which writes no trace: ncu only.", ""]
-    else:
-        cmd += a.extra
-        lines += ["ember's trace, medians per batch (the first three batches left out):", "",
-                  "| sync | batches | host issue (ms) | wall (ms) | host share |", "|---|---:|---:|---:|---:|"]
-        for sync in ("barrier", "none"):
-            rows = trace(cmd, out / f"trace-{sync}.csv", sync, a.reuse)
-            if isinstance(rows, str):
-                lines.append(f"| {sync} | {rows} | | | |")
-                continue
-            issue, wall, n = per_batch(rows)
-            lines.append(f"| {sync} | {n} | {issue:.3f} | {wall:.3f} | {issue / wall:.0%} |")
-        lines += ["", "Host issue is ember's frontend making the batch and handing it to the "
-                  "backend thread; the rest of the wall time is that thread's burn calls (autodiff, "
-                  "fusion, kernel launches), the card's work and the loss's readback. Beside "
-                  "ncu's kernel time per batch below, it says how much of a batch the card "
-                  "computes.", ""]
+    cmd = ember_command(workload, a) + a.extra
+    lines += ["ember's trace, medians per batch (the first three batches left out):", "",
+              "| sync | batches | host issue (ms) | wall (ms) | host share |", "|---|---:|---:|---:|---:|"]
+    for sync in ("barrier", "none"):
+        rows = trace(cmd, out / f"trace-{sync}.csv", sync, a.reuse)
+        if isinstance(rows, str):
+            lines.append(f"| {sync} | {rows} | | | |")
+            continue
+        issue, wall, n = per_batch(rows)
+        lines.append(f"| {sync} | {n} | {issue:.3f} | {wall:.3f} | {issue / wall:.0%} |")
+    lines += ["", "Host issue is ember's frontend making the batch and handing it to the "
+              "backend thread; the rest of the wall time is that thread's burn calls (autodiff, "
+              "fusion, kernel launches), the card's work and the loss's readback. Beside "
+              "ncu's kernel time per batch below, it says how much of a batch the card "
+              "computes.", ""]
     kernels = ncu(cmd, out, a.reuse) if a.device == "cuda" else "not a CUDA device: ember's trace only"
     if isinstance(kernels, str):
         lines.append(f"Nsight Compute: {kernels}.")

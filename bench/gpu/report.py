@@ -1,5 +1,5 @@
 """Writes the GPU suite's report.md from what bench/gpu/run.sh left in a directory: the steps,
-the card and what `auto` picks, the chapter's 11 experiments, the sync policies compared, ember
+the card and what `auto` picks, burn's kernel tuning, the chapter's 11 experiments, the sync policies compared, ember
 beside PyTorch and JAX, the profile, and the verdicts on the suite's goals. Standard library
 only: CI runs it in the dry run.
 
@@ -15,8 +15,9 @@ from pathlib import Path
 T2_THROUGHPUT = 0.03  # t+2 within 3 % of none's batches per second
 T2_MEMORY_BATCHES = 2  # t+2's device memory within 2 batches of the barrier's
 PEER_RATIO = 1.0  # ember / PyTorch at most this, per workload
-SECTIONS = ["Steps", "The card and `auto`", "The chapter's 11 experiments", "Sync policies compared",
-            "Beside PyTorch and JAX", "Profile of the slowest ratio", "Verdicts"]
+SECTIONS = ["Steps", "The card and `auto`", "Kernel tuning", "The chapter's 11 experiments",
+            "Sync policies compared", "Beside PyTorch and JAX", "Profile of the slowest ratio",
+            "Verdicts"]
 
 
 def read(path):
@@ -166,6 +167,7 @@ def main():
     body = {
         "Steps": step_lines,
         "The card and `auto`": card(out),
+        "Kernel tuning": [read(out / "tune/tune.md").strip() or "bench/gpu/tune.py wrote nothing."],
         "The chapter's 11 experiments": chapter_lines,
         "Sync policies compared": compare_lines,
         "Beside PyTorch and JAX": peer_lines,

@@ -7,14 +7,16 @@
 #        bench/gpu/run.sh --dry-run [--out DIR] [--ember PATH]
 #
 # Every call carries the whole bundle (under 64 MiB); the parts split the time, as a call of the
-# device tool runs at most 10 minutes:
+# device tool runs at most 10 minutes. Each part begins with burn's kernel tuning for its
+# workloads on cuda (bench/gpu/tune.py), timed on its own:
 #   --part 1     the card, the chapter's 11 experiments and `ember compare` with the window
 #                sweep on cuda, the chapter's epoch beside PyTorch and JAX, and the ResNet
 #                beside PyTorch
-#   --part 2     the experiments and the comparison on wgpu, the MLP and LeNet beside PyTorch
-#                and JAX, ember on wgpu beside them, and a profile of the slowest ratio
-#   --part all   both, in one call: with --rounds 1 about 8 minutes by the 2026-11-25 run's
-#                step times, and --budget skips what would not fit
+#   --part 2     the MLP and LeNet beside PyTorch and JAX, the experiments and the comparison on
+#                wgpu (which tune their own kernels), ember on wgpu beside the peers, and a
+#                profile of the slowest ratio
+#   --part all   both, in one call; --budget skips what would not fit (on 2026-11-26, with
+#                tuning in every process, part 2 did not start)
 #   --out DIR    where everything goes (default: $OUT on the device machine, else bench/gpu/out)
 #   --bundle DIR what bench/gpu/bundle.sh made (default .gpu)
 #   --rounds N   interleaved rounds of the side-by-side runs (default 3)
@@ -130,7 +132,12 @@ fi
 export PYTHONUNBUFFERED=1
 data="${FASHION_MNIST:-/tmp/ember-gpu/fashion-mnist}"
 python="${PYTHON:-python3}"
+case "$ember" in /*) ;; *) ember="$PWD/$ember" ;; esac
+case "$data" in /*) ;; *) data="$PWD/$data" ;; esac
 echo "GPU suite, $mode; part $part; ember: $ember; out: $out"
+# Every step runs in a scratch directory, as bench/peers.py's runs do: with no Cargo project
+# above it, cubecl keeps its kernel-tuning cache in the user's (~/.cache/cubecl), one for all.
+cd "$(mktemp -d)" || fail "no scratch directory"
 
 if [ "$dry" = 1 ]; then
     runs 1 && skip 1 nvidia-smi "dry run"
@@ -138,6 +145,25 @@ else
     # Each call's machine: its card.
     step "${part/all/1}" nvidia-smi 30 nvidia-smi
 fi
+# tune PART: burn's kernel tuning first (bench/gpu/tune.py): each of the call's workloads twice,
+# the first process tuning its shapes into cubecl's cache, the second reading them back; the
+# steps after it then time trained epochs rather than tuning.
+tune() {
+    local workloads
+    if [ "$dry" = 1 ]; then
+        workloads=chapter-barrier
+    else
+        case "$part" in
+            1) workloads=chapter-barrier,resnet ;;
+            2) workloads=mlp,lenet ;;
+            all) workloads=chapter-barrier,mlp,lenet,resnet ;;
+        esac
+    fi
+    step "$1" tune 300 "$python" "$root/bench/gpu/tune.py" --out "$out/tune" --ember "$ember" \
+        --device "${devices[0]}" --workloads "$workloads" --data-dir "$data" \
+        -- "${profile_flags[@]}"
+}
+
 if runs 1; then
     if [ "$dry" != 1 ]; then
         # What ember's CUDA and wgpu backends load at run time, and the profilers there are.
@@ -145,6 +171,7 @@ if runs 1; then
         step 1 environment 30 bash -c "$probe"
     fi
     step 1 devices 60 "$ember" devices
+    tune 1
     # cuda's experiments and comparison first, then the peers, then wgpu's.
     d="${devices[0]}"
     step 1 "chapter-$d" 180 "$ember" bench --report "$out/chapter-$d" --gpu "$d" --device "$d" \
@@ -166,6 +193,14 @@ if runs 1; then
 fi
 
 if runs 2; then
+    [ "$part" = 2 ] && tune 2
+    # cuda's comparison with the peers first: in one call (--part all), --budget cuts the end.
+    if [ "$dry" = 1 ]; then
+        skip 2 peers-cuda "dry run: CI does not install PyTorch and JAX"
+    else
+        step 2 peers-cuda 240 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
+            --data-dir "$data" --rounds "$rounds" --epochs 2 --workloads mlp,lenet
+    fi
     for d in "${devices[@]:1}"; do
         step 2 "chapter-$d" 120 "$ember" bench --report "$out/chapter-$d" --gpu "$d" \
             --device "$d" "${bench_flags[@]}"
@@ -173,11 +208,8 @@ if runs 2; then
             "${compare_flags[@]}"
     done
     if [ "$dry" = 1 ]; then
-        skip 2 peers-cuda "dry run: CI does not install PyTorch and JAX"
         skip 2 peers-wgpu "dry run: CI does not install PyTorch and JAX"
     else
-        step 2 peers-cuda 240 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
-            --data-dir "$data" --rounds "$rounds" --epochs 2 --workloads mlp,lenet
         step 2 peers-wgpu 150 "$python" "$root/bench/peers.py" --device wgpu --ember "$ember" \
             --data-dir "$data" --rounds "$(( rounds < 2 ? rounds : 2 ))" --epochs 2 \
             --workloads chapter-barrier,mlp

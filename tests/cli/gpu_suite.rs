@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The report's sections, in order (bench/gpu/report.py's SECTIONS).
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "## Steps",
     "## The card and `auto`",
+    "## Kernel tuning",
     "## The chapter's 11 experiments",
     "## Sync policies compared",
     "## Beside PyTorch and JAX",
@@ -57,7 +58,7 @@ fn the_dry_run_writes_every_section_of_the_report() {
     }
     // Every step ran to its end, or was skipped for a reason the dry run gives.
     let steps = section(&report, "## Steps");
-    for step in ["devices", "chapter-flex", "compare-flex", "profile"] {
+    for step in ["devices", "tune", "chapter-flex", "compare-flex", "profile"] {
         assert!(
             steps.contains(&format!("| {step} | ok |")),
             "{step}:\n{steps}"
@@ -69,6 +70,31 @@ fn the_dry_run_writes_every_section_of_the_report() {
             "{peers}:\n{steps}"
         );
     }
+    // The tuning step timed both processes of the chapter's run (one epoch, as bench/peers.py
+    // runs it), and divided one by the other.
+    let tuning = section(&report, "## Kernel tuning");
+    let row = tuning
+        .lines()
+        .find(|l| l.starts_with("| chapter-barrier |"))
+        .unwrap_or_else(|| panic!("no chapter-barrier row:\n{tuning}"));
+    let seconds: Vec<f64> = row
+        .split('|')
+        .skip(2)
+        .take(3)
+        .map(|c| c.trim().parse().unwrap_or(f64::NAN))
+        .collect();
+    assert!(
+        seconds.len() == 3 && seconds.iter().all(|s| *s > 0.0),
+        "{row}"
+    );
+    assert!(
+        (seconds[1] / seconds[0] - seconds[2]).abs() < 0.15 * seconds[2],
+        "second / first: {row}"
+    );
+    assert!(
+        tuning.contains("one epoch, with --batches 6"),
+        "the dry run's sizes: {tuning}"
+    );
     // The chapter's table holds all 11 experiments, each with its verdict.
     let chapter = section(&report, "## The chapter's 11 experiments");
     let rows = chapter.lines().filter(|l| l.starts_with("| [")).count();
