@@ -14,24 +14,22 @@ It writes tune.md into --out.
 Run: python3 bench/gpu/tune.py --out DIR --ember PATH --device cuda [--workloads W,...]
          [--data-dir DIR] [-- EXTRA EMBER FLAGS]
 """
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from profile import ember_command, ember_parser  # noqa: E402
+import peers  # noqa: E402  (on the path profile puts bench/ on)
 
 
 def timed(cmd):
-    """Seconds `cmd` took, or the error that ended it."""
-    start = time.monotonic()
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    seconds = time.monotonic() - start
-    if run.returncode != 0:
-        last = (run.stderr or run.stdout).strip().splitlines()[-1:] or [""]
-        return f"exit {run.returncode}: {last[0]}".replace("|", "\\|")
-    return seconds
+    """Seconds `cmd` took (bench/peers.py's run: in a scratch directory, as the peers' runs),
+    or why it failed."""
+    try:
+        return peers.run(cmd)[2]
+    except peers.Failed as failed:
+        last = str(failed).strip().splitlines()[-1:] or [""]
+        return f"failed: {last[0]}".replace("|", "\\|")
 
 
 def main():
