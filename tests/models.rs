@@ -284,3 +284,102 @@ fn the_warm_up_changes_no_parameter() {
     };
     assert_eq!(trained(true), trained(false));
 }
+
+/// The user's residual network of the test above, without dropout.
+fn residual_net(device: &Device) -> Sequential<Residual> {
+    Sequential::new()
+        .add(Conv2D::new(8, 3).padding(1))
+        .add(BatchNorm::new())
+        .add(Activation::Relu)
+        .add_block(residual(8))
+        .add(Flatten)
+        .add(Dense::new(2))
+        .initialize(Init::Xavier, device)
+}
+
+/// Each BatchNorm's running statistics, by parameter name, as `save_parameters` writes them
+/// after `valid()` has taken in every update still held per thread.
+fn running_statistics(net: &Sequential<Residual>) -> std::collections::BTreeMap<String, Vec<f32>> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("net.safetensors");
+    net.valid().save_parameters(&path).unwrap();
+    common::params::tensors(&path)
+        .into_iter()
+        .filter(|(name, _)| name.contains("running"))
+        .map(|(name, bytes)| {
+            let values = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            (name, values)
+        })
+        .collect()
+}
+
+/// `infer_shape` and `summarize` run an example through the network, also through a block's
+/// own `forward` (the residual block's `infer`), on a training device: the example trains
+/// nothing, so every BatchNorm keeps its fresh statistics (mean 0, variance 1).
+#[test]
+fn an_example_that_resolves_sizes_leaves_the_running_statistics_alone() {
+    let device = Device::flex().autodiff();
+    // Images whose channels have means of 3 and variances far from 1.
+    let x: Tensor<4> = Images::new(1).batches[0].x_on(&device).unwrap().rank();
+    let example: NdTensor = x.mul_scalar(4.0).add_scalar(3.0).into();
+    let fresh = |stats: std::collections::BTreeMap<String, Vec<f32>>| {
+        assert_eq!(stats.len(), 4, "{stats:?}");
+        for (name, values) in stats {
+            let expected = if name.ends_with("running_mean") {
+                0.0
+            } else {
+                1.0
+            };
+            assert!(values.iter().all(|&v| v == expected), "{name}: {values:?}");
+        }
+    };
+    let net = residual_net(&device).infer_shape(example.clone()).unwrap();
+    fresh(running_statistics(&net));
+    let (net, _) = residual_net(&device).summarize(example).unwrap();
+    fresh(running_statistics(&net));
+}
+
+/// The same network, from the same parameter file, through one epoch of `fit` (the step on the
+/// engine's worker thread, the sizes resolved on the caller's) on flex and on wgpu: the
+/// running statistics agree. They did not while the example that resolved the sizes updated
+/// them: burn keeps each update per thread, and the caller's was averaged into the worker's.
+#[test]
+fn running_statistics_after_fit_agree_on_flex_and_wgpu() {
+    let flex = Device::flex().autodiff();
+    let images = Images::new(4);
+    let dir = tempfile::tempdir().unwrap();
+    let start = dir.path().join("start.safetensors");
+    let example = |device: &Device| images.batches[0].x_on(device).unwrap();
+    residual_net(&flex)
+        .infer_shape(example(&flex))
+        .unwrap()
+        .save_parameters(&start)
+        .unwrap();
+    let trained = |device: &Device| {
+        let net = residual_net(device)
+            .infer_shape(example(device))
+            .unwrap()
+            .load_parameters(&start, device)
+            .unwrap();
+        let trainer = Optimizer::new(&net, "sgd", 0.1).unwrap();
+        let run = Fit::new(net, SoftmaxCrossEntropyLoss, trainer, device)
+            .epochs(1)
+            .run(&mut images.clone())
+            .unwrap();
+        running_statistics(&run.net)
+    };
+    let (on_flex, on_wgpu) = (trained(&flex), trained(&common::wgpu().autodiff()));
+    assert_eq!(on_flex.len(), 4);
+    for (name, a) in &on_flex {
+        let b = &on_wgpu[name];
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x - y).abs() <= 1e-4 * x.abs().max(1.0),
+                "{name}: flex {a:?}, wgpu {b:?}"
+            );
+        }
+    }
+}

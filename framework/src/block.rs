@@ -34,6 +34,8 @@
 //! assert!(err.to_string().contains("Residual"), "{err}");
 //! ```
 
+use std::cell::Cell;
+
 use burn::module::{Module, ModuleDisplay};
 use burn::tensor::Device;
 
@@ -96,11 +98,15 @@ pub trait Block: Module + ModuleDisplay + Sized {
     }
 
     /// Gluon's `infer_shape`: runs an example input through the block, so that every
-    /// deferred parameter takes its shape now. See [`Block::infer`].
+    /// deferred parameter takes its shape now. See [`Block::infer`]. The example trains
+    /// nothing: a [`BatchNorm`](crate::BatchNorm) it passes through, also through a block's
+    /// own `forward`, keeps its running statistics as they were (burn's `nn::BatchNorm`
+    /// inside a block of one's own does not know this, and takes the example in).
     ///
     /// # Errors
     /// As [`Block::infer`].
     fn infer_shape(self, example: impl Into<NdTensor>) -> Result<Self> {
+        let _inferring = Inferring::enter();
         self.infer(example.into()).map(|(block, _)| block)
     }
 
@@ -133,4 +139,30 @@ pub trait Block: Module + ModuleDisplay + Sized {
     fn load_parameters(self, path: impl AsRef<std::path::Path>, device: &Device) -> Result<Self> {
         crate::io::safetensors::load_parameters(self, path, device)
     }
+}
+
+thread_local! {
+    /// Whether this thread is inside [`Block::infer_shape`].
+    static INFERRING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks this thread as inferring shapes until dropped (nested calls keep the outer mark).
+pub(crate) struct Inferring(bool);
+
+impl Inferring {
+    pub(crate) fn enter() -> Self {
+        Self(INFERRING.with(|i| i.replace(true)))
+    }
+}
+
+impl Drop for Inferring {
+    fn drop(&mut self) {
+        INFERRING.with(|i| i.set(self.0));
+    }
+}
+
+/// Whether the running thread is inside [`Block::infer_shape`] (or `summarize`): a layer with
+/// state that training updates (BatchNorm's running statistics) leaves it as it is.
+pub(crate) fn inferring() -> bool {
+    INFERRING.with(Cell::get)
 }

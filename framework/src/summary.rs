@@ -55,7 +55,8 @@ pub struct Summary {
 
 impl<U: Block> Sequential<U> {
     /// Gluon's `net.summary(x)`: passes `x` through each layer in turn (resolving deferred
-    /// sizes, as [`Block::infer`] does) and records its output shape and parameters. Returns
+    /// sizes, as [`Block::infer_shape`] does, which leaves BatchNorm's running statistics as
+    /// they are) and records its output shape and parameters. Returns
     /// the network, resolved, and the summary.
     ///
     /// # Errors
@@ -63,6 +64,8 @@ impl<U: Block> Sequential<U> {
     pub fn summarize(self, x: NdTensor) -> Result<(Self, Summary)> {
         let input = x.dims();
         let mut rows = Vec::new();
+        // The example trains nothing, as in `infer_shape`.
+        let _inferring = crate::block::Inferring::enter();
         let (net, _) = rows_of(self, x, "", 0, &mut rows)?;
         let total = net.num_params();
         Ok((net, Summary { input, rows, total }))

@@ -197,15 +197,26 @@ impl Block for BatchNorm {
 }
 
 /// burn's `BatchNorm::forward`, with the normalization itself on ember's CPU kernels where they
-/// run: the same modes, and the same update of the running statistics.
+/// run: the same modes, and the same update of the running statistics, except for an example
+/// that [`Block::infer_shape`] runs (it trains nothing). burn keeps each update per thread
+/// until the next read on that thread, so the example's, left on the caller's thread, was
+/// averaged into the first steps on the engine's worker, or taken over the statistics
+/// `load_parameters` had just read.
 fn batch_norm<const D: usize>(norm: &BurnBatchNorm, x: Tensor<D>) -> Tensor<D> {
     let (gamma, beta) = (norm.gamma.val(), norm.beta.val());
     if x.device().is_autodiff() && norm.training.is_enabled() {
+        let inferring = crate::block::inferring();
         let Some((y, Some((mean, variance)))) =
             kernels::batch_norm(&x, &gamma, &beta, None, norm.epsilon)
         else {
+            if inferring {
+                return burn::tensor::module::batch_norm_train(x, gamma, beta, norm.epsilon).output;
+            }
             return norm.forward(x);
         };
+        if inferring {
+            return y;
+        }
         let device = x.device();
         let m = norm.momentum;
         let update = |running: &RunningState<Tensor<1>>, batch: Tensor<1>| {

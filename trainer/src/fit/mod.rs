@@ -658,5 +658,5 @@ fn infer<B: Block>(net: B, first: &Batch, replicas: &Replicas) -> Result<B> {
         first.split(replicas.len())?;
     }
     let x = first.x_on(replicas.main())?;
-    Ok(net.infer(x)?.0)
+    net.infer_shape(x)
 }
