@@ -121,10 +121,7 @@ where
         if self.stopped.is_none() && !self.halted {
             self.stopped = requested();
             if self.stopped.is_some() {
-                if self.rank.is_some() {
-                    self.job_losses(&mut current)?;
-                }
-                self.checkpoint(&current.records)?;
+                self.checkpoint_within(&mut current)?;
             }
         }
         if self.stopped.is_some() || self.halted {
@@ -382,9 +379,13 @@ where
         current.flight.wait_all()?;
         self.observe(current)?;
         current.sample_pools();
-        if self.rank.is_some() {
-            self.job_losses(current)?;
-        }
+        self.checkpoint_within(current)
+    }
+
+    /// A checkpoint of `current` so far: in a job, its losses become the job's first, so that
+    /// a job resumed inside the epoch carries the job's losses.
+    fn checkpoint_within(&mut self, current: &mut Epoch) -> Result<()> {
+        self.job_losses(current)?;
         self.checkpoint(&current.records)
     }
 

@@ -54,8 +54,12 @@ where
 
     /// The losses of this process's batches observed since the last call become the job's,
     /// where every rank has observed them all (a `waitall`): before a checkpoint, so that a
-    /// job resumed inside the epoch carries the job's losses, and at the epoch's end.
+    /// job resumed inside the epoch carries the job's losses, and at the epoch's end. Outside
+    /// a job they are the job's already.
     pub(super) fn job_losses(&mut self, current: &mut Epoch) -> Result<()> {
+        if self.rank.is_none() {
+            return Ok(());
+        }
         let fresh = current.reduced..current.records.len();
         let losses: Vec<f64> = current.records[fresh.clone()]
             .iter()
