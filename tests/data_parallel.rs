@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use burn::module::Module;
 use burn::prelude::*;
 use ember::{
-    Activation, Block, Dense, DeviceList, Dropout, Init, L2Loss, Loss, Optimizer, OptimizerKind,
-    Replicas, Result, Sequential,
+    Activation, BatchNorm, Block, Dense, DeviceList, Dropout, Init, L2Loss, Loss, Optimizer,
+    OptimizerKind, Replicas, Result, Sequential,
 };
 use ember_datasets::{Batch, Synthetic};
 use ember_trainer::fit::{BatchSource, Fit, FitRun, SyntheticEpochs};
@@ -244,5 +244,51 @@ fn a_batch_smaller_than_the_device_count_is_refused_before_training() {
     assert!(
         err.contains("batch size 2") && err.contains("3 devices"),
         "{err}"
+    );
+}
+
+/// BatchNorm under replicas: each step's running statistics are the mean of the replicas'
+/// updates, as Gluon averages the devices' copies. With equal shards the mean of their batch
+/// means is the batch's mean, so at a rate too small to move the weights, two replicas end an
+/// epoch of 8 steps with one device's running means (the variances differ by the spread of
+/// the shards' means). They ended with one step's worth: every replica's thread is new, and
+/// burn kept each update per thread until a `valid()`.
+#[test]
+fn batch_norm_running_means_under_two_replicas_are_one_devices() {
+    let device = Device::flex().autodiff();
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(6))
+        .add(BatchNorm::new())
+        .add(Dense::new(1))
+        .initialize(Init::Xavier, &device);
+    let net = net
+        .infer_shape(Tensor::<2>::ones([1, 10], &device))
+        .unwrap();
+    let means = |replicas: usize| -> Vec<f32> {
+        // A copy with running statistics of its own (a clone's are shared).
+        let net = net.valid().train();
+        let trainer = Optimizer::new(&net, "sgd", 1e-9).unwrap();
+        let mut data = Varied {
+            data: Synthetic::chapter(32, 10, 7),
+            steps: 8,
+        };
+        let run = Fit::new(net, L2Loss, trainer, &device)
+            .replicas(Replicas::new(vec![device.clone(); replicas]).unwrap())
+            .run(&mut data)
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("net.safetensors");
+        run.net.valid().save_parameters(&path).unwrap();
+        common::params::tensors(&path)["1.running_mean"]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    };
+    let (one, two) = (means(1), means(2));
+    let scale = one.iter().fold(0f32, |m, v| m.max(v.abs()));
+    assert!(scale > 0.01, "the running means did not move: {one:?}");
+    assert!(
+        max_difference(&one, &two) <= 1e-4 * scale,
+        "one device {one:?}, two replicas {two:?}"
     );
 }

@@ -41,4 +41,5 @@ pub(crate) mod conv;
 pub(crate) mod sequential;
 
 pub use conv::Pair;
+pub use norm::settle_running_statistics;
 pub use sequential::{Layer, NoBlock, Sequential};

@@ -190,6 +190,11 @@ impl Replicas {
                 })
                 .collect()
         });
+        // Each replica's thread is new, so burn's running statistics (BatchNorm's) hold one
+        // update per replica that no thread reads again: taken in now, they become the
+        // replicas' mean, and the next step's replicas start from it. Left alone, every step of
+        // an epoch read the epoch's first value, and the updates piled up until a `valid()`.
+        crate::settle_running_statistics(net);
         let mut sum = GradientsAccumulator::<M>::new();
         let mut summed = None;
         let mut shares = Vec::with_capacity(outcomes.len());
