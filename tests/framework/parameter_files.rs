@@ -144,3 +144,35 @@ fn saving_never_clobbers_a_file_with_a_half_written_one() {
     assert_eq!(std::fs::read(&path).unwrap(), b"previous contents");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
 }
+
+/// A BatchNorm trained on this thread, then loaded from a file: the file's running statistics
+/// hold. burn keeps a training step's update per thread until that thread reads again, and
+/// the next read took it in over what the load had written.
+#[test]
+fn loaded_running_statistics_are_not_undone_by_an_update_held_from_before() {
+    use ember::BatchNorm;
+    let device = Device::flex().autodiff();
+    let dir = tempfile::tempdir().unwrap();
+    let fresh = dir.path().join("fresh.safetensors");
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(4))
+        .add(BatchNorm::new())
+        .initialize(Init::Xavier, &device)
+        .infer_shape(Tensor::<2>::zeros([1, 3], &device))
+        .unwrap();
+    save_parameters(&net, &fresh).unwrap();
+    // One training pass: its update waits for this thread's next read.
+    let x = Tensor::<2>::random([16, 3], Distribution::Normal(3.0, 1.0), &device);
+    let _ = net.forward(x.into());
+    let net = load_parameters(net, &fresh, &device).unwrap();
+    let after = dir.path().join("after.safetensors");
+    save_parameters(&net.valid(), &after).unwrap();
+    let tensors = super::common::params::tensors(&after);
+    for (name, expected) in [("1.running_mean", 0.0), ("1.running_var", 1.0)] {
+        let values: Vec<f32> = tensors[name]
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert!(values.iter().all(|&v| v == expected), "{name}: {values:?}");
+    }
+}

@@ -138,6 +138,8 @@ pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Devic
     refuse_deferred(&expected)?;
     check_names_and_shapes(path, &expected, &in_file)?;
 
+    // An update still held for a thread would be taken in over the file's statistics later.
+    crate::settle_running_statistics(&net);
     let mut net = net.to_device(device);
     let result = net
         .load_from(&mut store)

@@ -242,6 +242,8 @@ impl Checkpoint {
         self.verify()?;
         let model = self.dir.join(MODEL);
         let mut store = BurnpackStore::from_file(&model).auto_extension(false);
+        // As `load_parameters` does: no update held for a thread outlives the restore.
+        ember::settle_running_statistics(&net);
         let mut net = net;
         let result = net
             .load_from(&mut store)
