@@ -4,7 +4,7 @@
 //! fell.
 
 use burn::prelude::*;
-use ember::{Activation, Block, Dense, Init, L2Loss, Optimizer, Sequential};
+use ember::{Activation, BatchNorm, Block, Dense, Init, L2Loss, Optimizer, Sequential};
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{
     Fit, LrFinding, LrSweep, Progress, Suggestion, SweepEnd, SyntheticEpochs,
@@ -64,6 +64,31 @@ fn the_network_comes_back_untouched_while_its_copy_trained() {
     assert!(
         last.loss < 0.5 * first.loss,
         "the copy did not learn: {first:?} to {last:?}"
+    );
+}
+
+/// A BatchNorm's running statistics are state the sweep trains too: the network handed back
+/// keeps its own (a clone's would be the copy's).
+#[test]
+fn the_network_comes_back_with_its_own_running_statistics() {
+    let device = Device::flex().autodiff();
+    device.seed(11);
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(16))
+        .add(BatchNorm::new())
+        .add(Activation::Relu)
+        .add(Dense::new(1))
+        .initialize(Init::Xavier, &device)
+        .infer_shape(Tensor::<2>::zeros([1, 6], &device))
+        .unwrap();
+    // `valid()` takes in every update burn still holds per thread.
+    let before = flat(&net.valid());
+    let found = find(net, LrSweep::new(1e-4, 0.5, 10).early_stop_threshold(None));
+    assert_eq!(found.points.len(), 10);
+    assert_eq!(
+        flat(&found.net.valid()),
+        before,
+        "the sweep trained the running statistics handed back"
     );
 }
 

@@ -196,9 +196,11 @@ where
                     .to_string(),
             });
         }
-        // The copy starts from the very parameters handed back.
+        // The copy starts from the very parameters handed back, with running statistics of
+        // its own (a clone's are shared: the sweep would train the BatchNorm of the network
+        // handed back).
         let net = infer(self.net, &first, &self.replicas)?;
-        self.net = net.clone();
+        self.net = net.valid().train();
         let optimizer = self.optimizer.clone();
         self.epochs = match data.batches_per_epoch() {
             Some(per_epoch) if per_epoch > 0 => sweep.steps.div_ceil(per_epoch),
