@@ -1,6 +1,6 @@
 """Writes the GPU suite's report.md from what bench/gpu/run.sh left in a directory: the steps,
 the card and what `auto` picks, burn's kernel tuning, the chapter's 11 experiments, the sync policies compared, ember
-beside PyTorch and JAX, the profile, and the verdicts on the suite's goals. Standard library
+beside PyTorch and JAX, where the ResNet's test accuracy falls, the profile, and the verdicts on the suite's goals. Standard library
 only: CI runs it in the dry run.
 
 Run: python3 bench/gpu/report.py DIR [--mode TEXT]
@@ -16,8 +16,15 @@ T2_THROUGHPUT = 0.03  # t+2 within 3 % of none's batches per second
 T2_MEMORY_BATCHES = 2  # t+2's device memory within 2 batches of the barrier's
 PEER_RATIO = 1.0  # ember / PyTorch at most this, per workload
 SECTIONS = ["Steps", "The card and `auto`", "Kernel tuning", "The chapter's 11 experiments",
-            "Sync policies compared", "Beside PyTorch and JAX", "Profile of the slowest ratio",
-            "Verdicts"]
+            "Sync policies compared", "Beside PyTorch and JAX", "The ResNet's test accuracy",
+            "Profile of the slowest ratio", "Verdicts"]
+# run.sh's steps that look for where the ResNet's test accuracy falls on cuda, and what each is.
+RESNET_CHECK = [
+    ("resnet-cuda", "trained on cuda, two epochs at lr 0.05"),
+    ("resnet-restat-flex", "its parameters, then one epoch at lr 1e-30 on flex (weights kept, "
+     "BatchNorm's statistics estimated again)"),
+    ("resnet-restat-cuda", "the same on cuda"),
+]
 
 
 def read(path):
@@ -142,6 +149,17 @@ def peers(out):
     return (lines or ["The peers did not run."]), ratios
 
 
+def resnet_check(out):
+    """Each ResNet check step's epoch lines (train loss, test accuracy), as printed."""
+    lines = []
+    for name, what in RESNET_CHECK:
+        text = read(out / f"{name}.log").splitlines()
+        epochs = [l for l in text if l.startswith("epoch") and "test_acc" in l]
+        if text:
+            lines += [f"- {name}: {what}:"] + [f"  - `{l}`" for l in epochs or ["(no epoch line)"]]
+    return lines or ["The ResNet check did not run."]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("dir")
@@ -171,6 +189,7 @@ def main():
         "The chapter's 11 experiments": chapter_lines,
         "Sync policies compared": compare_lines,
         "Beside PyTorch and JAX": peer_lines,
+        "The ResNet's test accuracy": resnet_check(out),
         "Profile of the slowest ratio": [profile],
         "Verdicts": verdicts,
     }
@@ -181,7 +200,8 @@ def main():
     (out / "report.md").write_text("\n".join(text))
     # The report's tables and verdicts alone, for the README's "On a GPU".
     (out / "summary.md").write_text("\n".join(
-        ["## Verdicts", ""] + verdicts + ["", "## Beside PyTorch and JAX", ""] + peer_lines))
+        ["## Verdicts", ""] + verdicts + ["", "## Beside PyTorch and JAX", ""] + peer_lines
+        + ["", "## The ResNet's test accuracy", ""] + resnet_check(out)))
 
 
 if __name__ == "__main__":

@@ -5,13 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The report's sections, in order (bench/gpu/report.py's SECTIONS).
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "## Steps",
     "## The card and `auto`",
     "## Kernel tuning",
     "## The chapter's 11 experiments",
     "## Sync policies compared",
     "## Beside PyTorch and JAX",
+    "## The ResNet's test accuracy",
     "## Profile of the slowest ratio",
     "## Verdicts",
 ];
@@ -64,7 +65,13 @@ fn the_dry_run_writes_every_section_of_the_report() {
             "{step}:\n{steps}"
         );
     }
-    for peers in ["peers-chapter", "peers-cuda", "peers-wgpu", "peers-resnet"] {
+    for peers in [
+        "peers-chapter",
+        "peers-cuda",
+        "peers-wgpu",
+        "peers-resnet",
+        "resnet-check",
+    ] {
         assert!(
             steps.contains(&format!("| {peers} | skipped: dry run")),
             "{peers}:\n{steps}"
