@@ -12,9 +12,10 @@
 #   --part 1     the card, the chapter's 11 experiments and `ember compare` with the window
 #                sweep on cuda, the chapter's epoch beside PyTorch and JAX, and the ResNet
 #                beside PyTorch
-#   --part 2     the MLP and LeNet beside PyTorch and JAX, the experiments and the comparison on
-#                wgpu (which tune their own kernels), ember on wgpu beside the peers, and a
-#                profile of the slowest ratio
+#   --part 2     the MLP and LeNet beside PyTorch and JAX, the ResNet check (two epochs on
+#                cuda, then BatchNorm's statistics estimated again from its weights on flex and
+#                cuda), the experiments and the comparison on wgpu (which tune their own
+#                kernels), ember on wgpu beside the peers, and a profile of the slowest ratio
 #   --part all   both, in one call; --budget skips what would not fit (on 2026-11-26, with
 #                tuning in every process, part 2 did not start)
 #   --out DIR    where everything goes (default: $OUT on the device machine, else bench/gpu/out)
@@ -155,7 +156,7 @@ tune() {
     else
         case "$part" in
             1) workloads=chapter-barrier,resnet ;;
-            2) workloads=mlp,lenet ;;
+            2) workloads=mlp,lenet,resnet ;;
             all) workloads=chapter-barrier,mlp,lenet,resnet ;;
         esac
     fi
