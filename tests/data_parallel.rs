@@ -279,10 +279,9 @@ fn batch_norm_running_means_under_two_replicas_are_one_devices() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("net.safetensors");
         run.net.valid().save_parameters(&path).unwrap();
-        common::params::tensors(&path)["1.running_mean"]
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect()
+        common::params::floats(&path)
+            .remove("1.running_mean")
+            .unwrap()
     };
     let (one, two) = (means(1), means(2));
     let scale = one.iter().fold(0f32, |m, v| m.max(v.abs()));

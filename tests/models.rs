@@ -303,16 +303,9 @@ fn running_statistics(net: &Sequential<Residual>) -> std::collections::BTreeMap<
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("net.safetensors");
     net.valid().save_parameters(&path).unwrap();
-    common::params::tensors(&path)
+    common::params::floats(&path)
         .into_iter()
         .filter(|(name, _)| name.contains("running"))
-        .map(|(name, bytes)| {
-            let values = bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect();
-            (name, values)
-        })
         .collect()
 }
 

@@ -1,7 +1,8 @@
 """Writes the GPU suite's report.md from what bench/gpu/run.sh left in a directory: the steps,
-the card and what `auto` picks, burn's kernel tuning, the chapter's 11 experiments, the sync policies compared, ember
-beside PyTorch and JAX, where the ResNet's test accuracy falls, the profile, and the verdicts on the suite's goals. Standard library
-only: CI runs it in the dry run.
+the card and what `auto` picks, burn's kernel tuning, the chapter's 11 experiments, the sync
+policies compared, ember beside PyTorch and JAX, where the ResNet's test accuracy falls, the
+profile, and the verdicts on the suite's goals. Standard library only: CI runs it in the dry
+run.
 
 Run: python3 bench/gpu/report.py DIR [--mode TEXT]
 """
@@ -170,6 +171,7 @@ def main():
     chapter_lines, held = chapter(out)
     compare_lines, t2 = compare(out)
     peer_lines, ratios = peers(out)
+    resnet_lines = resnet_check(out)
     # run.sh writes profile/; a profile taken by hand beside it goes in profile-NAME/.
     profiles = [read(f).strip() for f in sorted(out.glob("profile*/profile.md"))]
     profile = "\n\n".join(profiles) or "No profile was written."
@@ -189,7 +191,7 @@ def main():
         "The chapter's 11 experiments": chapter_lines,
         "Sync policies compared": compare_lines,
         "Beside PyTorch and JAX": peer_lines,
-        "The ResNet's test accuracy": resnet_check(out),
+        "The ResNet's test accuracy": resnet_lines,
         "Profile of the slowest ratio": [profile],
         "Verdicts": verdicts,
     }
@@ -201,7 +203,7 @@ def main():
     # The report's tables and verdicts alone, for the README's "On a GPU".
     (out / "summary.md").write_text("\n".join(
         ["## Verdicts", ""] + verdicts + ["", "## Beside PyTorch and JAX", ""] + peer_lines
-        + ["", "## The ResNet's test accuracy", ""] + resnet_check(out)))
+        + ["", "## The ResNet's test accuracy", ""] + resnet_lines))
 
 
 if __name__ == "__main__":

@@ -41,11 +41,21 @@ pub fn tensors(path: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
+/// A safetensors file of `f32` tensors: each tensor's values, by name.
+pub fn floats(path: &Path) -> BTreeMap<String, Vec<f32>> {
+    tensors(path)
+        .into_iter()
+        .map(|(name, bytes)| {
+            let values = bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            (name, values)
+        })
+        .collect()
+}
+
 /// Every value of a safetensors file of `f32` tensors, in the file's order of names.
 pub fn values(path: &Path) -> Vec<f32> {
-    tensors(path)
-        .values()
-        .flat_map(|bytes| bytes.chunks_exact(4))
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+    floats(path).into_values().flatten().collect()
 }
