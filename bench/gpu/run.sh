@@ -98,7 +98,8 @@ if [ "$dry" = 1 ]; then
     [ -x "$ember" ] || fail "no ember binary at $ember (cargo build --release, or --ember PATH)"
     devices=(flex)
     bench_flags=(--quick --cpu flex)
-    compare_flags=(--batches 6 --batch-size 64 --features 32 --hidden 64,32 --sweep 1,2)
+    compare_flags=(--batches 6 --batch-size 64 --features 32 --hidden 64,32 --sweep 1,2
+        --policies barrier,t+2,none,auto)
     profile_flags=(--batches 6 --batch-size 64 --features 32 --hidden 64,32)
     mode="dry run: every step on the CPU (flex), tiny sizes, no peers"
 else
@@ -126,7 +127,7 @@ else
     fi
     devices=(cuda wgpu)
     bench_flags=(--cpu flex)
-    compare_flags=(--sweep --repeat 2 --epochs 2)
+    compare_flags=(--sweep --repeat 2 --epochs 2 --policies barrier,t+2,none,auto)
     profile_flags=()
     mode="on the card"
 fi

@@ -106,14 +106,21 @@ fn the_dry_run_writes_every_section_of_the_report() {
     let chapter = section(&report, "## The chapter's 11 experiments");
     let rows = chapter.lines().filter(|l| l.starts_with("| [")).count();
     assert_eq!(rows, 11, "{chapter}");
-    // The comparison has the three policies, and the verdicts judge t+2 against them.
+    // The comparison has the four policies, and the verdicts judge t+2 and auto against them.
     let policies = section(&report, "## Sync policies compared");
-    for policy in ["| barrier |", "| window:2 |", "| none |"] {
+    for policy in ["| barrier |", "| window:2 |", "| none |", "| auto |"] {
         assert!(policies.contains(policy), "{policy}:\n{policies}");
     }
     let verdicts = section(&report, "## Verdicts");
     assert!(verdicts.contains("held in"), "{verdicts}");
-    assert!(verdicts.contains("t+2 / none throughput"), "{verdicts}");
+    for verdict in [
+        "t+2 / none throughput",
+        "t+2's peak process memory growth",
+        "auto / none throughput",
+        "auto's peak process memory growth",
+    ] {
+        assert!(verdicts.contains(verdict), "{verdict}:\n{verdicts}");
+    }
     assert!(
         verdicts.contains("Steps that did not finish: none"),
         "{verdicts}"
