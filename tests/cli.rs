@@ -19,6 +19,8 @@ mod lr_find;
 mod metrics;
 #[path = "cli/models.rs"]
 mod models;
+#[path = "cli/precision.rs"]
+mod precision;
 #[path = "cli/profile.rs"]
 mod profile;
 #[path = "cli/recipes.rs"]

@@ -25,6 +25,9 @@ use safetensors::{Dtype, tensor::TensorView};
 
 include!("reference/torch_layers.out.rs");
 
+#[path = "layers/autocast.rs"]
+mod autocast;
+
 fn fill(shape: &[usize], f: impl Fn(f64) -> f64) -> Vec<f32> {
     let n: usize = shape.iter().product();
     (0..n).map(|i| f(i as f64) as f32).collect()

@@ -9,6 +9,8 @@ mod accumulate;
 mod callbacks;
 #[path = "library/lr_find.rs"]
 mod lr_find;
+#[path = "library/precision.rs"]
+mod precision;
 #[path = "library/schedules.rs"]
 mod schedules;
 

@@ -52,6 +52,7 @@ pub mod onnx;
 pub mod optim;
 pub mod parallel;
 pub mod params;
+pub mod precision;
 pub mod random;
 pub mod summary;
 
@@ -69,4 +70,5 @@ pub use onnx::Export;
 pub use optim::{Optimizer, OptimizerKind};
 pub use parallel::Replicas;
 pub use params::{ParamDict, ParamInfo};
+pub use precision::{Precision, autocast};
 pub use summary::{Summary, SummaryRow};

@@ -2,42 +2,20 @@
 
 Run: python3 tests/reference/torch_layers.py > tests/reference/torch_layers.out.rs (then put back
 the two header lines), read by tests/layers.rs.
-Every tensor is filled by a formula that tests/layers.rs repeats in Rust:
+Every tensor is filled by a formula of layer_formulas.py, which tests/layers.rs repeats in Rust:
   input   x[i] = sin(0.37 i + 0.1)            (row-major, i from 0)
   weights w[i] = 0.3 cos(0.53 i + 0.2 + k)    (k: the parameter's place in its layer, 0, 1, …)
   the gradient that flows into the output: g[i] = sin(0.71 i + 0.3), i.e. loss = sum(y * g)
 Gluon's conventions where they differ from PyTorch's are computed here by their formula and
 say so: BatchNorm's running variance (Gluon updates it with the biased batch variance).
 """
-import math
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from layer_formulas import g_of, show, w_of, x_of
+
 torch.set_default_dtype(torch.float64)
-
-
-def fill(shape, f):
-    n = math.prod(shape)
-    return torch.tensor([f(i) for i in range(n)]).reshape(shape)
-
-
-def x_of(shape):
-    return fill(shape, lambda i: math.sin(0.37 * i + 0.1))
-
-
-def w_of(shape, k):
-    return fill(shape, lambda i: 0.3 * math.cos(0.53 * i + 0.2 + k))
-
-
-def g_of(shape):
-    return fill(shape, lambda i: math.sin(0.71 * i + 0.3))
-
-
-def show(name, t):
-    values = ", ".join(f"{v:.9}" for v in t.detach().flatten().tolist())
-    print(f"const {name}: [f64; {t.numel()}] = [{values}];")
 
 
 def check(prefix, module, shape, params=()):

@@ -1,6 +1,6 @@
 //! Devices: names and what each backend can do ([`DeviceName`], [`Capabilities`]), opening
 //! them ([`DeviceName::resolve`], [`DeviceSpec::open`]), lists of them for data parallelism
-//! ([`DeviceList`]), and discovery of wgpu adapters and CUDA cards.
+//! ([`DeviceList`]), discovery of wgpu adapters and CUDA cards, and the host's CPU.
 //!
 //! The arrows run one way: `name` knows what a backend is; `wgpu` and `cuda` find adapters and
 //! cards; `open` and `list` open them.
@@ -12,6 +12,7 @@
 //! assert!(!picked.capabilities().asynchronous);
 //! ```
 
+pub mod cpu;
 pub mod cuda;
 mod list;
 mod name;

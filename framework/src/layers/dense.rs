@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::init::Init;
 use crate::layers::activation::Activation;
 use crate::ndtensor::{NdTensor, nd_map};
+use crate::precision::{self, Precision};
 
 /// A fully connected layer: `activation(x·Wᵀ + b)`, with `W` of shape `(units, in_units)`.
 ///
@@ -111,6 +112,29 @@ impl Dense {
         self.flatten
     }
 
+    /// The forward pass under [`crate::autocast`]: `x·W` in the thread's precision, then back
+    /// in f32 for the bias and the activation (burn's `Linear`, with the casts).
+    fn autocast(&self, linear: &Linear, x: NdTensor) -> NdTensor {
+        let x = if self.flatten && x.ndim() != 2 {
+            NdTensor::from(x.flatten())
+        } else {
+            x
+        };
+        let weight = precision::lowered(linear.weight.val());
+        let bias = linear.bias.as_ref().map(|b| b.val());
+        let y = nd_map!(x, t => {
+            let y = precision::raised(precision::lowered(t).matmul(weight.clone().unsqueeze()));
+            match &bias {
+                Some(b) => y + b.clone().unsqueeze(),
+                None => y,
+            }
+        });
+        match self.activation {
+            Some(activation) => activation.forward(y),
+            None => y,
+        }
+    }
+
     fn build(&self, in_units: usize, device: &Device) -> Linear {
         LinearConfig::new(in_units, self.units)
             .with_bias(self.use_bias)
@@ -125,6 +149,9 @@ impl Block for Dense {
     /// - with `flatten(false)`: input `[…, in_units]`, output `[…, units]`.
     fn forward(&self, x: NdTensor) -> NdTensor {
         let linear = self.linear.module(self);
+        if precision::current() != Precision::F32 {
+            return self.autocast(linear, x);
+        }
         if self.flatten || x.ndim() == 2 {
             let x2 = if x.ndim() == 2 {
                 x.clone().rank::<2>()

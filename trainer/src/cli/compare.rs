@@ -114,10 +114,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         }
     }
     files.check()?;
+    // Opened here too, so that a device or precision the runs cannot take is refused first.
+    let opened = workload.open_devices()?;
     let device = match &workload.devices {
         Some(list) => list.to_string(),
         None => {
-            let picked = workload.device.open()?;
+            let picked = &opened[0];
             say!("device: {}", picked.reason);
             // The figures name what auto picked, and any other device as given (`wgpu:1`).
             match workload.device.name {

@@ -1,7 +1,8 @@
 //! `ember devices`: each device, whether it opens here (cuda too: whether this build has it,
-//! whether the NVIDIA driver is there, and each card), what `auto` picks, and which kernels
-//! run ember's layers on the CPU (oneDNN or burn-flex, and why). Also the device names that
-//! every device flag's help lists, and the advice that the errors of those flags carry.
+//! whether the NVIDIA driver is there, and each card), what `auto` picks, which kernels run
+//! ember's layers on the CPU (oneDNN or burn-flex, and why), and whether the CPU has bf16
+//! instructions. Also the device names that every device flag's help lists, and the advice
+//! that the errors of those flags carry.
 
 use ember::DeviceName;
 
@@ -27,6 +28,18 @@ pub fn run() -> anyhow::Result<()> {
     say!("auto     -> {}    {}", auto.name, auto.reason);
     let cpu = ember::kernels::status();
     say!("cpu      {:<8}  {}", cpu.kernels.to_string(), cpu.detail);
+    let host = ember::device::cpu::Cpu::here();
+    match host.has_bf16() {
+        true => say!(
+            "cpu      bf16      {} has bf16 instructions: {}",
+            host.model,
+            host.bf16.join(", ")
+        ),
+        false => say!(
+            "cpu      no bf16   {} has no bf16 instructions (avx512_bf16 on x86, bf16 on Arm)",
+            host.model
+        ),
+    }
     Ok(())
 }
 

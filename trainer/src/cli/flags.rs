@@ -97,6 +97,10 @@ impl Flag {
     pub const ACCUMULATE: Flag = Flag::new("accumulate", Resume::Value, |w| {
         (w.recipe.accumulate > 1).then(|| w.recipe.accumulate.to_string())
     });
+    /// Changeable: the parameters are f32 either way.
+    pub const PRECISION: Flag = Flag::new("precision", Resume::Changeable, |w| {
+        (w.recipe.precision != ember::Precision::F32).then(|| w.recipe.precision.to_string())
+    });
     pub const SEED: Flag = Flag::new("seed", Resume::Value, |w| Some(w.seed.to_string()));
     pub const VALID_SPLIT: Flag = Flag::new("valid-split", Resume::Value, |w| {
         w.valid_split.map(|f| f.to_string())
@@ -143,6 +147,7 @@ impl Flag {
         Self::CLIP_NORM,
         Self::CLIP_VALUE,
         Self::ACCUMULATE,
+        Self::PRECISION,
         Self::SEED,
         Self::VALID_SPLIT,
         Self::CLASSES,
@@ -202,7 +207,7 @@ mod tests {
     const SYNTHETIC: &str = "--device flex --data synthetic --batch-size 16 --lr 0.5 --seed 9 \
                              --batches 7 --features 5 --hidden 3,2 --momentum 0.9 \
                              --nesterov true --wd 0.001 --lr-schedule cosine:warmup=5 \
-                             --clip-norm 1 --accumulate 3";
+                             --clip-norm 1 --accumulate 3 --precision bf16";
     const CSV: &str = "--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1 \
                        --valid-split 0.2 --classes 3 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 \
                        --clip-value 0.5";

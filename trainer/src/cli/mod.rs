@@ -91,6 +91,7 @@ mod list;
 mod lr_find;
 mod model;
 mod output_paths;
+mod precision;
 mod recipe;
 mod serve;
 mod summary;

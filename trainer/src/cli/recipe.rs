@@ -1,11 +1,12 @@
-//! The training recipe's flags: the optimizer and its options, the learning-rate schedule and
-//! gradient clipping, shared by `train`, `bench` and `compare` as part of the workload. Each
-//! flag's name is [`Flag`]'s; each option's meaning is [`OptimizerKind`]'s.
+//! The training recipe's flags: the optimizer and its options, the learning-rate schedule,
+//! gradient clipping, accumulation and the precision, shared by `train`, `bench` and `compare`
+//! as part of the workload. Each flag's name is [`Flag`]'s; each option's meaning is
+//! [`OptimizerKind`]'s.
 
 use anyhow::bail;
 use clap::Args;
 use ember::optim::{Clipping, OPTIMIZERS, Schedule};
-use ember::{Error, OptimizerKind};
+use ember::{Error, OptimizerKind, Precision};
 
 use super::flags::Flag;
 use super::workload::Workload;
@@ -61,6 +62,16 @@ pub struct RecipeArgs {
     /// [default: 1].
     #[arg(long = Flag::ACCUMULATE.name, value_name = "N", allow_negative_numbers = true)]
     pub accumulate: Option<i64>,
+    /// Mixed precision, with PyTorch's autocast semantics: `bf16` computes Dense's and the
+    /// convolutions' products in bf16 (inputs and weights rounded to bf16, products
+    /// accumulated in f32), while the parameters (f32 master weights), their gradients, the
+    /// optimizer's state, the loss, softmax, BatchNorm, the metrics, the evaluation and the
+    /// saved files stay in f32. It runs on cuda (the card's bf16 tensor cores). It is refused
+    /// on wgpu (burn's wgpu has no bf16 arithmetic) and, for now, on the CPU: `ember devices`
+    /// says whether this CPU has bf16 instructions, and ember's oneDNN kernels have no bf16
+    /// products yet. A resumed run may change it [default: f32].
+    #[arg(long = Flag::PRECISION.name, value_name = "f32|bf16")]
+    pub precision: Option<String>,
 }
 
 /// The checked recipe.
@@ -71,6 +82,8 @@ pub struct Recipe {
     pub clipping: Clipping,
     /// Batches a step's gradients sum over.
     pub accumulate: usize,
+    /// The precision of the forward passes' products.
+    pub precision: Precision,
 }
 
 impl Default for Recipe {
@@ -81,6 +94,7 @@ impl Default for Recipe {
             schedule: None,
             clipping: Clipping::NONE,
             accumulate: 1,
+            precision: Precision::F32,
         }
     }
 }
@@ -175,11 +189,18 @@ impl TryFrom<&RecipeArgs> for Recipe {
                 Flag::ACCUMULATE
             ),
         };
+        let precision = match &args.precision {
+            None => Precision::F32,
+            Some(p) => p
+                .parse()
+                .map_err(|e| anyhow::anyhow!("invalid {} {p:?}: {}", Flag::PRECISION, reason(e)))?,
+        };
         Ok(Self {
             optimizer,
             schedule,
             clipping,
             accumulate,
+            precision,
         })
     }
 }
@@ -226,6 +247,9 @@ impl Recipe {
         }
         if self.accumulate > 1 {
             words.push_str(&format!(", {} batches an update", self.accumulate));
+        }
+        if self.precision != Precision::F32 {
+            words.push_str(&format!(", {} products", self.precision));
         }
         words
     }

@@ -289,11 +289,14 @@ impl Workload {
     ///
     /// # Errors
     /// A device that cannot be opened, named.
+    /// A precision they cannot train in is refused ([`super::precision::check`]).
     pub fn open_devices(&self) -> anyhow::Result<Vec<PickedDevice>> {
-        Ok(match &self.devices {
+        let picked = match &self.devices {
             Some(list) => list.open()?,
             None => vec![self.device.open()?],
-        })
+        };
+        super::precision::check(self.recipe.precision, &picked)?;
+        Ok(picked)
     }
 
     /// The workload, for `command`, which measures ember's loop beside raw burn's plain SGD
@@ -414,7 +417,9 @@ where
     L::Target: Target,
 {
     let optimizer = Optimizer::new(&net, recipe.optimizer, lr)?.clip(recipe.clipping);
-    let fit = Fit::new(net, loss, optimizer, device).accumulate(recipe.accumulate);
+    let fit = Fit::new(net, loss, optimizer, device)
+        .accumulate(recipe.accumulate)
+        .precision(recipe.precision);
     Ok(match &recipe.schedule {
         Some(schedule) => fit.lr_schedule(schedule.clone()),
         None => fit,

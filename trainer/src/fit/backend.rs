@@ -7,7 +7,7 @@ use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
 use ember::engine::Computed;
 use ember::parallel::mpi::{Collective, Exchanged};
-use ember::{Block, Loss, NdTensor, Optimizer, Replicas, Result, random};
+use ember::{Block, Loss, NdTensor, Optimizer, Precision, Replicas, Result, random};
 use ember_datasets::Batch;
 
 use super::target::Target;
@@ -31,6 +31,8 @@ pub(super) struct Backend<B, L: Loss> {
     distributed: Option<(Collective, Device)>,
     /// When each all-reduce since the job's epoch sums were last read began and returned.
     exchanges: Vec<[std::time::Instant; 2]>,
+    /// The precision of the forward passes' products ([`super::Fit::precision`]).
+    precision: Precision,
 }
 
 /// Outputs the metrics have not seen yet, and how many values they hold.
@@ -70,7 +72,14 @@ where
             accumulated_examples: 0,
             distributed: None,
             exchanges: Vec::new(),
+            precision: Precision::F32,
         }
+    }
+
+    /// Runs the forward passes under [`ember::autocast`] in `precision`, on every replica.
+    pub(super) fn precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
     }
 
     /// Makes this backend a rank of `collective`'s job: each update sums the gradients over
@@ -94,7 +103,10 @@ where
         update: bool,
     ) -> Result<StepLosses> {
         let size = batch.len();
-        let metered = !self.metrics.is_empty();
+        let pass = Pass {
+            metered: !self.metrics.is_empty(),
+            precision: self.precision,
+        };
         let streams = seed.map(Streams);
         if let Some(streams) = streams {
             // burn's own generator too, for what a user's block draws from it: one per device
@@ -105,7 +117,7 @@ where
             }
         }
         let (grads, losses, outputs) =
-            gradients(&self.net, &self.loss, batch, replicas, streams, metered)?;
+            gradients(&self.net, &self.loss, batch, replicas, streams, pass)?;
         for (out, y) in outputs {
             self.pending.values += out.dims().iter().product::<usize>();
             self.pending.batches.push((out, y));
@@ -153,8 +165,11 @@ where
     /// they are.
     pub(super) fn warmup(&self, batch: &Batch, replicas: &Replicas) -> Result<StepLosses> {
         let copy = self.net.valid().train();
-        let (grads, losses, _) =
-            gradients(&copy, &self.loss, batch.clone(), replicas, None, false)?;
+        let pass = Pass {
+            metered: false,
+            precision: self.precision,
+        };
+        let (grads, losses, _) = gradients(&copy, &self.loss, batch.clone(), replicas, None, pass)?;
         let stepped = self
             .optimizer
             .clone()
@@ -307,7 +322,7 @@ fn gradients<B, L>(
     mut batch: Batch,
     replicas: &Replicas,
     streams: Option<Streams>,
-    metered: bool,
+    pass: Pass,
 ) -> Result<StepGradients<L::Target>>
 where
     B: Block,
@@ -317,15 +332,7 @@ where
     let main = replicas.main();
     if replicas.len() == 1 {
         let x = batch.take_x_on(main)?;
-        let (l, out) = loss_of(
-            net,
-            loss,
-            x,
-            &batch,
-            main,
-            streams.map(|s| s.of(0)),
-            metered,
-        )?;
+        let (l, out) = loss_of(net, loss, x, &batch, main, streams.map(|s| s.of(0)), pass)?;
         let grads = GradientsParams::from_grads(l.backward(), net);
         return Ok((grads, vec![l], out.into_iter().collect()));
     }
@@ -340,7 +347,7 @@ where
             shard,
             device,
             streams.map(|s| s.of(index)),
-            metered,
+            pass,
         )
     })?;
     let mut outputs = Vec::new();
@@ -370,7 +377,7 @@ impl Streams {
 }
 
 /// The per-example loss of `net` on the features `x` of `batch`, already uploaded (upload the
-/// targets, forward, check the targets, loss), and where `metered` the outputs, detached, with
+/// targets, forward, check the targets, loss), and where `pass.metered` the outputs, detached, with
 /// the targets, for the metrics. With a `stream`, the forward pass draws from a stream of
 /// this thread's seeded by it ([`random::with_stream`]), whatever other threads draw meanwhile.
 fn loss_of<B, L>(
@@ -380,7 +387,7 @@ fn loss_of<B, L>(
     batch: &Batch,
     device: &Device,
     stream: Option<u64>,
-    metered: bool,
+    pass: Pass,
 ) -> Result<Shared<L::Target>>
 where
     B: Block,
@@ -388,9 +395,19 @@ where
     L::Target: Target,
 {
     match stream {
-        Some(seed) => random::with_stream(seed, || loss_on(net, loss, x, batch, device, metered)),
-        None => loss_on(net, loss, x, batch, device, metered),
+        Some(seed) => random::with_stream(seed, || loss_on(net, loss, x, batch, device, pass)),
+        None => loss_on(net, loss, x, batch, device, pass),
     }
+}
+
+/// How a step's forward pass runs on each device.
+#[derive(Debug, Clone, Copy)]
+struct Pass {
+    /// Whether its outputs go to the training metrics.
+    metered: bool,
+    /// The precision of its products: the forward pass runs under [`ember::autocast`]; the
+    /// loss, the gradients and the update stay in f32.
+    precision: Precision,
 }
 
 /// A device's per-example loss, and its outputs and targets for the metrics.
@@ -402,7 +419,7 @@ fn loss_on<B, L>(
     x: NdTensor,
     batch: &Batch,
     device: &Device,
-    metered: bool,
+    pass: Pass,
 ) -> Result<Shared<L::Target>>
 where
     B: Block,
@@ -410,9 +427,9 @@ where
     L::Target: Target,
 {
     let y = L::Target::upload(batch, device)?;
-    let pred: Tensor<2> = net.forward(x).into_rank()?;
+    let pred: Tensor<2> = ember::autocast(pass.precision, || net.forward(x)).into_rank()?;
     L::Target::check(batch, pred.dims()[1])?;
-    let out = metered.then(|| (pred.clone().detach(), y.clone()));
+    let out = pass.metered.then(|| (pred.clone().detach(), y.clone()));
     Ok((loss.forward(pred, y)?, out))
 }
 

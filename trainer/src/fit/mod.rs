@@ -60,7 +60,7 @@ use std::time::Instant;
 use burn::tensor::Device;
 use ember::engine::Engine;
 use ember::optim::LrSchedule;
-use ember::{Block, Loss, Optimizer, Replicas, Result};
+use ember::{Block, Loss, Optimizer, Precision, Replicas, Result};
 use ember_datasets::{Batch, DataLoader};
 
 use crate::metric::{Accuracy, Metric, column};
@@ -144,6 +144,7 @@ pub struct Fit<'a, B, L> {
     best: Option<best::Best<'a, B>>,
     accumulate: usize,
     distributed: Option<ember::parallel::mpi::Collective>,
+    precision: Precision,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -178,6 +179,7 @@ where
             best: None,
             accumulate: 1,
             distributed: None,
+            precision: Precision::F32,
         }
     }
 
@@ -408,6 +410,35 @@ where
         self
     }
 
+    /// Mixed precision, PyTorch's `torch.autocast`: each step's forward pass runs under
+    /// [`ember::autocast`]`(precision)`, so that with [`Precision::Bf16`] Dense's and the
+    /// convolutions' products are in bf16 ([`ember::precision`]). The parameters (the master
+    /// weights), their gradients, the optimizer's state, the loss and the training metrics
+    /// stay in f32; so do the evaluations ([`Fit::evaluate`]) and the parameter files. Every
+    /// replica's device must have the precision's arithmetic ([`Precision::check`]): burn's
+    /// wgpu has no bf16.
+    ///
+    /// ```
+    /// use burn::prelude::*;
+    /// use ember::{Block, Dense, Init, L2Loss, Precision, Sequential, Optimizer};
+    /// use ember_datasets::Synthetic;
+    /// use ember_trainer::fit::{Fit, SyntheticEpochs};
+    ///
+    /// let device = Device::flex().autodiff();
+    /// let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
+    /// let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
+    /// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 3);
+    /// let run = Fit::new(net, L2Loss, optimizer, &device)
+    ///     .precision(Precision::Bf16)
+    ///     .run(&mut data)
+    ///     .unwrap();
+    /// assert_eq!(run.trace.batches.len(), 3);
+    /// ```
+    pub fn precision(mut self, precision: Precision) -> Self {
+        self.precision = precision;
+        self
+    }
+
     /// Where progress goes (a `&mut` one works too).
     pub fn progress(mut self, progress: impl Progress + 'a) -> Self {
         self.progress = Box::new(progress);
@@ -483,6 +514,9 @@ where
                 value: "0".to_string(),
                 reason: "an update needs the gradients of at least 1 batch".to_string(),
             });
+        }
+        for device in self.replicas.devices() {
+            self.precision.check(device)?;
         }
         let total = match (&self.schedule, data.batches_per_epoch()) {
             (Some(schedule), Some(per_epoch)) => {
@@ -568,7 +602,8 @@ where
         let mut frontend = Frontend {
             engine: Engine::new(
                 Backend::new(start.net, start.optimizer, self.loss, metrics)
-                    .distributed(self.distributed, &device),
+                    .distributed(self.distributed, &device)
+                    .precision(self.precision),
                 Some(device),
             ),
             replicas: self.replicas,

@@ -1,0 +1,124 @@
+//! ember's layers under `ember::autocast(Precision::Bf16)` against PyTorch's
+//! `torch.autocast("cpu", dtype=torch.bfloat16)`: outputs, and the gradients of the input and
+//! of the parameters, which stay f32. The reference values are printed by
+//! `tests/reference/torch_autocast.py` into `tests/reference/torch_autocast.out.rs`, from the
+//! formulas of tests/layers.rs, under autocast and in float32.
+//!
+//! Both round the input and the weights to bf16 and round each product to bf16; PyTorch also
+//! rounds the bias and the biased output, which ember adds in f32. So they agree to bf16's
+//! rounding, not f32's: within two bf16 steps (2⁻⁷ of the largest value each) of each other,
+//! while a layer that stayed in f32 would be within 1e-5 of the float32 values. The bias's
+//! gradient, which PyTorch sums in bf16, is f32's in ember.
+
+use ember::{Precision, autocast};
+
+use super::*;
+
+include!("../reference/torch_autocast.out.rs");
+
+/// Two bf16 steps at the largest magnitude of `want`.
+fn bf16_tolerance(want: &[f64]) -> f64 {
+    2.0 * 2f64.powi(-7) * want.iter().fold(0f64, |m, w| m.max(w.abs()))
+}
+
+/// `got` is within bf16's rounding of PyTorch's autocast values `bf16`, and away from its
+/// float32 values `f32` by more than f32's rounding: the products did run in bf16.
+fn assert_bf16(got: &[f32], bf16: &[f64], f32: &[f64], what: &str) {
+    assert_eq!(got.len(), bf16.len(), "{what}: length");
+    let tolerance = bf16_tolerance(bf16);
+    let mut off_f32 = 0f64;
+    for (i, ((g, b), f)) in got.iter().zip(bf16).zip(f32).enumerate() {
+        let g = f64::from(*g);
+        assert!(
+            (g - b).abs() <= tolerance,
+            "{what}[{i}]: got {g}, PyTorch's autocast {b} (f32 {f}), tolerance {tolerance}\n\
+             got  {got:?}\nwant {bf16:?}"
+        );
+        off_f32 = off_f32.max((g - f).abs() / f.abs().max(1.0));
+    }
+    assert!(
+        off_f32 > 1e-4,
+        "{what}: within {off_f32:e} of PyTorch's float32 values: no bf16 product ran\n{got:?}"
+    );
+}
+
+fn bf16_run<B: Block>(block: &B, shape: &[usize]) -> Run {
+    autocast(Precision::Bf16, || run(block, shape))
+}
+
+#[test]
+fn dense_under_autocast_matches_pytorch_autocast() {
+    let shape = [3, 4, 6];
+    let dense = resolved(Dense::new(5), &shape);
+    let dense = with_torch_weights(dense, &[("weight", vec![5, 24]), ("bias", vec![5])]);
+    let r = bf16_run(&dense, &shape);
+    assert_bf16(&r.y, &DENSE_BF16_Y, &DENSE_F32_Y, "y");
+    assert_bf16(&r.dx, &DENSE_BF16_DX, &DENSE_F32_DX, "dx");
+    let inner = dense.linear().unwrap();
+    let dw = inner.weight.val().grad(&r.grads).unwrap();
+    assert_eq!(
+        dw.dtype(),
+        burn::tensor::DType::F32,
+        "the master weight's gradient"
+    );
+    assert_bf16(
+        &values(dw.transpose()),
+        &DENSE_BF16_D0,
+        &DENSE_F32_D0,
+        "dweight",
+    );
+    // ember adds the bias in f32, after the product: its gradient is f32's (PyTorch's, summed
+    // in bf16, is within bf16's rounding of the summed terms).
+    assert_close(
+        &grad(inner.bias.as_ref().unwrap(), &r),
+        &DENSE_F32_D1,
+        "dbias",
+    );
+    // The parameters themselves stay f32, and outside autocast the layer is f32's again.
+    assert_eq!(inner.weight.val().dtype(), burn::tensor::DType::F32);
+    assert_close(&run(&dense, &shape).y, &DENSE_F32_Y, "y after autocast");
+}
+
+#[test]
+fn conv2d_under_autocast_matches_pytorch_autocast() {
+    let shape = [2, 2, 5, 5];
+    let conv = resolved(Conv2D::new(3, 3).strides(2).padding(1), &shape);
+    let conv = with_torch_weights(conv, &[("weight", vec![3, 2, 3, 3]), ("bias", vec![3])]);
+    let r = bf16_run(&conv, &shape);
+    assert_bf16(&r.y, &CONV2D_BF16_Y, &CONV2D_F32_Y, "y");
+    assert_bf16(&r.dx, &CONV2D_BF16_DX, &CONV2D_F32_DX, "dx");
+    let inner = conv.conv().unwrap();
+    assert_bf16(
+        &grad(&inner.weight, &r),
+        &CONV2D_BF16_D0,
+        &CONV2D_F32_D0,
+        "dweight",
+    );
+    assert_close(
+        &grad(inner.bias.as_ref().unwrap(), &r),
+        &CONV2D_F32_D1,
+        "dbias",
+    );
+}
+
+#[test]
+fn conv1d_under_autocast_matches_pytorch_autocast() {
+    let shape = [2, 2, 7];
+    let conv = resolved(Conv1D::new(3, 3).padding(1).strides(2), &shape);
+    let conv = with_torch_weights(conv, &[("weight", vec![3, 2, 3]), ("bias", vec![3])]);
+    let r = bf16_run(&conv, &shape);
+    assert_bf16(&r.y, &CONV1D_BF16_Y, &CONV1D_F32_Y, "y");
+    assert_bf16(&r.dx, &CONV1D_BF16_DX, &CONV1D_F32_DX, "dx");
+    let inner = conv.conv().unwrap();
+    assert_bf16(
+        &grad(&inner.weight, &r),
+        &CONV1D_BF16_D0,
+        &CONV1D_F32_D0,
+        "dweight",
+    );
+    assert_close(
+        &grad(inner.bias.as_ref().unwrap(), &r),
+        &CONV1D_F32_D1,
+        "dbias",
+    );
+}
