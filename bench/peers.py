@@ -16,8 +16,12 @@ from round to round. The workloads are written once, in bench/peers/workloads.py
                                  JAX peer)
 `--device` names where everything runs: `cpu` (ember on flex, the peers on the CPU), `cuda`
 (ember, PyTorch and JAX on the first NVIDIA card) or `wgpu` (ember through wgpu's Vulkan on the
-card, the peers on CUDA). ember runs as a user runs it: `ember train --device D`. Raw burn is `ember bench one --config raw`: the chapter's MLP written straight
-against burn, its data made by the same `Synthetic` batches as ember's.
+card, the peers on CUDA). ember runs as a user runs it: `ember train --device D`. Raw burn is
+`ember bench one --config raw`: the chapter's MLP written straight against burn, its data made
+by the same `Synthetic` batches as ember's.
+`--precision bf16` trains in mixed precision: ember with `--precision bf16`, PyTorch under
+`torch.autocast(device, dtype=torch.bfloat16)`; JAX (no autocast of its own) and raw burn sit
+it out. ember refuses it on the CPU for now (`ember train --help`), so it is a card's run.
 
 It prints every run, then per workload the medians of the training time per epoch (over
 rounds, and over every epoch after the first where a run has several: the first epoch of each
@@ -31,7 +35,7 @@ and a release build (`cargo build --release`; with `--features ember-trainer/cud
 On a GPU machine, bench/gpu/run.sh runs it (bench/gpu/README.md).
 
 Run: v/bin/python bench/peers.py [--rounds 3] [--epochs 3] [--workloads chapter-barrier,...]
-         [--device cpu|cuda|wgpu]
+         [--device cpu|cuda|wgpu] [--precision f32|bf16]
 """
 import argparse
 import json
@@ -57,8 +61,10 @@ WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "
 
 def commands(workload, a):
     """The command of each framework on `workload`: {name: argv}."""
-    peer = lambda script: [a.python, str(ROOT / "bench/peers" / script), "--device", a.peer_device]
-    on = ["--device", a.ember_device]
+    peer = lambda script: [a.python, str(ROOT / "bench/peers" / script), "--device", a.peer_device,
+                           "--precision", a.precision]
+    bf16 = a.precision == "bf16"
+    on = ["--device", a.ember_device] + (["--precision", a.precision] if bf16 else [])
     embers = {"ember": [a.ember, "train"] + on + a.ember_args}
     if a.before:
         before = a.before.split()
@@ -68,11 +74,10 @@ def commands(workload, a):
         flags = ["chapter", "--sync", sync]
         runs = {name: cmd + ["--sync", sync, "--epochs", "1"] for name, cmd in embers.items()}
         if sync in ("barrier", "none"):
-            runs |= {
-                "pytorch": peer("torch_peer.py") + flags,
-                "jax": peer("jax_peer.py") + flags,
-            }
-        if sync == "barrier":
+            runs["pytorch"] = peer("torch_peer.py") + flags
+            if not bf16:
+                runs["jax"] = peer("jax_peer.py") + flags
+        if sync == "barrier" and not bf16:
             runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + on + a.ember_args
         return runs
     epochs = ["--epochs", str(a.epochs)]
@@ -94,8 +99,9 @@ def commands(workload, a):
     runs = {name: cmd + flags for name, cmd in embers.items()} | {
         "pytorch": peer("torch_peer.py") + [workload, "--dir", a.data_dir] + epochs,
     }
-    # No JAX peer of the ResNet (its BatchNorm would be a library of its own: flax).
-    if workload != "resnet":
+    # No JAX peer of the ResNet (its BatchNorm would be a library of its own: flax), nor of
+    # mixed precision.
+    if workload != "resnet" and not bf16:
         runs["jax"] = peer("jax_peer.py") + [workload, "--dir", a.data_dir] + epochs
     return runs
 
@@ -140,6 +146,8 @@ def main():
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda", "wgpu"],
                    help="cpu: ember on flex, the peers on the CPU; cuda: all on the first NVIDIA "
                    "card; wgpu: ember through wgpu (Vulkan) on the card, the peers on CUDA")
+    p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                   help="bf16: ember's --precision bf16 beside PyTorch's autocast")
     p.add_argument("--data-dir", default=DATA, help="Fashion-MNIST's IDX files")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--before", default="", help="another ember binary and its flags, run "
@@ -161,7 +169,7 @@ def main():
         sys.exit(f"invalid --rounds {a.rounds} / --epochs {a.epochs}: both must be at least 1")
     print(f"{a.rounds} round(s); {a.epochs} epoch(s) of mlp and lenet per run; "
           f"ember: {a.ember} --device {a.ember_device} {' '.join(a.ember_args)}; peers on "
-          f"{a.peer_device}; {os.cpu_count()} CPUs", flush=True)
+          f"{a.peer_device}; {a.precision}; {os.cpu_count()} CPUs", flush=True)
 
     # results[workload][name][round] = (epoch times, test accuracies, wall); a failed run has
     # no entry for its round.

@@ -48,7 +48,8 @@ def slowest(results):
 def ember_command(workload, a):
     """ember's command line for `workload`, as bench/peers.py runs it, for one epoch."""
     ns = SimpleNamespace(ember=a.ember, ember_args=[], before="", python=sys.executable, epochs=1,
-                         data_dir=a.data_dir, ember_device=a.device, peer_device="cuda")
+                         data_dir=a.data_dir, ember_device=a.device, peer_device="cuda",
+                         precision="f32")
     return peers.commands(workload, ns)["ember"]
 
 

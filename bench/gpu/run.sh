@@ -3,7 +3,7 @@
 # a few calls of the device tool (bench/gpu/README.md). Every step has a time limit, and the run
 # goes on past a failing step; it ends by writing report.md.
 #
-# Usage: bench/gpu/run.sh [--part 1|2|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
+# Usage: bench/gpu/run.sh [--part 1|2|3|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
 #        bench/gpu/run.sh --dry-run [--out DIR] [--ember PATH]
 #
 # Every call carries the whole bundle (under 64 MiB); the parts split the time, as a call of the
@@ -16,8 +16,11 @@
 #                cuda, then BatchNorm's statistics estimated again from its weights on flex and
 #                cuda), the experiments and the comparison on wgpu (which tune their own
 #                kernels), ember on wgpu beside the peers, and a profile of the slowest ratio
-#   --part all   both, in one call; --budget skips what would not fit (on 2026-11-26, with
-#                tuning in every process, part 2 did not start)
+#   --part 3     mixed precision: ember's --precision bf16 beside PyTorch's autocast on cuda
+#                (the chapter's epoch, the MLP, LeNet); its first round tunes the bf16 kernels
+#                into cubecl's cache, and each run's first epoch is left out of the medians
+#   --part all   all three, in one call; --budget skips what would not fit (on 2026-11-26,
+#                with tuning in every process, part 2 did not start)
 #   --out DIR    where everything goes (default: $OUT on the device machine, else bench/gpu/out)
 #   --bundle DIR what bench/gpu/bundle.sh made (default .gpu)
 #   --rounds N   interleaved rounds of the side-by-side runs (default 3)
@@ -46,7 +49,7 @@ while [ $# -gt 0 ]; do
         *) fail "unknown argument '$1' (see --help)" ;;
     esac
 done
-case "$part" in 1 | 2 | all) ;; *) fail "invalid --part '$part': 1, 2 or all" ;; esac
+case "$part" in 1 | 2 | 3 | all) ;; *) fail "invalid --part '$part': 1, 2, 3 or all" ;; esac
 runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 case "$rounds" in [1-9]) ;; *) fail "invalid --rounds '$rounds': 1 to 9" ;; esac
 case "$budget" in '' | *[!0-9]*) fail "invalid --budget '$budget': whole seconds" ;; esac
@@ -237,6 +240,16 @@ if runs 2; then
     step 2 profile 150 "$python" "$root/bench/gpu/profile.py" --out "$out/profile" \
         --ember "$ember" --device "${devices[0]}" --results "$out" --data-dir "$data" \
         -- "${profile_flags[@]}"
+fi
+
+if runs 3; then
+    if [ "$dry" = 1 ]; then
+        skip 3 peers-bf16 "dry run: CI does not install PyTorch, and ember refuses bf16 on the CPU"
+    else
+        step 3 peers-bf16 400 "$python" "$root/bench/peers.py" --device cuda --precision bf16 \
+            --ember "$ember" --data-dir "$data" --rounds "$rounds" --epochs 2 \
+            --workloads chapter-barrier,mlp,lenet
+    fi
 fi
 
 "$python" "$root/bench/gpu/report.py" "$out" --mode "$mode" || echo "run.sh: report.py failed" >&2

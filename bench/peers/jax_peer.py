@@ -132,6 +132,9 @@ def classify(args, images):
 
 
 def banner(args):
+    if args.precision != "f32":
+        raise SystemExit(f"jax_peer: no --precision {args.precision}: JAX has no autocast of its "
+                         "own (bench/peers.py runs no JAX peer in mixed precision)")
     # Before JAX starts a backend: `--device cpu` keeps JAX off a card it would take by default.
     jax.config.update("jax_platforms", args.device)
     return f"jax {jax.__version__}, {jax.devices()}"

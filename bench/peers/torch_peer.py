@@ -2,7 +2,11 @@
 d2l writes them.
 
 Run: python3 bench/peers/torch_peer.py chapter|mlp|lenet|lenet-recipe|resnet
-         [--sync barrier|none] [--epochs N] [--device cpu|cuda]
+         [--sync barrier|none] [--epochs N] [--device cpu|cuda] [--precision f32|bf16]
+
+`--precision bf16` runs every training step's forward pass and loss under
+`torch.autocast(device, dtype=torch.bfloat16)`, PyTorch's mixed precision (f32 master weights);
+the test accuracy is measured in f32, as ember measures it.
 """
 import copy
 import time
@@ -61,11 +65,19 @@ def small_resnet():
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(16, 10))
 
 
-def warm_up(net, loss_fn, x, y):
+def autocast(args):
+    """The precision of a training step's forward pass and loss: `--precision`."""
+    return torch.autocast(torch.device(args.device).type, dtype=torch.bfloat16,
+                          enabled=args.precision == "bf16")
+
+
+def warm_up(net, loss_fn, x, y, args):
     """One forward, backward and update on copies, thrown away: nothing trains."""
     twin = copy.deepcopy(net)
     torch.optim.SGD(twin.parameters(), lr=0.1).zero_grad()
-    loss_fn(twin(x), y).backward()
+    with autocast(args):
+        l = loss_fn(twin(x), y)
+    l.backward()
     torch.optim.SGD(twin.parameters(), lr=0.1).step()
     finish(x.device)
 
@@ -89,13 +101,14 @@ def chapter(args):
     opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = lambda y_hat, y: 0.5 * ((y_hat - y) ** 2).mean()
     x, y = data.batch()
-    warm_up(net, loss_fn, torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev))
+    warm_up(net, loss_fn, torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev), args)
     for epoch in range(args.epochs):
         start = time.perf_counter()
         losses = []
         for _ in range(args.batches):
             x, y = data.batch()
-            l = loss_fn(net(torch.from_numpy(x).to(dev)), torch.from_numpy(y).to(dev))
+            with autocast(args):
+                l = loss_fn(net(torch.from_numpy(x).to(dev)), torch.from_numpy(y).to(dev))
             opt.zero_grad()
             l.backward()
             opt.step()
@@ -135,7 +148,7 @@ def classify(args, images):
     else:
         opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
-    warm_up(net, loss_fn, train_x[:batch_size].to(dev), train_y[:batch_size].to(dev))
+    warm_up(net, loss_fn, train_x[:batch_size].to(dev), train_y[:batch_size].to(dev), args)
     for epoch in range(args.epochs):
         start = time.perf_counter()
         order = torch.randperm(len(train_x))
@@ -144,8 +157,9 @@ def classify(args, images):
         for i in range(0, len(order), batch_size):
             idx = order[i:i + batch_size]
             x, y = train_x[idx].to(dev), train_y[idx].to(dev)
-            y_hat = net(x)
-            l = loss_fn(y_hat, y)
+            with autocast(args):
+                y_hat = net(x)
+                l = loss_fn(y_hat, y)
             opt.zero_grad()
             l.backward()
             if recipe:
@@ -177,7 +191,7 @@ def banner(args):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     where = torch.cuda.get_device_name(0) if args.device == "cuda" else f"{torch.get_num_threads()} threads"
-    return f"torch {torch.__version__}, {args.device}: {where}"
+    return f"torch {torch.__version__}, {args.device}: {where}, {args.precision}"
 
 
 if __name__ == "__main__":

@@ -55,6 +55,8 @@ def arguments(name):
     p.add_argument("workload", choices=["chapter", "mlp", "lenet", "lenet-recipe", "resnet"])
     p.add_argument("--sync", default="barrier", choices=["barrier", "none"])
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
+                   help="bf16: mixed precision, where the peer has it (PyTorch's autocast)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batches", type=int, default=150, help="chapter: batches per epoch")
     p.add_argument("--dir", default=FASHION_MNIST)

@@ -71,6 +71,7 @@ fn the_dry_run_writes_every_section_of_the_report() {
         "peers-wgpu",
         "peers-resnet",
         "resnet-check",
+        "peers-bf16",
     ] {
         assert!(
             steps.contains(&format!("| {peers} | skipped: dry run")),
