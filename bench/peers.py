@@ -64,8 +64,10 @@ def commands(workload, a):
     peer = lambda script: [a.python, str(ROOT / "bench/peers" / script), "--device", a.peer_device,
                            "--precision", a.precision]
     bf16 = a.precision == "bf16"
-    on = ["--device", a.ember_device] + (["--precision", a.precision] if bf16 else [])
-    embers = {"ember": [a.ember, "train"] + on + a.ember_args}
+    on = ["--device", a.ember_device]
+    # `--before`'s older build may not know --precision: it runs in f32.
+    embers = {"ember": [a.ember, "train"] + on + (["--precision", a.precision] if bf16 else [])
+              + a.ember_args}
     if a.before:
         before = a.before.split()
         embers["ember before"] = before[:1] + ["train"] + (on if "--device" not in before else []) + before[1:]

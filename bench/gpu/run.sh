@@ -18,7 +18,8 @@
 #                kernels), ember on wgpu beside the peers, and a profile of the slowest ratio
 #   --part 3     mixed precision: ember's --precision bf16 beside PyTorch's autocast on cuda
 #                (the chapter's epoch, the MLP, LeNet); its first round tunes the bf16 kernels
-#                into cubecl's cache, and each run's first epoch is left out of the medians
+#                into cubecl's cache (the MLP's and LeNet's first epochs are left out of the
+#                medians; the chapter's runs are one epoch)
 #   --part all   all three, in one call; --budget skips what would not fit (on 2026-11-26,
 #                with tuning in every process, part 2 did not start)
 #   --out DIR    where everything goes (default: $OUT on the device machine, else bench/gpu/out)
@@ -246,7 +247,7 @@ if runs 3; then
     if [ "$dry" = 1 ]; then
         skip 3 peers-bf16 "dry run: CI does not install PyTorch, and ember refuses bf16 on the CPU"
     else
-        step 3 peers-bf16 400 "$python" "$root/bench/peers.py" --device cuda --precision bf16 \
+        step 3 peers-bf16 500 "$python" "$root/bench/peers.py" --device cuda --precision bf16 \
             --ember "$ember" --data-dir "$data" --rounds "$rounds" --epochs 2 \
             --workloads chapter-barrier,mlp,lenet
     fi

@@ -56,8 +56,8 @@ impl Precision {
         }
     }
 
-    /// Whether `device` computes in this precision: an error naming the device where burn's
-    /// backend has no such arithmetic.
+    /// Whether `device` computes in this precision: an error where its burn backend has no
+    /// such arithmetic (the caller knows the device's name).
     pub fn check(self, device: &Device) -> Result<()> {
         match self {
             Self::F32 => Ok(()),
@@ -65,8 +65,8 @@ impl Precision {
             Self::Bf16 => Err(Error::InvalidValue {
                 name: "precision",
                 value: self.to_string(),
-                reason: "this device's burn backend has no bf16 arithmetic (wgpu's WGSL has \
-                         no such type): use f32 there, or cuda or flex"
+                reason: "this device's burn backend has no bf16 arithmetic (wgpu's has none: \
+                         its shaders, WGSL, have no such type); use f32 there"
                     .to_string(),
             }),
         }

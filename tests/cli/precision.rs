@@ -45,7 +45,10 @@ fn bf16_is_refused_on_the_cpu_and_on_wgpu_naming_why_and_writing_nothing() {
     // burn's wgpu (WGSL) has no bf16; CI's wgpu is lavapipe.
     let mut wgpu = args(&TINY, &more);
     wgpu[2] = "wgpu";
-    fails_with(&wgpu, "--precision bf16 on wgpu on llvmpipe");
+    fails_with(
+        &wgpu,
+        "--precision bf16 on wgpu: burn's wgpu has no bf16 arithmetic",
+    );
     // compare refuses it up front too, before a run starts.
     let out = dir.path().join("compare");
     fails_with(
@@ -76,7 +79,11 @@ fn devices_says_whether_the_cpu_has_bf16() {
         .find(|l| l.starts_with("cpu") && l.contains("bf16"))
         .unwrap_or_else(|| panic!("no bf16 line:\n{out}"));
     let said = if cpu.has_bf16() {
-        format!("{} has bf16 instructions: avx512_bf16", cpu.model)
+        format!(
+            "{} has bf16 instructions: {}",
+            cpu.model,
+            cpu.bf16.join(", ")
+        )
     } else {
         format!("{} has no bf16 instructions", cpu.model)
     };

@@ -10,6 +10,10 @@
 //! while a layer that stayed in f32 would be within 1e-5 of the float32 values. The bias's
 //! gradient, which PyTorch sums in bf16, is f32's in ember.
 
+// PyTorch's bias gradients under autocast, summed in bf16, are printed with the rest; ember's
+// are f32's, which the tests compare against.
+#![allow(dead_code)]
+
 use ember::{Precision, autocast};
 
 use super::*;
@@ -77,6 +81,44 @@ fn dense_under_autocast_matches_pytorch_autocast() {
     // The parameters themselves stay f32, and outside autocast the layer is f32's again.
     assert_eq!(inner.weight.val().dtype(), burn::tensor::DType::F32);
     assert_close(&run(&dense, &shape).y, &DENSE_F32_Y, "y after autocast");
+}
+
+/// Gluon's `flatten=False` on a rank-3 input, with the activation after the product.
+#[test]
+fn dense_on_the_last_axis_with_an_activation_matches_pytorch_autocast() {
+    let shape = [2, 3, 4];
+    let dense = Dense::new(5).flatten(false).activation(Activation::Relu);
+    let dense = with_torch_weights(
+        resolved(dense, &shape),
+        &[("weight", vec![5, 4]), ("bias", vec![5])],
+    );
+    let r = bf16_run(&dense, &shape);
+    assert_bf16(&r.y, &DENSE_ND_BF16_Y, &DENSE_ND_F32_Y, "y");
+    assert_bf16(&r.dx, &DENSE_ND_BF16_DX, &DENSE_ND_F32_DX, "dx");
+    let inner = dense.linear().unwrap();
+    let dw = values(inner.weight.val().grad(&r.grads).unwrap().transpose());
+    assert_bf16(&dw, &DENSE_ND_BF16_D0, &DENSE_ND_F32_D0, "dweight");
+}
+
+#[test]
+fn conv2d_with_dilation_groups_and_an_activation_matches_pytorch_autocast() {
+    let shape = [1, 2, 5, 5];
+    let conv = Conv2D::new(4, 2)
+        .dilation(2)
+        .groups(2)
+        .use_bias(false)
+        .activation(Activation::Sigmoid);
+    let conv = with_torch_weights(resolved(conv, &shape), &[("weight", vec![4, 1, 2, 2])]);
+    let r = bf16_run(&conv, &shape);
+    assert_bf16(&r.y, &CONV2D_GROUPS_BF16_Y, &CONV2D_GROUPS_F32_Y, "y");
+    assert_bf16(&r.dx, &CONV2D_GROUPS_BF16_DX, &CONV2D_GROUPS_F32_DX, "dx");
+    let dw = grad(&conv.conv().unwrap().weight, &r);
+    assert_bf16(
+        &dw,
+        &CONV2D_GROUPS_BF16_D0,
+        &CONV2D_GROUPS_F32_D0,
+        "dweight",
+    );
 }
 
 #[test]

@@ -82,11 +82,12 @@ fn bf16_products_train_f32_master_weights_close_to_the_f32_run() {
         let bf16 = train(&net, Precision::Bf16, replicas);
         let (a, b) = (losses(&f32), losses(&bf16));
         assert_eq!(a.len(), 24);
-        // The products ran in bf16 (the losses moved by more than f32's rounding), and the run
-        // follows the f32 one within bf16's.
+        // The products ran in bf16 (the losses moved by more than the f32 run's kernels,
+        // oneDNN's, and bf16's, burn-flex's, differ in f32; the runs differ by 3e-3), and the
+        // run follows the f32 one within bf16's rounding.
         let apart = loss_difference(&a, &b);
         assert!(
-            apart > 1e-5 && apart < 0.03,
+            apart > 1e-3 && apart < 0.03,
             "{replicas} replica(s): {apart}\nf32  {a:?}\nbf16 {b:?}"
         );
         assert!(b[18..].iter().all(|l| *l < 0.8 * b[0]), "it trains: {b:?}");

@@ -123,7 +123,8 @@ impl Dense {
         let weight = precision::lowered(linear.weight.val());
         let bias = linear.bias.as_ref().map(|b| b.val());
         let y = nd_map!(x, t => {
-            let y = precision::raised(precision::lowered(t).matmul(weight.clone().unsqueeze()));
+            let product = burn::tensor::module::linear(precision::lowered(t), weight.clone(), None);
+            let y = precision::raised(product);
             match &bias {
                 Some(b) => y + b.clone().unsqueeze(),
                 None => y,

@@ -114,12 +114,15 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
         }
     }
     files.check()?;
-    // Opened here too, so that a device or precision the runs cannot take is refused first.
-    let opened = workload.open_devices()?;
     let device = match &workload.devices {
-        Some(list) => list.to_string(),
+        Some(list) => {
+            let names: Vec<DeviceName> = list.0.iter().map(|spec| spec.name).collect();
+            super::precision::check(workload.recipe.precision, &names)?;
+            list.to_string()
+        }
         None => {
-            let picked = &opened[0];
+            let picked = workload.device.open()?;
+            super::precision::check(workload.recipe.precision, &[picked.name])?;
             say!("device: {}", picked.reason);
             // The figures name what auto picked, and any other device as given (`wgpu:1`).
             match workload.device.name {

@@ -20,6 +20,9 @@ pub struct Flag {
     pub resume: Resume,
     /// Its value in a checked workload, as the flag takes it; `None` leaves the flag out.
     pub value: fn(&Workload) -> Option<String>,
+    /// What a record without the flag means, for a flag written only where it is not its
+    /// default (`--precision`: f32), so that a resumed run may give or drop it.
+    pub unset: Option<&'static str>,
 }
 
 /// What a checkpoint records of a flag, for `--resume` to compare.
@@ -47,6 +50,15 @@ impl Flag {
             synthetic_only: None,
             resume,
             value,
+            unset: None,
+        }
+    }
+
+    /// The same flag, whose absence from a record means `value`.
+    const fn unset_means(self, value: &'static str) -> Self {
+        Self {
+            unset: Some(value),
+            ..self
         }
     }
 
@@ -97,10 +109,12 @@ impl Flag {
     pub const ACCUMULATE: Flag = Flag::new("accumulate", Resume::Value, |w| {
         (w.recipe.accumulate > 1).then(|| w.recipe.accumulate.to_string())
     });
-    /// Changeable: the parameters are f32 either way.
+    /// Changeable: the parameters are f32 either way. Written where it is not f32, so that
+    /// checkpoints written before it existed still resume.
     pub const PRECISION: Flag = Flag::new("precision", Resume::Changeable, |w| {
         (w.recipe.precision != ember::Precision::F32).then(|| w.recipe.precision.to_string())
-    });
+    })
+    .unset_means("f32");
     pub const SEED: Flag = Flag::new("seed", Resume::Value, |w| Some(w.seed.to_string()));
     pub const VALID_SPLIT: Flag = Flag::new("valid-split", Resume::Value, |w| {
         w.valid_split.map(|f| f.to_string())
@@ -273,11 +287,4 @@ mod tests {
             )
         );
     }
-}
-
-/// Whether a resumed run may give `flag` (`--lr`) another value than the checkpoint's run.
-pub fn changeable(flag: &str) -> bool {
-    Flag::ALL
-        .iter()
-        .any(|f| f.resume == Resume::Changeable && flag == f.to_string())
 }

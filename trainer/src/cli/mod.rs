@@ -93,6 +93,7 @@ mod model;
 mod output_paths;
 mod precision;
 mod recipe;
+mod resume_flags;
 mod serve;
 mod summary;
 mod task;

@@ -1,44 +1,50 @@
 //! `--precision`: where the command line trains in bf16. The library computes in bf16 on every
-//! device whose burn backend has the arithmetic ([`ember::Precision::check`]), burn-flex's
-//! emulation on the CPU among them; the command line also refuses the CPU, where that would be
-//! slower than f32 and no faster path exists yet, saying which of the two reasons holds here.
+//! device whose burn backend has the arithmetic ([`ember::Precision::check`], which `Fit` runs
+//! too), burn-flex's emulation on the CPU among them. The command line also refuses the CPU,
+//! where no fast path exists yet, saying which reason holds on this machine, and a remote
+//! device, whose machine it cannot see. It checks device names, so that nothing need be opened.
 
 use anyhow::bail;
 use ember::device::cpu::Cpu;
-use ember::{DeviceName, PickedDevice, Precision};
+use ember::{DeviceName, Precision};
 
 use super::flags::Flag;
 
-/// Refuses `precision` on any of `devices` that cannot train in it, naming the device, and for
-/// the CPU, the CPU.
-pub fn check(precision: Precision, devices: &[PickedDevice]) -> anyhow::Result<()> {
+/// Refuses `precision` on any of `devices` that cannot train in it here, naming the device
+/// and why (for the CPU, the CPU).
+pub fn check(precision: Precision, devices: &[DeviceName]) -> anyhow::Result<()> {
     if precision == Precision::F32 {
         return Ok(());
     }
-    for picked in devices {
-        if let Err(err) = precision.check(&picked.device) {
-            bail!(
-                "{} {precision} on {}: {}",
-                Flag::PRECISION,
-                picked.label(),
-                reason(err)
-            );
-        }
-        if matches!(picked.name, DeviceName::Flex | DeviceName::Ndarray) {
-            bail!("{}", on_the_cpu(precision, &Cpu::here(), picked.name));
-        }
+    let flag = Flag::PRECISION;
+    for &device in devices {
+        let why = match device {
+            DeviceName::Flex | DeviceName::Ndarray => on_the_cpu(&Cpu::here()),
+            DeviceName::Wgpu => {
+                "burn's wgpu has no bf16 arithmetic (its shaders, WGSL, have no such type)"
+                    .to_string()
+            }
+            DeviceName::Remote => {
+                "a remote device computes on its server's backend, which this process cannot \
+                 check"
+                    .to_string()
+            }
+            DeviceName::Cuda | DeviceName::Auto => continue,
+        };
+        bail!(
+            "{flag} {precision} on {device}: {why}. Train in f32 there ({flag} f32), or on a \
+             card (--device cuda); `ember devices` lists what this machine has"
+        );
     }
     Ok(())
 }
 
-/// Why `precision` is refused on `cpu` (as `device`).
-fn on_the_cpu(precision: Precision, cpu: &Cpu, device: DeviceName) -> String {
-    let flag = Flag::PRECISION;
-    let why = if cpu.has_bf16() {
+/// Why bf16 is refused on the CPU `cpu`.
+fn on_the_cpu(cpu: &Cpu) -> String {
+    if cpu.has_bf16() {
         format!(
             "this CPU ({}) has bf16 instructions ({}), but ember's oneDNN kernels have no bf16 \
-             products yet, and burn-flex's round to bf16 but multiply in f32, which is slower \
-             than f32",
+             products yet, and burn-flex's convert to f32 and back around an f32 product",
             cpu.model,
             cpu.bf16.join(", ")
         )
@@ -47,17 +53,6 @@ fn on_the_cpu(precision: Precision, cpu: &Cpu, device: DeviceName) -> String {
             "this CPU ({}) has no bf16 instructions (avx512_bf16 on x86, bf16 on Arm)",
             cpu.model
         )
-    };
-    format!(
-        "{flag} {precision} on {device}: {why}. Train in f32 here ({flag} f32), or on a card \
-         (--device cuda); `ember devices` lists what this machine has"
-    )
-}
-
-fn reason(err: ember::Error) -> String {
-    match err {
-        ember::Error::InvalidValue { reason, .. } => reason,
-        other => other.to_string(),
     }
 }
 
@@ -71,18 +66,16 @@ mod tests {
             model: "AMD EPYC".to_string(),
             bf16: Vec::new(),
         };
-        let text = on_the_cpu(Precision::Bf16, &without, DeviceName::Flex);
+        let text = on_the_cpu(&without);
         assert!(
-            text.contains("--precision bf16 on flex")
-                && text.contains("this CPU (AMD EPYC) has no bf16 instructions")
-                && text.contains("--precision f32"),
+            text.contains("this CPU (AMD EPYC) has no bf16 instructions"),
             "{text}"
         );
         let with = Cpu {
             model: "Intel Xeon Platinum 8480+".to_string(),
             bf16: vec!["avx512_bf16"],
         };
-        let text = on_the_cpu(Precision::Bf16, &with, DeviceName::Flex);
+        let text = on_the_cpu(&with);
         assert!(
             text.contains("(Intel Xeon Platinum 8480+) has bf16 instructions (avx512_bf16)")
                 && text.contains("no bf16 products yet"),
@@ -91,9 +84,26 @@ mod tests {
     }
 
     #[test]
-    fn f32_is_never_refused() {
-        let flex = DeviceName::Flex.resolve().unwrap();
-        assert!(check(Precision::F32, &[flex.clone()]).is_ok());
-        assert!(check(Precision::Bf16, &[flex]).is_err());
+    fn each_device_is_refused_by_name_for_its_own_reason_and_f32_never() {
+        use DeviceName::*;
+        for device in [Flex, Ndarray, Wgpu, Remote, Cuda] {
+            assert!(check(Precision::F32, &[device]).is_ok());
+        }
+        assert!(check(Precision::Bf16, &[Cuda]).is_ok());
+        for (device, why) in [
+            (Flex, "this CPU ("),
+            (Ndarray, "this CPU ("),
+            (Wgpu, "burn's wgpu has no bf16"),
+            (Remote, "a remote device computes on its server's backend"),
+        ] {
+            let err = check(Precision::Bf16, &[Cuda, device])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.starts_with(&format!("--precision bf16 on {device}: {why}"))
+                    && err.contains("--precision f32"),
+                "{err}"
+            );
+        }
     }
 }

@@ -104,8 +104,8 @@ pub struct TrainArgs {
     /// Go on from the newest sound checkpoint in this directory (a damaged newer one is moved
     /// aside, saying why), or from the checkpoint DIR/step-N names, with the flags of the run
     /// that wrote it: --epochs may grow (not under a --lr-schedule that spans the run: cosine,
-    /// poly, onecycle), and --lr and --lr-schedule may change (the way back from a run that
-    /// diverged). Checkpoints keep going to that directory unless --checkpoint names another.
+    /// poly, onecycle), --lr and --lr-schedule may change (the way back from a run that
+    /// diverged), and so may --precision. Checkpoints keep going to that directory unless --checkpoint names another.
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Start from the parameters (safetensors) in this file.
@@ -510,53 +510,20 @@ impl Run<'_> {
             });
         }
         if let Some(checkpoint) = &self.outputs.resume {
-            // Every flag that differs, at once: one only the checkpoint's run had (--devices
-            // where this run has --device), or one whose value changed. --lr may change.
-            let before = checkpoint.description();
-            let flags: std::collections::BTreeSet<&String> =
-                before.keys().chain(description.keys()).collect();
-            // --epochs is recorded under a schedule spanning the run only: a change to another
-            // schedule (which --lr-schedule may make) is not a change of --epochs.
-            let (changed, differ): (Vec<&String>, Vec<&String>) = flags
-                .into_iter()
-                .filter(|flag| before.get(*flag) != description.get(*flag))
-                .filter(|flag| {
-                    *flag != "--epochs"
-                        || (before.contains_key(*flag) && description.contains_key(*flag))
-                })
-                .partition(|flag| {
-                    super::flags::changeable(flag)
-                        && before.contains_key(*flag)
-                        && description.contains_key(*flag)
-                });
-            let differ: Vec<String> = differ
-                .into_iter()
-                .map(|flag| match (before.get(flag), description.get(flag)) {
-                    (Some(b), Some(v)) => format!(
-                        "it was written by a run with {flag} {b}, and this one has {flag} {v}"
-                    ),
-                    (Some(b), None) => format!(
-                        "it was written by a run with {flag} {b}, and this one has no {flag}"
-                    ),
-                    (None, v) => format!(
-                        "it was written by a run without {flag}, and this one has {flag} {}",
-                        v.map_or("", String::as_str)
-                    ),
-                })
-                .collect();
-            if !differ.is_empty() {
-                bail!(
-                    "cannot resume from {}: {}; resume with the flags of that run (only --lr and --lr-schedule \
-                     may change)",
-                    checkpoint.dir.display(),
-                    differ.join("; ")
-                );
-            }
-            for flag in changed {
+            let changes = super::resume_flags::compare(checkpoint.description(), &description)
+                .map_err(|differ| {
+                    anyhow::anyhow!(
+                        "cannot resume from {}: {differ}; resume with the flags of that run (only \
+                         --lr, --lr-schedule and --precision may change)",
+                        checkpoint.dir.display()
+                    )
+                })?;
+            for change in changes {
                 say!(
                     "resuming with {flag} {} (the checkpoint's run had {flag} {})",
-                    description[flag],
-                    before[flag]
+                    change.now,
+                    change.before,
+                    flag = change.flag
                 );
             }
             let done = checkpoint.position.epoch;

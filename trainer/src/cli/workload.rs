@@ -295,7 +295,8 @@ impl Workload {
             Some(list) => list.open()?,
             None => vec![self.device.open()?],
         };
-        super::precision::check(self.recipe.precision, &picked)?;
+        let names: Vec<DeviceName> = picked.iter().map(|p| p.name).collect();
+        super::precision::check(self.recipe.precision, &names)?;
         Ok(picked)
     }
 
@@ -372,15 +373,16 @@ impl Workload {
     }
 
     /// The workload in a few words, for reports: the chapter's sizes on synthetic data, the
-    /// data and batch size otherwise.
+    /// data and batch size otherwise, then the recipe where it is not plain SGD in f32.
     pub fn describe(&self) -> String {
-        match self.data {
+        let what = match self.data {
             DataSpec::Synthetic => format!(
                 "{} batches x {} x {} features, hidden {:?}",
                 self.batches, self.batch_size, self.features, self.hidden
             ),
             ref data => format!("{data}, batch {}, lr {}", self.batch_size, self.lr),
-        }
+        };
+        what + &super::recipe::recipe_words(self)
     }
 
     /// `net` trained with `loss` on `device` (an autodiff device) by the workload's recipe.

@@ -1,0 +1,142 @@
+//! What a resumed run must keep of the flags of the run that wrote its checkpoint, and what it
+//! may change: the flags [`Flag::ALL`] marks [`Resume::Changeable`] (--lr, --lr-schedule,
+//! --precision). A flag written only where it is not its default ([`Flag::unset`]: --precision
+//! f32) reads as that default where a record lacks it.
+
+use std::collections::BTreeMap;
+
+use super::flags::{Flag, Resume};
+
+/// A changeable flag the resumed run gives another value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// `--lr`.
+    pub flag: String,
+    /// The checkpoint's run's value.
+    pub before: String,
+    /// This run's.
+    pub now: String,
+}
+
+/// The changes from the checkpoint's record `before` to this run's `now`, or every difference
+/// that a resumed run may not make, in words, at once: a flag only one of the runs had
+/// (--devices where this run has --device), or one whose value changed.
+pub fn compare(
+    before: &BTreeMap<String, String>,
+    now: &BTreeMap<String, String>,
+) -> Result<Vec<Change>, String> {
+    let flags: std::collections::BTreeSet<&String> = before.keys().chain(now.keys()).collect();
+    let (mut changes, mut differ) = (Vec::new(), Vec::new());
+    for flag in flags {
+        let (was, is) = (recorded(before, flag), recorded(now, flag));
+        if was == is {
+            continue;
+        }
+        // --epochs is recorded under a schedule spanning the run only: a change to another
+        // schedule (which --lr-schedule may make) is not a change of --epochs.
+        if flag == "--epochs" && !(before.contains_key(flag) && now.contains_key(flag)) {
+            continue;
+        }
+        match (was, is) {
+            (Some(b), Some(v)) if changeable(flag) => changes.push(Change {
+                flag: flag.clone(),
+                before: b.to_string(),
+                now: v.to_string(),
+            }),
+            (Some(b), Some(v)) => differ.push(format!(
+                "it was written by a run with {flag} {b}, and this one has {flag} {v}"
+            )),
+            (Some(b), None) => differ.push(format!(
+                "it was written by a run with {flag} {b}, and this one has no {flag}"
+            )),
+            (None, v) => differ.push(format!(
+                "it was written by a run without {flag}, and this one has {flag} {}",
+                v.unwrap_or("")
+            )),
+        }
+    }
+    match differ.is_empty() {
+        true => Ok(changes),
+        false => Err(differ.join("; ")),
+    }
+}
+
+fn flag(name: &str) -> Option<&'static Flag> {
+    Flag::ALL.iter().find(|f| name == f.to_string())
+}
+
+/// Whether a resumed run may give `name` (`--lr`) another value than the checkpoint's run.
+fn changeable(name: &str) -> bool {
+    flag(name).is_some_and(|f| f.resume == Resume::Changeable)
+}
+
+/// `name`'s value in a record: the one written, else what its absence means.
+fn recorded<'a>(record: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
+    record
+        .get(name)
+        .map(String::as_str)
+        .or_else(|| flag(name).and_then(|f| f.unset))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn precision_may_be_given_or_dropped_where_the_record_has_its_default() {
+        let f32_run = record(&[("--lr", "0.1"), ("--batch-size", "32")]);
+        let bf16_run = record(&[
+            ("--lr", "0.1"),
+            ("--batch-size", "32"),
+            ("--precision", "bf16"),
+        ]);
+        let to = |from: &BTreeMap<String, String>, to: &BTreeMap<String, String>| {
+            compare(from, to).unwrap()
+        };
+        let change = |before: &str, now: &str| Change {
+            flag: "--precision".to_string(),
+            before: before.to_string(),
+            now: now.to_string(),
+        };
+        assert_eq!(to(&f32_run, &bf16_run), [change("f32", "bf16")]);
+        assert_eq!(to(&bf16_run, &f32_run), [change("bf16", "f32")]);
+        assert_eq!(to(&f32_run, &f32_run), []);
+    }
+
+    #[test]
+    fn other_flags_must_match_and_every_difference_is_named_at_once() {
+        let before = record(&[
+            ("--lr", "0.1"),
+            ("--batch-size", "32"),
+            ("--device", "flex"),
+        ]);
+        let now = record(&[
+            ("--lr", "0.05"),
+            ("--batch-size", "64"),
+            ("--devices", "flex,flex"),
+        ]);
+        let err = compare(&before, &now).unwrap_err();
+        for said in [
+            "with --batch-size 32, and this one has --batch-size 64",
+            "with --device flex, and this one has no --device",
+            "without --devices, and this one has --devices flex,flex",
+        ] {
+            assert!(err.contains(said), "{said}: {err}");
+        }
+        assert!(!err.contains("--lr"), "--lr may change: {err}");
+        // A changeable flag without a default must be on both sides to change.
+        let scheduled = record(&[("--lr-schedule", "cosine")]);
+        assert!(compare(&scheduled, &record(&[])).is_err());
+        // --epochs counts only where both runs recorded it (a schedule spanning the run).
+        let with = record(&[("--epochs", "3")]);
+        assert_eq!(compare(&with, &record(&[])).unwrap(), []);
+        assert!(compare(&with, &record(&[("--epochs", "4")])).is_err());
+    }
+}
