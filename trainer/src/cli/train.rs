@@ -105,7 +105,8 @@ pub struct TrainArgs {
     /// aside, saying why), or from the checkpoint DIR/step-N names, with the flags of the run
     /// that wrote it: --epochs may grow (not under a --lr-schedule that spans the run: cosine,
     /// poly, onecycle), --lr and --lr-schedule may change (the way back from a run that
-    /// diverged), and so may --precision. Checkpoints keep going to that directory unless --checkpoint names another.
+    /// diverged), and so may --precision. Checkpoints keep going to that directory unless
+    /// --checkpoint names another.
     #[arg(long)]
     resume: Option<PathBuf>,
     /// Start from the parameters (safetensors) in this file.

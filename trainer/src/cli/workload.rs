@@ -288,8 +288,8 @@ impl Workload {
     /// Opens the devices: `--devices`' list, or `--device` alone.
     ///
     /// # Errors
-    /// A device that cannot be opened, named.
-    /// A precision they cannot train in is refused ([`super::precision::check`]).
+    /// A device that cannot be opened, named, or one that cannot train in the workload's
+    /// precision here ([`super::precision::check`]).
     pub fn open_devices(&self) -> anyhow::Result<Vec<PickedDevice>> {
         let picked = match &self.devices {
             Some(list) => list.open()?,
