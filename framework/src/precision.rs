@@ -136,25 +136,6 @@ pub(crate) fn raised<const D: usize>(y: Tensor<D>) -> Tensor<D> {
     }
 }
 
-/// A convolution `f(x, w)` in this thread's precision, back in f32, with `bias` (one value a
-/// channel, on axis 1) added in f32.
-pub(crate) fn convolved<const D: usize>(
-    x: Tensor<D>,
-    w: Tensor<D>,
-    bias: Option<Tensor<1>>,
-    f: impl FnOnce(Tensor<D>, Tensor<D>) -> Tensor<D>,
-) -> Tensor<D> {
-    let y = raised(f(lowered(x), lowered(w)));
-    match bias {
-        Some(b) => {
-            let mut shape = [1; D];
-            shape[1] = b.dims()[0];
-            y + b.reshape(shape)
-        }
-        None => y,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,6 +6,9 @@
 //! println!("{}: bf16 {}", cpu.model, if cpu.has_bf16() { "yes" } else { "no" });
 //! ```
 
+/// The bf16 instructions [`Cpu::bf16`] looks for, as a sentence names them.
+pub const BF16_INSTRUCTIONS: &str = "avx512_bf16 on x86, bf16 on Arm";
+
 /// This machine's CPU.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cpu {

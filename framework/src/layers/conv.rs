@@ -29,6 +29,7 @@
 
 use std::fmt;
 
+use burn::tensor::ops::ConvOptions as BurnConvOptions;
 use burn::tensor::{Device, Tensor};
 
 use crate::block::Block;
@@ -174,6 +175,43 @@ impl<S: Axes> ConvOptions<S> {
             window,
             self.activation.map(Activation::eltwise),
         )
+    }
+
+    /// Under [`crate::autocast`], the convolution with its bias and activation, its product
+    /// (`conv`: burn's `conv1d` or `conv2d` with these options, no bias) in the thread's
+    /// precision and the rest in f32; `None` in f32.
+    pub(crate) fn autocast<const D: usize, const N: usize>(
+        &self,
+        x: &Tensor<D>,
+        weight: &Tensor<D>,
+        bias: Option<&Tensor<1>>,
+        conv: impl FnOnce(Tensor<D>, Tensor<D>, BurnConvOptions<N>) -> Tensor<D>,
+    ) -> Option<Tensor<D>> {
+        if crate::precision::current() == crate::Precision::F32 {
+            return None;
+        }
+        let axes = |size: S| -> [usize; N] { std::array::from_fn(|i| size.axes()[i]) };
+        let options = BurnConvOptions::new(
+            axes(self.strides),
+            axes(self.padding),
+            axes(self.dilation),
+            self.groups,
+        );
+        let lowered = |t: &Tensor<D>| crate::precision::lowered(t.clone());
+        let y = crate::precision::raised(conv(lowered(x), lowered(weight), options));
+        // The bias in f32, one value a channel (axis 1).
+        let y = match bias {
+            Some(b) => {
+                let mut shape = [1; D];
+                shape[1] = b.dims()[0];
+                y + b.clone().reshape(shape)
+            }
+            None => y,
+        };
+        Some(match self.activation {
+            Some(activation) => activation.apply(y),
+            None => y,
+        })
     }
 }
 

@@ -17,7 +17,6 @@ use crate::deferred::{Deferred, layer_module};
 use crate::error::Result;
 use crate::init::Init;
 use crate::ndtensor::NdTensor;
-use crate::precision::{self, Precision};
 
 /// A 1-D convolution: `nn.Conv1D(channels, kernel_size, strides, padding, dilation, groups,
 /// use_bias, activation)`. The weight is `(channels, in_channels / groups, k)`.
@@ -59,18 +58,12 @@ impl Block for Conv1D {
         let conv = self.conv.module(self);
         let x = x.rank::<3>();
         let bias = conv.bias.as_ref().map(|b| b.val());
-        if precision::current() != Precision::F32 {
-            let o = &self.options;
-            let options = burn::tensor::ops::ConvOptions::new(
-                [o.strides],
-                [o.padding],
-                [o.dilation],
-                o.groups,
-            );
-            let y = precision::convolved(x, conv.weight.val(), bias, |x, w| {
-                burn::tensor::module::conv1d(x, w, None, options)
-            });
-            return self.activate(y.into());
+        let product = |x, w, options| burn::tensor::module::conv1d(x, w, None, options);
+        if let Some(y) = self
+            .options
+            .autocast(&x, &conv.weight.val(), bias.as_ref(), product)
+        {
+            return y.into();
         }
         match self.options.cpu(&x, &conv.weight.val(), bias.as_ref()) {
             Some(y) => y.into(),

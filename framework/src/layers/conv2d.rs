@@ -18,7 +18,6 @@ use crate::deferred::{Deferred, layer_module};
 use crate::error::Result;
 use crate::init::Init;
 use crate::ndtensor::NdTensor;
-use crate::precision::{self, Precision};
 
 /// A 2-D convolution: `nn.Conv2D(channels, kernel_size, strides, padding, dilation, groups,
 /// use_bias, activation)`.
@@ -63,18 +62,12 @@ impl Block for Conv2D {
         let conv = self.conv.module(self);
         let x = x.rank::<4>();
         let bias = conv.bias.as_ref().map(|b| b.val());
-        if precision::current() != Precision::F32 {
-            let o = &self.options;
-            let options = burn::tensor::ops::ConvOptions::new(
-                o.strides.0,
-                o.padding.0,
-                o.dilation.0,
-                o.groups,
-            );
-            let y = precision::convolved(x, conv.weight.val(), bias, |x, w| {
-                burn::tensor::module::conv2d(x, w, None, options)
-            });
-            return self.activate(y.into());
+        let product = |x, w, options| burn::tensor::module::conv2d(x, w, None, options);
+        if let Some(y) = self
+            .options
+            .autocast(&x, &conv.weight.val(), bias.as_ref(), product)
+        {
+            return y.into();
         }
         match self.options.cpu(&x, &conv.weight.val(), bias.as_ref()) {
             Some(y) => y.into(),

@@ -20,7 +20,7 @@
 use std::fmt;
 
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::Device;
+use burn::tensor::{Device, Tensor};
 
 use crate::block::Block;
 use crate::deferred::{Deferred, layer_module};
@@ -112,30 +112,6 @@ impl Dense {
         self.flatten
     }
 
-    /// The forward pass under [`crate::autocast`]: `x·W` in the thread's precision, then back
-    /// in f32 for the bias and the activation (burn's `Linear`, with the casts).
-    fn autocast(&self, linear: &Linear, x: NdTensor) -> NdTensor {
-        let x = if self.flatten && x.ndim() != 2 {
-            NdTensor::from(x.flatten())
-        } else {
-            x
-        };
-        let weight = precision::lowered(linear.weight.val());
-        let bias = linear.bias.as_ref().map(|b| b.val());
-        let y = nd_map!(x, t => {
-            let product = burn::tensor::module::linear(precision::lowered(t), weight.clone(), None);
-            let y = precision::raised(product);
-            match &bias {
-                Some(b) => y + b.clone().unsqueeze(),
-                None => y,
-            }
-        });
-        match self.activation {
-            Some(activation) => activation.forward(y),
-            None => y,
-        }
-    }
-
     fn build(&self, in_units: usize, device: &Device) -> Linear {
         LinearConfig::new(in_units, self.units)
             .with_bias(self.use_bias)
@@ -150,10 +126,8 @@ impl Block for Dense {
     /// - with `flatten(false)`: input `[…, in_units]`, output `[…, units]`.
     fn forward(&self, x: NdTensor) -> NdTensor {
         let linear = self.linear.module(self);
-        if precision::current() != Precision::F32 {
-            return self.autocast(linear, x);
-        }
-        if self.flatten || x.ndim() == 2 {
+        // ember's CPU kernels are f32's: under autocast, burn's path takes the product.
+        if precision::current() == Precision::F32 && (self.flatten || x.ndim() == 2) {
             let x2 = if x.ndim() == 2 {
                 x.clone().rank::<2>()
             } else {
@@ -170,9 +144,9 @@ impl Block for Dense {
             }
         }
         let y = if self.flatten && x.ndim() != 2 {
-            NdTensor::from(linear.forward(x.flatten()))
+            NdTensor::from(affine(linear, x.flatten()))
         } else {
-            nd_map!(x, t => linear.forward(t))
+            nd_map!(x, t => affine(linear, t))
         };
         match self.activation {
             Some(activation) => activation.forward(y),
@@ -218,6 +192,21 @@ impl Block for Dense {
         });
         self.linear.initialize(init, device, declared);
         self
+    }
+}
+
+/// `x·W + b` on burn's path: burn's `Linear`, or under [`crate::autocast`] the product in the
+/// thread's precision, back in f32 for the bias.
+fn affine<const D: usize>(linear: &Linear, x: Tensor<D>) -> Tensor<D> {
+    if precision::current() == Precision::F32 {
+        return linear.forward(x);
+    }
+    let weight = precision::lowered(linear.weight.val());
+    let product = burn::tensor::module::linear(precision::lowered(x), weight, None);
+    let y = precision::raised(product);
+    match &linear.bias {
+        Some(b) => y + b.val().unsqueeze(),
+        None => y,
     }
 }
 

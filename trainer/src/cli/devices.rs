@@ -36,8 +36,9 @@ pub fn run() -> anyhow::Result<()> {
             host.bf16.join(", ")
         ),
         false => say!(
-            "cpu      no bf16   {} has no bf16 instructions (avx512_bf16 on x86, bf16 on Arm)",
-            host.model
+            "cpu      no bf16   {} has no bf16 instructions ({})",
+            host.model,
+            ember::device::cpu::BF16_INSTRUCTIONS
         ),
     }
     Ok(())

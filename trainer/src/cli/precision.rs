@@ -50,8 +50,9 @@ fn on_the_cpu(cpu: &Cpu) -> String {
         )
     } else {
         format!(
-            "this CPU ({}) has no bf16 instructions (avx512_bf16 on x86, bf16 on Arm)",
-            cpu.model
+            "this CPU ({}) has no bf16 instructions ({})",
+            cpu.model,
+            ember::device::cpu::BF16_INSTRUCTIONS
         )
     }
 }
