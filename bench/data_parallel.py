@@ -15,8 +15,8 @@ The configurations:
                 (burn-remote over WebSocket), which the script starts and stops; its ratio is
                 against flex,flex, the same split on local devices
 
-Not part of CI. Needs a release build (`cargo build --release`), with
-`--features ember-trainer/remote` for remote,remote.
+Not part of CI. Needs a release build (`cargo build --release`; its default features include
+`ember serve`, which remote,remote uses).
 
 Run: python3 bench/data_parallel.py [--rounds 3] [--epochs 2] [--configs flex,flex+flex,...]
 """
@@ -60,7 +60,7 @@ def serve(binary, count):
             except OSError:
                 time.sleep(0.05)
         else:
-            sys.exit(f"ember serve on port {port} never listened (built with --features remote?)")
+            sys.exit(f"ember serve on port {port} never listened (a build without the default `remote` feature?)")
         devices.append(f"remote:ws://127.0.0.1:{port}")
     return servers, ",".join(devices)
 

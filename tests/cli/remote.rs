@@ -75,7 +75,7 @@ fn remote_devices_train_as_local_ones_or_say_which_build_they_need() {
                 "--batches",
                 "1",
             ],
-            "cannot connect to its server",
+            "cannot connect to remote:ws://127.0.0.1:9: the server cannot be reached",
         );
 
         // A server that goes away in the middle of the run: an error naming the batch and the

@@ -79,7 +79,8 @@ pub fn advice(err: &ember::Error) -> Option<&'static str> {
         ember::Error::NotBuilt {
             backend: "remote", ..
         } => Some(
-            "Build ember with `cargo build --release --features ember-trainer/remote` for \
+            "This build left out the default `remote` feature: build ember with its default \
+             features (`cargo build --release`), or add `--features ember-trainer/remote`, for \
              `ember serve` and `--devices remote:ws://HOST:PORT`",
         ),
         ember::Error::NotBuilt {

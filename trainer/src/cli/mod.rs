@@ -137,7 +137,7 @@ enum Command {
     /// Run the same workload under several policies and plot how they compare.
     Compare(compare::CompareArgs),
     /// Serve a device to other ember processes (`--devices remote:ws://HOST:PORT`), through
-    /// burn-remote; needs the `remote` cargo feature.
+    /// burn-remote (in the default build: the `remote` cargo feature).
     Serve(serve::ServeArgs),
 }
 

@@ -1,7 +1,7 @@
 //! `ember serve`: one of this machine's devices for other ember processes, through burn-remote's
 //! WebSocket server (no protocol of ember's own). `ember train --devices
-//! remote:ws://HOST:PORT,…` then splits its batches across such servers. Needs the `remote`
-//! cargo feature.
+//! remote:ws://HOST:PORT,…` then splits its batches across such servers. In the default build
+//! (the `remote` cargo feature).
 
 use std::net::SocketAddr;
 
