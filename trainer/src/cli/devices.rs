@@ -79,9 +79,9 @@ pub fn advice(err: &ember::Error) -> Option<&'static str> {
         ember::Error::NotBuilt {
             backend: "remote", ..
         } => Some(
-            "This build left out the default `remote` feature: build ember with its default \
-             features (`cargo build --release`), or add `--features ember-trainer/remote`, for \
-             `ember serve` and `--devices remote:ws://HOST:PORT`",
+            "Build the `ember` binary with its default features (`cargo build --release`), or \
+             add `--features ember-trainer/remote`, for `ember serve` and `--devices \
+             remote:ws://HOST:PORT`",
         ),
         ember::Error::NotBuilt {
             backend: "CUDA", ..
