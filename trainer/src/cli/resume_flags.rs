@@ -65,6 +65,19 @@ fn flag(name: &str) -> Option<&'static Flag> {
     Flag::ALL.iter().find(|f| name == f.to_string())
 }
 
+/// The flags a resumed run may change, in words: `--lr, --lr-schedule and --precision`.
+pub fn changeable_flags() -> String {
+    let names: Vec<String> = Flag::ALL
+        .iter()
+        .filter(|f| f.resume == Resume::Changeable)
+        .map(Flag::to_string)
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
 /// Whether a resumed run may give `name` (`--lr`) another value than the checkpoint's run.
 fn changeable(name: &str) -> bool {
     flag(name).is_some_and(|f| f.resume == Resume::Changeable)
@@ -131,6 +144,7 @@ mod tests {
             assert!(err.contains(said), "{said}: {err}");
         }
         assert!(!err.contains("--lr"), "--lr may change: {err}");
+        assert_eq!(changeable_flags(), "--lr, --lr-schedule and --precision");
         // A changeable flag without a default must be on both sides to change.
         let scheduled = record(&[("--lr-schedule", "cosine")]);
         assert!(compare(&scheduled, &record(&[])).is_err());

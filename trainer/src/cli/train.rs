@@ -515,8 +515,9 @@ impl Run<'_> {
                 .map_err(|differ| {
                     anyhow::anyhow!(
                         "cannot resume from {}: {differ}; resume with the flags of that run (only \
-                         --lr, --lr-schedule and --precision may change)",
-                        checkpoint.dir.display()
+                         {} may change)",
+                        checkpoint.dir.display(),
+                        super::resume_flags::changeable_flags()
                     )
                 })?;
             for change in changes {
