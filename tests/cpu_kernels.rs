@@ -20,6 +20,8 @@ mod batch_norm;
 mod both_paths;
 #[path = "cpu_kernels/chain.rs"]
 mod chain;
+#[path = "cpu_kernels/openmp_teams.rs"]
+mod openmp_teams;
 
 use both_paths::{grad, same, values};
 

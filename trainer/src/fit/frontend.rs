@@ -454,6 +454,9 @@ where
                 let values = (evaluation.compute)(&snapshot)?;
                 metrics.extend(evaluation.names.iter().cloned().zip(values));
             }
+            // The evaluations' primitives gave this thread a team of OpenMP threads: kept
+            // through the next epoch, it would cut the backend's spin between primitives.
+            ember::kernels::release_threads();
         }
         Ok(metrics)
     }

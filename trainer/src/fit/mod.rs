@@ -639,6 +639,9 @@ where
         for callback in &mut frontend.callbacks {
             callback.train_begin(&frontend.trace)?;
         }
+        // Inferring sizes here (and whatever the caller ran on this thread before) gave it a
+        // team of OpenMP threads; only the backend's should be left while it trains.
+        ember::kernels::release_threads();
         let run_in_progress = RunInProgress::start();
         frontend.start = Instant::now();
         let mut carried = start.carried;

@@ -15,4 +15,4 @@ pub(super) mod matmul;
 pub(super) mod pool;
 mod primitive;
 mod reorder;
-mod threads;
+pub(super) mod threads;

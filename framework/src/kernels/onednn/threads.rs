@@ -5,8 +5,18 @@
 //! a call on two threads and 0.027 on one, and the bias gradient `[1, 256]·[256, 256]` 0.061
 //! against 0.005. So a small primitive is made and run on the calling thread alone, through
 //! OpenMP's own `omp_set_num_threads`, which binds the thread that calls it.
+//!
+//! Every thread that runs a primitive on more than one thread gets a team of its own from GNU
+//! OpenMP, which lives as long as that thread. Once the process holds more of OpenMP's threads
+//! than the machine has CPUs, libgomp cuts every waiting thread's spin from 300,000 pauses (8.3
+//! ms on a 2-core AMD EPYC) to 100, and its threads sleep in the kernel between two primitives
+//! and must be woken for the next. A training loop's frontend that ran one primitive (inferring
+//! sizes, evaluating after an epoch) did that to its backend's team for the rest of the run:
+//! [`release_team`] ends such a team.
 
 use std::ffi::c_int;
+#[cfg(test)]
+use std::ffi::c_void;
 use std::sync::OnceLock;
 
 /// Products of fewer floating-point operations than this run on one thread. On 2 cores one
@@ -18,6 +28,8 @@ pub const ONE_THREAD_BELOW_FLOP: f64 = 4e6;
 struct OpenMp {
     set_num_threads: unsafe extern "C" fn(c_int),
     get_max_threads: unsafe extern "C" fn() -> c_int,
+    /// OpenMP 5.0's `omp_pause_resource_all` (GCC 9 on): absent from older runtimes.
+    pause_resource_all: Option<unsafe extern "C" fn(c_int) -> c_int>,
     _library: libloading::Library,
 }
 
@@ -35,9 +47,14 @@ fn open_mp() -> Option<&'static OpenMp> {
                 let get_max_threads = *library
                     .get::<unsafe extern "C" fn() -> c_int>(b"omp_get_max_threads\0")
                     .ok()?;
+                let pause_resource_all = library
+                    .get::<unsafe extern "C" fn(c_int) -> c_int>(b"omp_pause_resource_all\0")
+                    .ok()
+                    .map(|f| *f);
                 Some(OpenMp {
                     set_num_threads,
                     get_max_threads,
+                    pause_resource_all,
                     _library: library,
                 })
             }
@@ -70,6 +87,22 @@ pub fn alone<T>(f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// OpenMP's `omp_pause_soft`.
+const OMP_PAUSE_SOFT: c_int = 1;
+
+/// Ends the calling thread's OpenMP team, if it has one: its threads exit (libgomp joins
+/// them), they no longer count against the machine's CPUs, and the next wide primitive this
+/// thread runs starts a team again. Call it on a thread that ran primitives and will not run
+/// more for a while, such as a training loop's frontend. Inside a primitive, and without the
+/// function (an OpenMP older than 5.0, or another runtime), it does nothing.
+pub fn release_team() {
+    if let Some(pause) = open_mp().and_then(|omp| omp.pause_resource_all) {
+        // SAFETY: OpenMP's API, called from this thread; on the host, libgomp frees the
+        // calling thread's pool only, and refuses (returns -1) inside a parallel region.
+        unsafe { pause(OMP_PAUSE_SOFT) };
+    }
+}
+
 /// The width of the team this thread's primitives run on.
 #[cfg(test)]
 fn width() -> usize {
@@ -80,6 +113,67 @@ fn width() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The threads of this process named `name` (a thread libgomp starts takes the name of the
+    /// thread whose team it joins).
+    fn named(name: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter(|task| {
+                let comm = task.as_ref().unwrap().path().join("comm");
+                std::fs::read_to_string(comm).is_ok_and(|c| c.trim_end() == name)
+            })
+            .count()
+    }
+
+    #[test]
+    fn release_team_ends_the_calling_threads_team_only() {
+        assert!(open_mp().is_some_and(|omp| omp.pause_resource_all.is_some()));
+        // SAFETY: libgomp's entry point for `#pragma omp parallel num_threads(2)`; the
+        // function runs on both threads and does nothing.
+        let parallel = unsafe {
+            let library = libloading::Library::new("libgomp.so.1").unwrap();
+            let f = *library
+                .get::<unsafe extern "C" fn(extern "C" fn(*mut c_void), *mut c_void, u32, u32)>(
+                    b"GOMP_parallel\0",
+                )
+                .unwrap();
+            std::mem::forget(library);
+            f
+        };
+        extern "C" fn nothing(_: *mut c_void) {}
+        // SAFETY: as above.
+        let team = move || unsafe { parallel(nothing, std::ptr::null_mut(), 2, 0) };
+        let on = |name: &str, f: Box<dyn FnOnce() -> (usize, usize) + Send>| {
+            std::thread::Builder::new()
+                .name(name.into())
+                .spawn(f)
+                .unwrap()
+                .join()
+                .unwrap()
+        };
+        let (kept_before, kept_after) = on(
+            "omp-kept",
+            Box::new(move || {
+                team();
+                let before = named("omp-kept");
+                let (with, without) = on(
+                    "omp-released",
+                    Box::new(move || {
+                        team();
+                        let with = named("omp-released");
+                        release_team();
+                        (with, named("omp-released"))
+                    }),
+                );
+                assert_eq!(with, 2, "the thread and the one its team started");
+                assert_eq!(without, 1, "the team's thread is gone");
+                (before, named("omp-kept"))
+            }),
+        );
+        assert_eq!(kept_before, 2);
+        assert_eq!(kept_after, 2, "another thread's team is left as it was");
+    }
 
     #[test]
     fn alone_runs_on_one_thread_and_restores_the_width_even_after_a_panic() {
