@@ -49,10 +49,10 @@ pub(crate) use window::Window;
 /// lives. Once the process holds more of them than the machine has CPUs, GNU OpenMP cuts every
 /// waiting thread's spin to a hundred pauses, so a training loop's backend team sleeps and is
 /// woken between two primitives: on the Fashion-MNIST MLP, epochs 1.2× as long (2 cores of an
-/// AMD EPYC).
-/// A thread that ran primitives and is done with them for a while (a frontend after inferring
-/// sizes or evaluating) calls this; `ember_trainer::Fit` does. The next wide primitive on this
-/// thread starts a team again. Without oneDNN it does nothing.
+/// AMD EPYC). A thread that ran primitives and is done with them for a while (a frontend after
+/// inferring sizes or evaluating) calls this; `ember_trainer::Fit` does. The next wide
+/// primitive on this thread starts a team again. Where this process has not opened oneDNN, it
+/// does nothing.
 pub fn release_threads() {
     #[cfg(feature = "onednn")]
     onednn::threads::release_team();

@@ -153,6 +153,10 @@ where
         // resume trains it again and saves it again, where the other order would lose it.
         self.save_best(&record)?;
         self.ask_callbacks(|callback| callback.epoch_end(&record))?;
+        // The evaluations (and any forward pass of `save_best` or a callback) gave this thread
+        // a team of OpenMP threads: kept through the next epoch, it would cut the backend's
+        // spin between primitives.
+        ember::kernels::release_threads();
         // At the end of every epoch, or with `every`, at the end of the run: a run shorter
         // than `every` steps still leaves its checkpoint.
         let last = epoch + 1 == self.epochs || self.ended_early.is_some();
@@ -454,9 +458,6 @@ where
                 let values = (evaluation.compute)(&snapshot)?;
                 metrics.extend(evaluation.names.iter().cloned().zip(values));
             }
-            // The evaluations' primitives gave this thread a team of OpenMP threads: kept
-            // through the next epoch, it would cut the backend's spin between primitives.
-            ember::kernels::release_threads();
         }
         Ok(metrics)
     }

@@ -42,10 +42,16 @@ pub struct Runtime {
 unsafe impl Send for Runtime {}
 unsafe impl Sync for Runtime {}
 
+static RUNTIME: OnceLock<Result<Runtime, Error>> = OnceLock::new();
+
 /// The library, opened once; the error says why it cannot be used.
 pub fn runtime() -> Result<&'static Runtime, &'static Error> {
-    static RUNTIME: OnceLock<Result<Runtime, Error>> = OnceLock::new();
     RUNTIME.get_or_init(open).as_ref()
+}
+
+/// Whether this process has opened the library and can use it (without opening it).
+pub fn opened() -> bool {
+    RUNTIME.get().is_some_and(Result::is_ok)
 }
 
 fn open() -> Result<Runtime, Error> {
