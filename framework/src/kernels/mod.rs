@@ -57,3 +57,26 @@ pub fn release_threads() {
     #[cfg(feature = "onednn")]
     onednn::threads::release_team();
 }
+
+/// The widest OpenMP team oneDNN's primitives on the calling thread would run on now.
+#[cfg(all(test, feature = "onednn"))]
+pub(crate) fn openmp_width() -> usize {
+    onednn::threads::width()
+}
+
+/// Runs `f` with oneDNN's primitives on the calling thread on teams of at most the calling
+/// thread's width divided by `sharers` (at least one thread): for `sharers` threads that run
+/// primitives at the same time, such as data-parallel replicas on one CPU, so that their teams
+/// together do not outnumber its cores. Without oneDNN it just runs `f`.
+pub fn sharing_threads<T>(sharers: usize, f: impl FnOnce() -> T) -> T {
+    #[cfg(feature = "onednn")]
+    {
+        let width = onednn::threads::width() / sharers.max(1);
+        onednn::threads::at_most(width, f)
+    }
+    #[cfg(not(feature = "onednn"))]
+    {
+        let _ = sharers;
+        f()
+    }
+}

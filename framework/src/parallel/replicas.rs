@@ -127,6 +127,7 @@ impl Replicas {
         // joins the collectives only if none failed.
         let gate = &Gate::new(self.devices.len());
         let devices = &self.devices;
+        let count = devices.len();
         let outcomes: Vec<_> = std::thread::scope(|scope| {
             let threads: Vec<_> = self
                 .devices
@@ -138,7 +139,7 @@ impl Replicas {
                     } else {
                         net.clone().fork(device)
                     };
-                    let thread = spawn_replica(scope, index, move || -> Result<_> {
+                    let thread = spawn_replica(scope, index, count, move || -> Result<_> {
                         let backward = || -> Result<_> {
                             let (loss, extra) = share(&replica, index, device)?;
                             let grads = GradientsParams::from_grads(loss.backward(), &replica);
@@ -212,11 +213,14 @@ impl Replicas {
     }
 }
 
-/// Starts replica `index`'s thread. Tests make one fail as the system would when out of
-/// threads.
+/// Starts replica `index`'s thread, one of `replicas`: its oneDNN primitives run on teams of
+/// the CPU's cores divided among the replicas (2 replicas on 2 cores: one thread each), as
+/// more OpenMP threads than cores would spin and wait for one another. Tests make one fail as
+/// the system would when out of threads.
 fn spawn_replica<'scope, T: Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     index: usize,
+    replicas: usize,
     work: impl FnOnce() -> T + Send + 'scope,
 ) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
     #[cfg(test)]
@@ -225,7 +229,9 @@ fn spawn_replica<'scope, T: Send + 'scope>(
     }
     std::thread::Builder::new()
         .name(format!("ember-replica-{index}"))
-        .spawn_scoped(scope, work)
+        .spawn_scoped(scope, move || {
+            crate::kernels::sharing_threads(replicas, work)
+        })
 }
 
 /// Where the replicas of an NCCL step meet before the all-reduce: each arrives once, saying
@@ -301,6 +307,36 @@ mod tests {
             devices: vec![device.clone(); 3],
             exchange: Exchange::Nccl(vec![0, 1, 2]),
         }
+    }
+
+    #[cfg(feature = "onednn")]
+    #[test]
+    fn the_replicas_divide_the_cores_among_their_openmp_teams() {
+        let device = Device::flex().autodiff();
+        let net = one_dense(&device);
+        let cores = crate::kernels::openmp_width();
+        assert!(cores >= 2, "one core: nothing to divide");
+        for count in [2, cores + 1] {
+            let replicas = Replicas::new(vec![device.clone(); count]).unwrap();
+            let widths = std::sync::Mutex::new(Vec::new());
+            replicas
+                .backward(&net, |replica: &Sequential, _, device| {
+                    widths.lock().unwrap().push(crate::kernels::openmp_width());
+                    l2_share(replica, device)
+                })
+                .unwrap();
+            let widths = widths.into_inner().unwrap();
+            assert_eq!(
+                widths,
+                vec![(cores / count).max(1); count],
+                "{count} replicas"
+            );
+        }
+        assert_eq!(
+            crate::kernels::openmp_width(),
+            cores,
+            "the caller's width is its own"
+        );
     }
 
     #[test]

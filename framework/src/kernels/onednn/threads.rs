@@ -66,12 +66,19 @@ fn open_mp() -> Option<&'static OpenMp> {
 /// width after, even if `f` panics. Without the OpenMP runtime (another oneDNN build) it just
 /// runs `f`.
 pub fn alone<T>(f: impl FnOnce() -> T) -> T {
+    at_most(1, f)
+}
+
+/// Runs `f` with oneDNN's primitives on teams of at most `width` threads (at least one), and
+/// restores the width after, even if `f` panics. Without the OpenMP runtime it just runs `f`.
+pub fn at_most<T>(width: usize, f: impl FnOnce() -> T) -> T {
     let Some(omp) = open_mp() else {
         return f();
     };
     // SAFETY: OpenMP's API, called from this thread for this thread.
     let before = unsafe { (omp.get_max_threads)() };
-    if before <= 1 {
+    let width = c_int::try_from(width.max(1)).unwrap_or(c_int::MAX);
+    if before <= width {
         return f();
     }
     struct Restore<'a>(&'a OpenMp, c_int);
@@ -83,8 +90,14 @@ pub fn alone<T>(f: impl FnOnce() -> T) -> T {
     }
     let _restore = Restore(omp, before);
     // SAFETY: as above.
-    unsafe { (omp.set_num_threads)(1) };
+    unsafe { (omp.set_num_threads)(width) };
     f()
+}
+
+/// The widest team this thread's primitives would run on now (1 without OpenMP).
+pub fn width() -> usize {
+    // SAFETY: OpenMP's API, called from this thread for this thread.
+    open_mp().map_or(1, |omp| unsafe { (omp.get_max_threads)() }.max(1) as usize)
 }
 
 /// OpenMP's `omp_pause_soft`.
@@ -107,13 +120,6 @@ pub fn release_team() {
         // calling thread's pool only, and refuses (returns -1) inside a parallel region.
         unsafe { pause(OMP_PAUSE_SOFT) };
     }
-}
-
-/// The width of the team this thread's primitives run on.
-#[cfg(test)]
-fn width() -> usize {
-    // SAFETY: OpenMP's API, called from this thread for this thread.
-    open_mp().map_or(1, |omp| unsafe { (omp.get_max_threads)() }.max(1) as usize)
 }
 
 #[cfg(test)]
@@ -197,6 +203,16 @@ mod tests {
         );
         assert_eq!(kept_before, 2);
         assert_eq!(kept_after, 2, "another thread's team is left as it was");
+    }
+
+    #[test]
+    fn at_most_narrows_the_team_and_never_widens_it() {
+        let wide = width();
+        assert!(wide >= 2, "one core: nothing to narrow");
+        assert_eq!(at_most(wide - 1, width), wide - 1);
+        assert_eq!(at_most(wide + 1, width), wide, "never wider than it was");
+        assert_eq!(at_most(0, width), 1);
+        assert_eq!(width(), wide);
     }
 
     #[test]
