@@ -64,19 +64,23 @@ pub(crate) fn openmp_width() -> usize {
     onednn::threads::width()
 }
 
+/// Opens oneDNN, if it is not open yet; whether it could be.
+#[cfg(all(test, feature = "onednn"))]
+pub(crate) fn onednn_opens() -> bool {
+    onednn::library::runtime().is_ok()
+}
+
 /// Runs `f` with oneDNN's primitives on the calling thread on teams of at most the calling
 /// thread's width divided by `sharers` (at least one thread): for `sharers` threads that run
 /// primitives at the same time, such as data-parallel replicas on one CPU, so that their teams
-/// together do not outnumber its cores. Without oneDNN it just runs `f`.
+/// together do not outnumber its cores. Where this process has not opened oneDNN, it just
+/// runs `f`.
 pub fn sharing_threads<T>(sharers: usize, f: impl FnOnce() -> T) -> T {
     #[cfg(feature = "onednn")]
-    {
+    if onednn::library::opened() {
         let width = onednn::threads::width() / sharers.max(1);
-        onednn::threads::at_most(width, f)
+        return onednn::threads::at_most(width, f);
     }
-    #[cfg(not(feature = "onednn"))]
-    {
-        let _ = sharers;
-        f()
-    }
+    let _ = sharers;
+    f()
 }

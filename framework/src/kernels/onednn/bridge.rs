@@ -172,12 +172,15 @@ pub fn dims(t: &FlexTensor) -> Vec<usize> {
     t.layout().shape().to_vec()
 }
 
-/// Primitives made once per configuration (shapes and options), as oneDNN's own frameworks
-/// keep them; a configuration oneDNN cannot run is remembered as such.
+/// Primitives made once per configuration (shapes and options) and OpenMP width, as oneDNN's
+/// own frameworks keep them; a configuration oneDNN cannot run is remembered as such. A
+/// primitive splits its work and sizes its scratch for the threads there were when it was
+/// made, so a thread of another width (a data-parallel replica's) gets a primitive of its own.
 pub fn cached<T: Send + Sync + 'static>(
     key: String,
     make: impl FnOnce() -> Result<T>,
 ) -> Result<Arc<T>> {
+    let key = format!("{key} on {} threads", super::threads::width());
     type Entry = std::result::Result<Arc<dyn Any + Send + Sync>, Error>;
     static CACHE: Mutex<Option<HashMap<String, Entry>>> = Mutex::new(None);
     if let Some(entry) = CACHE.lock().unwrap().get_or_insert_default().get(&key) {
