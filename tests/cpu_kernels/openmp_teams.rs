@@ -19,7 +19,7 @@ use ember_trainer::trace::BatchRecord;
 /// name of the thread it serves.
 const FRONTEND: &str = "fit-frontend";
 
-/// The threads of this process named [`FRONTEND`]: one more with a team than without (2 cores).
+/// The threads of this process named [`FRONTEND`]: more with a team than without.
 fn frontend_threads() -> usize {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
