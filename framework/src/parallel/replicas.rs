@@ -127,7 +127,7 @@ impl Replicas {
         // joins the collectives only if none failed.
         let gate = &Gate::new(self.devices.len());
         let devices = &self.devices;
-        let count = devices.len();
+        let sharers = onednn_sharers(devices);
         let outcomes: Vec<_> = std::thread::scope(|scope| {
             let threads: Vec<_> = self
                 .devices
@@ -139,7 +139,12 @@ impl Replicas {
                     } else {
                         net.clone().fork(device)
                     };
-                    let thread = spawn_replica(scope, index, count, move || -> Result<_> {
+                    let sharers = if *device == Device::flex() {
+                        sharers
+                    } else {
+                        1
+                    };
+                    let thread = spawn_replica(scope, index, sharers, move || -> Result<_> {
                         let backward = || -> Result<_> {
                             let (loss, extra) = share(&replica, index, device)?;
                             let grads = GradientsParams::from_grads(loss.backward(), &replica);
@@ -213,14 +218,21 @@ impl Replicas {
     }
 }
 
-/// Starts replica `index`'s thread, one of `replicas`: its oneDNN primitives run on teams of
-/// the CPU's cores divided among the replicas (2 replicas on 2 cores: one thread each), as
-/// more OpenMP threads than cores would spin and wait for one another. Tests make one fail as
-/// the system would when out of threads.
+/// How many replicas run oneDNN's primitives at once: those on flex, the backend whose tensors
+/// the CPU kernels compute on. A card's replica, or ndarray's, starts no OpenMP team.
+fn onednn_sharers(devices: &[Device]) -> usize {
+    let flex = Device::flex();
+    devices.iter().filter(|device| **device == flex).count()
+}
+
+/// Starts replica `index`'s thread: its oneDNN primitives run on teams of the CPU's cores
+/// divided among the `sharers` replicas that run primitives at once (2 on 2 cores: one thread
+/// each), as more OpenMP threads than cores would spin and wait for one another. Tests make one
+/// fail as the system would when out of threads.
 fn spawn_replica<'scope, T: Send + 'scope>(
     scope: &'scope std::thread::Scope<'scope, '_>,
     index: usize,
-    replicas: usize,
+    sharers: usize,
     work: impl FnOnce() -> T + Send + 'scope,
 ) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
     #[cfg(test)]
@@ -230,7 +242,7 @@ fn spawn_replica<'scope, T: Send + 'scope>(
     std::thread::Builder::new()
         .name(format!("ember-replica-{index}"))
         .spawn_scoped(scope, move || {
-            crate::kernels::sharing_threads(replicas, work)
+            crate::kernels::sharing_threads(sharers, work)
         })
 }
 
@@ -333,6 +345,27 @@ mod tests {
                 vec![(cores / count).max(1); count],
                 "{count} replicas"
             );
+        }
+        // Only the replicas on flex run oneDNN: one on ndarray (or a card) takes no share.
+        #[allow(deprecated)] // burn-ndarray: still a CPU device, and one oneDNN never runs on
+        let ndarray = Device::ndarray().autodiff();
+        for (devices, expected) in [
+            (vec![device.clone(), ndarray.clone()], vec![cores, cores]),
+            (
+                vec![device.clone(), ndarray, device.clone()],
+                vec![(cores / 2).max(1), cores, (cores / 2).max(1)],
+            ),
+        ] {
+            let count = devices.len();
+            let replicas = Replicas::new(devices).unwrap();
+            let widths = std::sync::Mutex::new(vec![0; count]);
+            replicas
+                .backward(&net, |replica: &Sequential, index, device| {
+                    widths.lock().unwrap()[index] = crate::kernels::openmp_width();
+                    l2_share(replica, device)
+                })
+                .unwrap();
+            assert_eq!(widths.into_inner().unwrap(), expected, "flex and ndarray");
         }
         assert_eq!(
             crate::kernels::openmp_width(),
