@@ -21,7 +21,8 @@ card, the peers on CUDA). ember runs as a user runs it: `ember train --device D`
 by the same `Synthetic` batches as ember's.
 `--precision bf16` trains in mixed precision: ember with `--precision bf16`, PyTorch under
 `torch.autocast(device, dtype=torch.bfloat16)`; JAX (no autocast of its own) and raw burn sit
-it out. ember refuses it on the CPU for now (`ember train --help`), so it is a card's run.
+it out. ember takes it on the CPU where oneDNN multiplies bf16 (AVX512_BF16, AMX; `ember
+devices` says), and refuses it elsewhere.
 
 It prints every run, then per workload the medians of the training time per epoch (over
 rounds, and over every epoch after the first where a run has several: the first epoch of each

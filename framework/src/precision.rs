@@ -21,10 +21,11 @@
 //! ```
 //!
 //! Where the products run in bf16 is the backend's: burn's CUDA backend on the card's tensor
-//! cores; burn-flex on the CPU rounds to bf16 but multiplies in f32 (bf16's numbers, not its
-//! speed); ember's oneDNN kernels have no bf16 path yet, so on the CPU the layers take
-//! burn-flex's under autocast. burn's wgpu has no bf16 arithmetic (WGSL has no such type):
-//! [`Precision::check`] says which device can.
+//! cores; on the CPU, ember's oneDNN kernels where the CPU multiplies bf16 (AVX512_BF16 or AMX:
+//! [`crate::kernels::status`]'s `bf16`), their results, the bias and the activation in f32.
+//! Elsewhere burn-flex rounds to bf16 but multiplies in f32 (bf16's numbers, not its speed).
+//! burn's wgpu has no bf16 arithmetic (WGSL has no such type): [`Precision::check`] says which
+//! device can.
 
 use std::cell::Cell;
 use std::fmt;

@@ -1,14 +1,14 @@
 //! `--precision`: bf16 refused where ember cannot train in it, with the reason that holds on
-//! this machine (its CPU named), before anything is written; `ember devices` says whether the
-//! CPU has bf16 instructions. What bf16 computes is in tests/layers/autocast.rs and
-//! tests/library/precision.rs.
+//! this machine (its CPU named), before anything is written, and taken on the CPU where
+//! oneDNN multiplies in bf16; `ember devices` says whether the CPU has bf16 instructions. What
+//! bf16 computes is in tests/layers/autocast.rs and tests/library/precision.rs.
 
 use ember::device::cpu::Cpu;
 
 use super::common::cli::{TINY, args, fails_with, succeeds};
 
 #[test]
-fn bf16_is_refused_on_the_cpu_and_on_wgpu_naming_why_and_writing_nothing() {
+fn bf16_is_taken_on_the_cpu_only_where_onednn_multiplies_it_and_refused_on_wgpu_writing_nothing() {
     fails_with(
         &args(&TINY, &["--precision", "fp16"]),
         "invalid --precision \"fp16\": it is f32 or bf16",
@@ -25,22 +25,54 @@ fn bf16_is_refused_on_the_cpu_and_on_wgpu_naming_why_and_writing_nothing() {
         "--metrics",
         metrics.to_str().unwrap(),
     ];
-    let why = if cpu.has_bf16() {
-        "has bf16 instructions"
+    let out = dir.path().join("compare");
+    let compare = [
+        "compare",
+        "--device",
+        "flex",
+        "--batches",
+        "2",
+        "--precision",
+        "bf16",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    if ember::kernels::status().bf16 {
+        // This CPU has bf16 instructions and oneDNN uses them: bf16 trains, and says so.
+        assert!(cpu.has_bf16(), "{cpu:?}");
+        let said = succeeds(&args(&TINY, &more));
+        assert!(said.contains("bf16 products"), "{said}");
+        assert!(save.exists() && metrics.exists());
+        succeeds(&compare);
+        assert!(out.join("summary.csv").exists());
     } else {
-        "has no bf16 instructions"
-    };
-    let err = fails_with(
-        &args(&TINY, &more),
-        &format!("--precision bf16 on flex: this CPU ({}) {why}", cpu.model),
-    );
-    assert!(
-        err.contains("--precision f32") && err.contains("--device cuda"),
-        "{err}"
-    );
-    assert!(
-        !save.exists() && !metrics.exists(),
-        "refused before writing"
+        let why = if cpu.has_bf16() {
+            "has bf16 instructions"
+        } else {
+            "has no bf16 instructions"
+        };
+        let err = fails_with(
+            &args(&TINY, &more),
+            &format!("--precision bf16 on flex: this CPU ({}) {why}", cpu.model),
+        );
+        assert!(
+            err.contains("--precision f32") && err.contains("--device cuda"),
+            "{err}"
+        );
+        assert!(
+            !save.exists() && !metrics.exists(),
+            "refused before writing"
+        );
+        // compare refuses it up front too, before a run starts.
+        fails_with(&compare, "--precision bf16 on flex");
+        assert!(!out.join("summary.csv").exists());
+    }
+    // Whatever the CPU, ndarray has no bf16 products of ember's.
+    let mut ndarray = args(&TINY, &more);
+    ndarray[2] = "ndarray";
+    fails_with(
+        &ndarray,
+        "--precision bf16 on ndarray: ember's bf16 products run on flex",
     );
     // burn's wgpu (WGSL) has no bf16; CI's wgpu is lavapipe.
     let mut wgpu = args(&TINY, &more);
@@ -49,23 +81,6 @@ fn bf16_is_refused_on_the_cpu_and_on_wgpu_naming_why_and_writing_nothing() {
         &wgpu,
         "--precision bf16 on wgpu: burn's wgpu has no bf16 arithmetic",
     );
-    // compare refuses it up front too, before a run starts.
-    let out = dir.path().join("compare");
-    fails_with(
-        &[
-            "compare",
-            "--device",
-            "flex",
-            "--batches",
-            "2",
-            "--precision",
-            "bf16",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        "--precision bf16 on flex",
-    );
-    assert!(!out.join("summary.csv").exists());
     // f32 is the default, and given, trains.
     succeeds(&args(&TINY, &["--precision", "f32"]));
 }
@@ -88,4 +103,11 @@ fn devices_says_whether_the_cpu_has_bf16() {
         format!("{} has no bf16 instructions", cpu.model)
     };
     assert!(line.contains(&said), "{line}");
+    if cpu.has_bf16() {
+        assert_eq!(
+            line.contains("--precision bf16 runs Dense and the convolutions on oneDNN in bf16"),
+            ember::kernels::status().bf16,
+            "{line}"
+        );
+    }
 }

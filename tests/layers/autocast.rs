@@ -83,21 +83,62 @@ fn dense_under_autocast_matches_pytorch_autocast() {
     assert_close(&run(&dense, &shape).y, &DENSE_F32_Y, "y after autocast");
 }
 
-/// Gluon's `flatten=False` on a rank-3 input, with the activation after the product.
+/// Gluon's `flatten=False` on a rank-3 input, with the activation after the product (burn's
+/// path), and the same rows as a rank-2 input (`[6, 4]`), which takes Dense's own path: where
+/// oneDNN multiplies bf16, the product with its bias and the ReLU fused.
 #[test]
 fn dense_on_the_last_axis_with_an_activation_matches_pytorch_autocast() {
-    let shape = [2, 3, 4];
-    let dense = Dense::new(5).flatten(false).activation(Activation::Relu);
-    let dense = with_torch_weights(
-        resolved(dense, &shape),
-        &[("weight", vec![5, 4]), ("bias", vec![5])],
-    );
-    let r = bf16_run(&dense, &shape);
-    assert_bf16(&r.y, &DENSE_ND_BF16_Y, &DENSE_ND_F32_Y, "y");
-    assert_bf16(&r.dx, &DENSE_ND_BF16_DX, &DENSE_ND_F32_DX, "dx");
-    let inner = dense.linear().unwrap();
-    let dw = values(inner.weight.val().grad(&r.grads).unwrap().transpose());
-    assert_bf16(&dw, &DENSE_ND_BF16_D0, &DENSE_ND_F32_D0, "dweight");
+    for (shape, flatten) in [(&[2, 3, 4][..], false), (&[6, 4][..], true)] {
+        let dense = Dense::new(5).flatten(flatten).activation(Activation::Relu);
+        let dense = with_torch_weights(
+            resolved(dense, shape),
+            &[("weight", vec![5, 4]), ("bias", vec![5])],
+        );
+        let r = bf16_run(&dense, shape);
+        assert_bf16(&r.y, &DENSE_ND_BF16_Y, &DENSE_ND_F32_Y, "y");
+        assert_bf16(&r.dx, &DENSE_ND_BF16_DX, &DENSE_ND_F32_DX, "dx");
+        let inner = dense.linear().unwrap();
+        let dw = values(inner.weight.val().grad(&r.grads).unwrap().transpose());
+        assert_bf16(&dw, &DENSE_ND_BF16_D0, &DENSE_ND_F32_D0, "dweight");
+    }
+}
+
+/// Whether `f` ran a layer on oneDNN, and it fell back for nothing.
+fn on_onednn(f: impl FnOnce()) -> bool {
+    let (ran, fell_back) = ember::kernels::counts();
+    f();
+    let (now, fell_back_now) = ember::kernels::counts();
+    assert_eq!(fell_back_now, fell_back, "a fallback");
+    now > ran
+}
+
+/// Where oneDNN multiplies bf16 (a CPU with AVX512_BF16 or AMX, which CI's machines may or may
+/// not have), Dense and the convolutions under autocast run on it, so the tests above check
+/// oneDNN's bf16 products; elsewhere they check burn's path, as oneDNN's reference bf16 kernels
+/// would be slower than f32's.
+#[test]
+fn under_autocast_the_layers_run_on_onednn_exactly_where_it_multiplies_bf16() {
+    let bf16 = ember::kernels::status().bf16;
+    let cpu = ember::device::cpu::Cpu::here();
+    assert!(!bf16 || cpu.has_bf16(), "{cpu:?}");
+    let dense_shape = [3, 24];
+    let dense = resolved(Dense::new(5).activation(Activation::Relu), &dense_shape);
+    let conv_shape = [2, 2, 5, 5];
+    let conv = resolved(Conv2D::new(3, 3).padding(1), &conv_shape);
+    let conv1d_shape = [2, 2, 7];
+    let conv1d = resolved(Conv1D::new(3, 3), &conv1d_shape);
+    for (what, ran) in [
+        ("Dense", on_onednn(|| drop(bf16_run(&dense, &dense_shape)))),
+        ("Conv2D", on_onednn(|| drop(bf16_run(&conv, &conv_shape)))),
+        (
+            "Conv1D",
+            on_onednn(|| drop(bf16_run(&conv1d, &conv1d_shape))),
+        ),
+    ] {
+        assert_eq!(ran, bf16, "{what} on oneDNN under autocast ({cpu:?})");
+    }
+    // In f32, oneDNN runs them whatever the CPU.
+    assert!(on_onednn(|| drop(run(&dense, &dense_shape))));
 }
 
 #[test]

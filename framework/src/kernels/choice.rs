@@ -102,6 +102,10 @@ pub struct Status {
     pub kernels: Kernels,
     /// One line: the library, its version and instruction set, or why burn-flex runs instead.
     pub detail: String,
+    /// Whether they multiply in bf16 under [`crate::autocast`]: oneDNN on an instruction set
+    /// with bf16 products (AVX512_BF16, AMX). Elsewhere burn-flex rounds to bf16 around f32
+    /// products: bf16's numbers, not its speed.
+    pub bf16: bool,
 }
 
 /// Which kernels run, and why (`ember devices` prints it).
@@ -112,6 +116,7 @@ pub fn status() -> Status {
             return Status {
                 kernels: Kernels::Flex,
                 detail: e.to_string(),
+                bf16: false,
             };
         }
     };
@@ -119,6 +124,7 @@ pub fn status() -> Status {
         return Status {
             kernels: Kernels::Flex,
             detail: format!("burn-flex's kernels, as chosen ({ENV}=flex or --cpu-kernels flex)"),
+            bf16: false,
         };
     }
     #[cfg(feature = "onednn")]
@@ -131,10 +137,12 @@ pub fn status() -> Status {
                 super::onednn::library::library_name(),
                 rt.isa
             ),
+            bf16: rt.bf16,
         },
         Err(why) => Status {
             kernels: Kernels::Flex,
             detail: format!("burn-flex's kernels: {why}"),
+            bf16: false,
         },
     }
     #[cfg(not(feature = "onednn"))]
@@ -143,5 +151,6 @@ pub fn status() -> Status {
         detail: "burn-flex's kernels: this build of ember has no oneDNN path (built without the \
                  `onednn` feature)"
             .to_string(),
+        bf16: false,
     }
 }

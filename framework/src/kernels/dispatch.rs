@@ -3,6 +3,8 @@
 
 use burn::tensor::Tensor;
 
+use crate::precision::Precision;
+
 #[cfg(feature = "onednn")]
 use super::choice::{Kernels, chosen};
 use super::eltwise::Eltwise;
@@ -49,23 +51,28 @@ pub(crate) fn activation<const D: usize>(activation: Eltwise, x: Tensor<D>) -> T
     activation.burn(x)
 }
 
-/// `activation(x·W + b)` for burn's `W [in, out]`, or `None` for burn's path.
+/// `activation(x·W + b)` for burn's `W [in, out]`, its products in `precision`, or `None` for
+/// burn's path.
 pub(crate) fn dense(
     x: &Tensor<2>,
     weight: &Tensor<2>,
     bias: Option<&Tensor<1>>,
     activation: Option<Eltwise>,
+    precision: Precision,
 ) -> Option<Tensor<2>> {
     #[cfg(feature = "onednn")]
     if fast() {
-        return counted(onednn::matmul::dense(x, weight, bias, activation))
-            .map(|y| unfused(y, activation));
+        return counted(onednn::matmul::dense(
+            x, weight, bias, activation, precision,
+        ))
+        .map(|y| unfused(y, activation));
     }
-    let _ = (x, weight, bias, activation);
+    let _ = (x, weight, bias, activation, precision);
     None
 }
 
-/// A convolution with its bias and activation, or `None` for burn's path.
+/// A convolution with its bias and activation, its product in `precision`, or `None` for
+/// burn's path.
 pub(crate) fn conv<const D: usize>(
     x: &Tensor<D>,
     weight: &Tensor<D>,
@@ -73,15 +80,16 @@ pub(crate) fn conv<const D: usize>(
     groups: usize,
     window: Window,
     activation: Option<Eltwise>,
+    precision: Precision,
 ) -> Option<Tensor<D>> {
     #[cfg(feature = "onednn")]
     if fast() {
         return counted(onednn::conv::conv(
-            x, weight, bias, groups, window, activation,
+            x, weight, bias, groups, window, activation, precision,
         ))
         .map(|y| unfused(y, activation));
     }
-    let _ = (x, weight, bias, groups, window, activation);
+    let _ = (x, weight, bias, groups, window, activation, precision);
     None
 }
 

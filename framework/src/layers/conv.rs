@@ -153,8 +153,9 @@ pub(crate) struct ConvOptions<S> {
 }
 
 impl<S: Axes> ConvOptions<S> {
-    /// The convolution with its bias and activation on ember's CPU kernels, or `None` for
-    /// burn's path.
+    /// The convolution with its bias and activation on ember's CPU kernels, its product in the
+    /// thread's precision, or `None` for burn's path (under autocast: where the CPU has no bf16
+    /// instructions).
     pub(crate) fn cpu<const D: usize>(
         &self,
         x: &Tensor<D>,
@@ -174,6 +175,7 @@ impl<S: Axes> ConvOptions<S> {
             self.groups,
             window,
             self.activation.map(Activation::eltwise),
+            crate::precision::current(),
         )
     }
 

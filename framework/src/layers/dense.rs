@@ -126,8 +126,9 @@ impl Block for Dense {
     /// - with `flatten(false)`: input `[…, in_units]`, output `[…, units]`.
     fn forward(&self, x: NdTensor) -> NdTensor {
         let linear = self.linear.module(self);
-        // ember's CPU kernels are f32's: under autocast, burn's path takes the product.
-        if precision::current() == Precision::F32 && (self.flatten || x.ndim() == 2) {
+        // Under autocast, ember's CPU kernels take the product in bf16 where the CPU multiplies
+        // bf16, and leave it to burn's path elsewhere.
+        if self.flatten || x.ndim() == 2 {
             let x2 = if x.ndim() == 2 {
                 x.clone().rank::<2>()
             } else {
@@ -139,6 +140,7 @@ impl Block for Dense {
                 &linear.weight.val(),
                 bias.as_ref(),
                 self.activation.map(Activation::eltwise),
+                precision::current(),
             ) {
                 return y.into();
             }

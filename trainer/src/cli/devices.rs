@@ -31,9 +31,13 @@ pub fn run() -> anyhow::Result<()> {
     let host = ember::device::cpu::Cpu::here();
     match host.has_bf16() {
         true => say!(
-            "cpu      bf16      {} has bf16 instructions: {}",
+            "cpu      bf16      {} has bf16 instructions: {}; {}",
             host.model,
-            host.bf16.join(", ")
+            host.bf16.join(", "),
+            match cpu.bf16 {
+                true => "--precision bf16 runs Dense and the convolutions on oneDNN in bf16",
+                false => "ember's kernels here do not use them, so --precision bf16 is refused",
+            }
         ),
         false => say!(
             "cpu      no bf16   {} has no bf16 instructions ({})",

@@ -1,11 +1,13 @@
 //! `--precision`: where the command line trains in bf16. The library computes in bf16 on every
 //! device whose burn backend has the arithmetic ([`ember::Precision::check`], which `Fit` runs
-//! too), burn-flex's emulation on the CPU among them. The command line also refuses the CPU,
-//! where no fast path exists yet, saying which reason holds on this machine, and a remote
-//! device, whose machine it cannot see. It checks device names, so that nothing need be opened.
+//! too), burn-flex's emulation on the CPU among them. The command line takes the CPU only where
+//! ember's oneDNN kernels multiply in bf16 (a CPU with bf16 instructions), and refuses it
+//! elsewhere saying which reason holds on this machine; it refuses a remote device, whose
+//! machine it cannot see. It checks device names, so that nothing need be opened but oneDNN.
 
 use anyhow::bail;
 use ember::device::cpu::Cpu;
+use ember::kernels::{self, Kernels, Status};
 use ember::{DeviceName, Precision};
 
 use super::flags::Flag;
@@ -19,7 +21,12 @@ pub fn check(precision: Precision, devices: &[DeviceName]) -> anyhow::Result<()>
     let flag = Flag::PRECISION;
     for &device in devices {
         let why = match device {
-            DeviceName::Flex | DeviceName::Ndarray => on_the_cpu(&Cpu::here()),
+            DeviceName::Flex => match on_the_cpu(&Cpu::here(), &kernels::status()) {
+                Some(why) => why,
+                None => continue,
+            },
+            DeviceName::Ndarray => "ember's bf16 products run on flex (--device flex);                 burn-ndarray would convert to f32 and back around an f32 product"
+                .to_string(),
             DeviceName::Wgpu => {
                 "burn's wgpu has no bf16 arithmetic (its shaders, WGSL, have no such type)"
                     .to_string()
@@ -39,35 +46,54 @@ pub fn check(precision: Precision, devices: &[DeviceName]) -> anyhow::Result<()>
     Ok(())
 }
 
-/// Why bf16 is refused on the CPU `cpu`.
-fn on_the_cpu(cpu: &Cpu) -> String {
-    if cpu.has_bf16() {
-        format!(
-            "this CPU ({}) has bf16 instructions ({}), but ember's oneDNN kernels have no bf16 \
-             products yet, and burn-flex's convert to f32 and back around an f32 product",
-            cpu.model,
-            cpu.bf16.join(", ")
-        )
-    } else {
-        format!(
+/// Why bf16 is refused on the CPU `cpu` with the kernels `status`, or `None` where oneDNN
+/// multiplies in bf16 there.
+fn on_the_cpu(cpu: &Cpu, status: &Status) -> Option<String> {
+    if status.bf16 {
+        return None;
+    }
+    Some(match (cpu.has_bf16(), status.kernels) {
+        (false, _) => format!(
             "this CPU ({}) has no bf16 instructions ({})",
             cpu.model,
             ember::device::cpu::BF16_INSTRUCTIONS
-        )
-    }
+        ),
+        (true, Kernels::Flex) => format!(
+            "this CPU ({}) has bf16 instructions ({}), but burn-flex's kernels run ({}), which \
+             convert to f32 and back around an f32 product",
+            cpu.model,
+            cpu.bf16.join(", "),
+            status.detail
+        ),
+        (true, Kernels::OneDnn) => format!(
+            "this CPU ({}) has bf16 instructions ({}), but oneDNN's instruction set here has \
+             no bf16 products ({}; is DNNL_MAX_CPU_ISA set?)",
+            cpu.model,
+            cpu.bf16.join(", "),
+            status.detail
+        ),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn status(kernels: Kernels, bf16: bool) -> Status {
+        Status {
+            kernels,
+            detail: "oneDNN 2.6.3 (libdnnl.so.2, AVX2)".to_string(),
+            bf16,
+        }
+    }
+
     #[test]
-    fn the_cpu_is_refused_with_the_reason_that_holds() {
+    fn the_cpu_is_taken_where_onednn_multiplies_bf16_and_refused_with_the_reason_that_holds() {
         let without = Cpu {
             model: "AMD EPYC".to_string(),
             bf16: Vec::new(),
         };
-        let text = on_the_cpu(&without);
+        let text = on_the_cpu(&without, &status(Kernels::OneDnn, false)).unwrap();
         assert!(
             text.contains("this CPU (AMD EPYC) has no bf16 instructions"),
             "{text}"
@@ -76,12 +102,16 @@ mod tests {
             model: "Intel Xeon Platinum 8480+".to_string(),
             bf16: vec!["avx512_bf16"],
         };
-        let text = on_the_cpu(&with);
+        assert_eq!(on_the_cpu(&with, &status(Kernels::OneDnn, true)), None);
+        let text = on_the_cpu(&with, &status(Kernels::OneDnn, false)).unwrap();
         assert!(
             text.contains("(Intel Xeon Platinum 8480+) has bf16 instructions (avx512_bf16)")
-                && text.contains("no bf16 products yet"),
+                && text.contains("no bf16 products (oneDNN 2.6.3 (libdnnl.so.2, AVX2)")
+                && text.contains("DNNL_MAX_CPU_ISA"),
             "{text}"
         );
+        let text = on_the_cpu(&with, &status(Kernels::Flex, false)).unwrap();
+        assert!(text.contains("but burn-flex's kernels run"), "{text}");
     }
 
     #[test]
@@ -91,9 +121,13 @@ mod tests {
             assert!(check(Precision::F32, &[device]).is_ok());
         }
         assert!(check(Precision::Bf16, &[Cuda]).is_ok());
+        // flex: taken or refused as this machine's oneDNN says.
+        assert_eq!(
+            check(Precision::Bf16, &[Flex]).is_ok(),
+            kernels::status().bf16
+        );
         for (device, why) in [
-            (Flex, "this CPU ("),
-            (Ndarray, "this CPU ("),
+            (Ndarray, "ember's bf16 products run on flex"),
             (Wgpu, "burn's wgpu has no bf16"),
             (Remote, "a remote device computes on its server's backend"),
         ] {

@@ -121,9 +121,13 @@ pub fn output(dims: &[usize]) -> FlexTensor {
     FlexTensor::empty(Shape::from(dims.to_vec()), DType::F32)
 }
 
-/// The pointer a primitive reads an array through.
+/// The pointer a primitive reads an array through: an f32 or a bf16 array (oneDNN reads it as
+/// the layout passed with it says).
 pub fn read(t: &FlexTensor) -> *mut f32 {
-    t.storage::<f32>().as_ptr() as *mut f32
+    match t.dtype() {
+        DType::BF16 => t.storage::<burn::tensor::bf16>().as_ptr() as *mut f32,
+        _ => t.storage::<f32>().as_ptr() as *mut f32,
+    }
 }
 
 /// A new f32 array for a primitive to write, not zeroed first: every output of ember's
@@ -177,10 +181,11 @@ pub fn dims(t: &FlexTensor) -> Vec<usize> {
 /// primitive splits its work and sizes its scratch for the threads there were when it was
 /// made, so a thread of another width (a data-parallel replica's) gets a primitive of its own.
 pub fn cached<T: Send + Sync + 'static>(
-    key: String,
+    mut key: String,
     make: impl FnOnce() -> Result<T>,
 ) -> Result<Arc<T>> {
-    let key = format!("{key} on {} threads", super::threads::width());
+    use std::fmt::Write;
+    let _ = write!(key, " on {} threads", super::threads::width());
     type Entry = std::result::Result<Arc<dyn Any + Send + Sync>, Error>;
     static CACHE: Mutex<Option<HashMap<String, Entry>>> = Mutex::new(None);
     if let Some(entry) = CACHE.lock().unwrap().get_or_insert_default().get(&key) {

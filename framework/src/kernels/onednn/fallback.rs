@@ -11,6 +11,7 @@ use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
 use burn::backend::ops::{ActivationOps, ConvOptions, FloatTensorOps, ModuleOps};
 use burn::backend::{IntDType, Scalar};
+use burn::tensor::{DType, FloatDType};
 
 use super::primitive::Result;
 use crate::kernels::counters;
@@ -62,13 +63,22 @@ pub fn activation(
     }
 }
 
-/// The gradients of `x·W` for burn's `W [in, out]`: of `x`, of `W`, and of a bias.
+/// The gradients of `x·W` for burn's `W [in, out]`: of `x`, of `W`, and of a bias; `x` and
+/// `W` as the product read them (in bf16 under autocast), the gradients in f32.
 pub fn dense_x(w: &FlexTensor, grad: &FlexTensor) -> FlexTensor {
-    Flex::linear_x_backward(w.clone(), grad.clone())
+    Flex::linear_x_backward(f32(w), grad.clone())
 }
 
 pub fn dense_w(x: &FlexTensor, grad: &FlexTensor) -> FlexTensor {
-    Flex::linear_weight_backward(x.clone(), grad.clone())
+    Flex::linear_weight_backward(f32(x), grad.clone())
+}
+
+/// `t` in f32.
+fn f32(t: &FlexTensor) -> FlexTensor {
+    match t.dtype() {
+        DType::F32 => t.clone(),
+        _ => Flex::float_cast(t.clone(), FloatDType::F32),
+    }
 }
 
 pub fn dense_b(grad: &FlexTensor) -> FlexTensor {

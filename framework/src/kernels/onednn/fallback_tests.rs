@@ -9,6 +9,7 @@ use super::super::primitive::tests::FAIL;
 use crate::kernels::eltwise::Eltwise;
 use crate::kernels::window::Window;
 use crate::kernels::{self, Kernels, counters, dispatch};
+use crate::precision::Precision;
 
 /// Deterministic values in [-1, 1).
 fn values(n: usize, seed: u64) -> Vec<f32> {
@@ -120,14 +121,15 @@ fn a_failing_backward_pass_falls_back_to_flex_for_every_kernel() {
         });
         let dense = [tracked([3, 7], 2), tracked([7, 5], 3)];
         falls_back(&format!("Dense {act}"), &dense, &|t| {
-            dispatch::dense(&t[0], &t[1], None, Some(act)).expect("oneDNN's Dense")
+            dispatch::dense(&t[0], &t[1], None, Some(act), Precision::F32).expect("oneDNN's Dense")
         });
     }
     let conv = [tracked([2, 4, 7, 6], 4), tracked([6, 2, 3, 3], 5)];
     for act in [None, Some(Eltwise::Relu)] {
         falls_back(&format!("Conv2D groups 2 {act:?}"), &conv, &|t| {
             let w = window([3, 3], [2, 1], [1, 1]);
-            dispatch::conv(&t[0], &t[1], None, 2, w, act).expect("oneDNN's convolution")
+            dispatch::conv(&t[0], &t[1], None, 2, w, act, Precision::F32)
+                .expect("oneDNN's convolution")
         });
     }
     let conv1d = [tracked([2, 3, 9], 6), tracked([4, 3, 3], 7)];
@@ -138,7 +140,8 @@ fn a_failing_backward_pass_falls_back_to_flex_for_every_kernel() {
             padding: vec![1],
             dilation: vec![1],
         };
-        dispatch::conv(&t[0], &t[1], None, 1, w, None).expect("oneDNN's convolution")
+        dispatch::conv(&t[0], &t[1], None, 1, w, None, Precision::F32)
+            .expect("oneDNN's convolution")
     });
     for max in [true, false] {
         falls_back(

@@ -8,6 +8,7 @@
 use burn::backend::flex::{FlexTensor, Layout};
 use burn::tensor::Shape;
 
+use super::library::{dnnl_data_type_t, dnnl_f32};
 use super::primitive::{Md, Result};
 
 /// An activation's order in memory.
@@ -36,9 +37,14 @@ impl Format {
         strides
     }
 
-    /// oneDNN's descriptor of an array of these dimensions in this order.
+    /// oneDNN's descriptor of an f32 array of these dimensions in this order.
     pub fn md(self, dims: &[usize]) -> Result<Md> {
-        Md::strided(dims, &self.strides(dims))
+        self.md_of(dnnl_f32, dims)
+    }
+
+    /// The same, of `element`s (`dnnl_f32`, `dnnl_bf16`).
+    pub fn md_of(self, element: dnnl_data_type_t, dims: &[usize]) -> Result<Md> {
+        Md::strided_of(element, dims, &self.strides(dims))
     }
 
     /// Whether `t`'s elements lie in this order from the start of its storage (the stride of an

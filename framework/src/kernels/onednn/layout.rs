@@ -10,6 +10,11 @@ impl Md {
     /// Dimensions whose layout the primitive chooses (`format_tag_any`): blocked channels for a
     /// convolution's weights.
     pub fn any(dims: &[usize]) -> Result<Md> {
+        Md::any_of(dnnl_f32, dims)
+    }
+
+    /// The same, of `element`s (`dnnl_f32`, `dnnl_bf16`).
+    pub fn any_of(element: dnnl_data_type_t, dims: &[usize]) -> Result<Md> {
         let rt = runtime()?;
         let mut md = std::mem::MaybeUninit::<dnnl_memory_desc_t>::zeroed();
         let dims = to_dims(dims);
@@ -20,7 +25,7 @@ impl Md {
                     md.as_mut_ptr(),
                     dims.1,
                     dims.0.as_ptr().cast_mut(),
-                    dnnl_f32,
+                    element,
                     dnnl_format_tag_any,
                 )
             },

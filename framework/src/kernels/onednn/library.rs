@@ -36,6 +36,9 @@ pub struct Runtime {
     pub version: String,
     /// The instruction set its kernels dispatch to on this CPU.
     pub isa: &'static str,
+    /// Whether that instruction set multiplies bf16 numbers (AVX512_BF16, AMX): without it,
+    /// oneDNN's bf16 products fall to its reference kernels, slower than f32's.
+    pub bf16: bool,
 }
 
 // oneDNN's engine is thread-safe; streams are per thread (`stream`).
@@ -71,12 +74,15 @@ fn open() -> Result<Runtime, Error> {
     // SAFETY: dnnl_version returns a pointer to a static struct.
     let v = unsafe { &*api.dnnl_version() };
     let version = format!("{}.{}.{}", v.major, v.minor, v.patch);
-    let isa = isa_name(unsafe { api.dnnl_get_effective_cpu_isa() });
+    // SAFETY: no preconditions.
+    let effective = unsafe { api.dnnl_get_effective_cpu_isa() };
     Ok(Runtime {
         api,
         engine,
         version,
-        isa,
+        isa: isa_name(effective),
+        // The ISAs are nested bit sets: AMX's holds AVX512_BF16's bits.
+        bf16: effective & dnnl_cpu_isa_avx512_core_bf16 == dnnl_cpu_isa_avx512_core_bf16,
     })
 }
 

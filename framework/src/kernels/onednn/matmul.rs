@@ -1,5 +1,6 @@
 //! Dense layers on oneDNN's matrix product: `x·W + b` with the activation fused as a post-op,
-//! and the three products of its backward pass.
+//! and the three products of its backward pass; in f32, or under autocast with `x`, `W` and the
+//! gradient rounded to bf16 (products accumulated in f32, results in f32, the bias in f32).
 
 use std::sync::Arc;
 
@@ -16,8 +17,10 @@ use super::fallback;
 use super::format::Format;
 use super::library::*;
 use super::primitive::{Attr, Md, Primitive, Result};
+use super::reorder;
 use super::threads;
 use crate::kernels::eltwise::Eltwise;
+use crate::precision::Precision;
 
 /// `src · weights (+ bias) → dst`, on one thread where it is small
 /// ([`threads::ONE_THREAD_BELOW_FLOP`]).
@@ -45,7 +48,24 @@ fn product(src: &Md, weights: &Md, bias: Option<&Md>, dst: &Md, attr: &Attr) -> 
     }
 }
 
-/// The layouts of `x [n, in]`, `W [in, out]` (burn's Linear), `b [1, out]` and `y [n, out]`.
+/// The element type the products read `x`, `W` and the gradient in.
+fn operands(precision: Precision) -> dnnl_data_type_t {
+    match precision {
+        Precision::F32 => dnnl_f32,
+        Precision::Bf16 => dnnl_bf16,
+    }
+}
+
+/// `t` as the products read it: itself in f32, rounded to bf16 under autocast.
+fn operand(t: &FlexTensor, precision: Precision) -> Result<FlexTensor> {
+    match precision {
+        Precision::F32 => Ok(t.clone()),
+        Precision::Bf16 => reorder::to_bf16(t),
+    }
+}
+
+/// The layouts of `x [n, in]` and `W [in, out]` (burn's Linear) as the forward product reads
+/// them, and of `b [1, out]` and `y [n, out]` (f32).
 struct Descs {
     x: Md,
     w: Md,
@@ -53,10 +73,11 @@ struct Descs {
     y: Md,
 }
 
-fn descs(n: usize, i: usize, o: usize, bias: bool) -> Result<Descs> {
+fn descs(n: usize, i: usize, o: usize, bias: bool, precision: Precision) -> Result<Descs> {
+    let element = operands(precision);
     Ok(Descs {
-        x: Md::plain(&[n, i])?,
-        w: Md::plain(&[i, o])?,
+        x: Md::plain_of(element, &[n, i])?,
+        w: Md::plain_of(element, &[i, o])?,
         b: if bias {
             Some(Md::plain(&[1, o])?)
         } else {
@@ -73,15 +94,20 @@ struct Inference {
 }
 
 struct Training {
+    precision: Precision,
     d: Descs,
     forward: Primitive,
-    /// `dy · Wᵀ`, with `Wᵀ` read from `W` through its strides.
+    /// The gradient `dy [n, out]` as `dx` and `dw` read it.
+    dy: Md,
+    /// `dy · Wᵀ`, with `Wᵀ` read from `W` through its strides, into `dx_md` (f32).
     dx: Primitive,
     wt: Md,
-    /// `xᵀ · dy`.
+    dx_md: Md,
+    /// `xᵀ · dy`, into `dw_md` (f32).
     dw: Primitive,
     xt: Md,
-    /// `1ᵀ · dy`, the bias gradient.
+    dw_md: Md,
+    /// `1ᵀ · dy`, the bias gradient, in f32.
     db: Primitive,
     ones: Md,
     db_md: Md,
@@ -94,9 +120,11 @@ fn inference(
     o: usize,
     bias: bool,
     act: Option<Eltwise>,
+    precision: Precision,
 ) -> Result<Arc<Inference>> {
-    bridge::cached(format!("dense infer {n} {i} {o} {bias} {act:?}"), || {
-        let d = descs(n, i, o, bias)?;
+    let key = format!("dense infer {n} {i} {o} {bias} {act:?} {precision}");
+    bridge::cached(key, || {
+        let d = descs(n, i, o, bias, precision)?;
         let (attr, fused) = eltwise::post_op(act, false)?;
         let forward = product(&d.x, &d.w, d.b.as_ref(), &d.y, &attr)?;
         Ok(Inference { d, forward, fused })
@@ -109,15 +137,21 @@ fn training(
     o: usize,
     bias: bool,
     act: Option<Eltwise>,
+    precision: Precision,
 ) -> Result<Arc<Training>> {
-    bridge::cached(format!("dense train {n} {i} {o} {bias} {act:?}"), || {
-        let d = descs(n, i, o, bias)?;
+    let key = format!("dense train {n} {i} {o} {bias} {act:?} {precision}");
+    bridge::cached(key, || {
+        let d = descs(n, i, o, bias, precision)?;
+        let element = operands(precision);
         let (attr, fused) = eltwise::post_op(act, true)?;
         let forward = product(&d.x, &d.w, d.b.as_ref(), &d.y, &attr)?;
-        let wt = Md::strided(&[o, i], &[1, o])?;
-        let dx = product(&d.y, &wt, None, &d.x, &Attr::none()?)?;
-        let xt = Md::strided(&[i, n], &[1, i])?;
-        let dw = product(&xt, &d.y, None, &d.w, &Attr::none()?)?;
+        let dy = Md::plain_of(element, &[n, o])?;
+        let wt = Md::strided_of(element, &[o, i], &[1, o])?;
+        let dx_md = Md::plain(&[n, i])?;
+        let dx = product(&dy, &wt, None, &dx_md, &Attr::none()?)?;
+        let xt = Md::strided_of(element, &[i, n], &[1, i])?;
+        let dw_md = Md::plain(&[i, o])?;
+        let dw = product(&xt, &dy, None, &dw_md, &Attr::none()?)?;
         let ones = Md::plain(&[1, n])?;
         let db_md = Md::plain(&[1, o])?;
         let db = product(&ones, &d.y, None, &db_md, &Attr::none()?)?;
@@ -126,12 +160,16 @@ fn training(
             _ => None,
         };
         Ok(Training {
+            precision,
             d,
             forward,
+            dy,
             dx,
             wt,
+            dx_md,
             dw,
             xt,
+            dw_md,
             db,
             ones,
             db_md,
@@ -143,6 +181,7 @@ fn training(
 #[derive(Clone)]
 struct State {
     prims: Arc<Training>,
+    /// `x` and `W` as the forward product read them (f32, or bf16 under autocast).
     x: FlexTensor,
     w: FlexTensor,
     y: Option<FlexTensor>,
@@ -171,14 +210,18 @@ impl Backward<Flex, 3> for DenseBackward {
         let grad = bridge::dense(&grad);
         let [n, o] = [bridge::dims(&grad)[0], bridge::dims(&grad)[1]];
         let i = bridge::dims(&s.x)[1];
+        // The gradient as the products of dx and dw read it, rounded once for both.
+        let dy = (px.is_some() || pw.is_some()).then(|| operand(&grad, p.precision));
+        let dy = || dy.clone().expect("made where a product reads it");
         if let Some(px) = px {
             let dx = fallback::or_flex(
                 || {
+                    let dy = dy()?;
                     let mut dx = bridge::Out::new(&[n, i]);
                     p.dx.execute(&[
-                        (DNNL_ARG_SRC, &p.d.y, bridge::read(&grad)),
+                        (DNNL_ARG_SRC, &p.dy, bridge::read(&dy)),
                         (DNNL_ARG_WEIGHTS, &p.wt, bridge::read(&s.w)),
-                        (DNNL_ARG_DST, &p.d.x, dx.ptr()),
+                        (DNNL_ARG_DST, &p.dx_md, dx.ptr()),
                     ])?;
                     // SAFETY: the product above wrote it.
                     Ok(unsafe { dx.written() })
@@ -190,11 +233,12 @@ impl Backward<Flex, 3> for DenseBackward {
         if let Some(pw) = pw {
             let dw = fallback::or_flex(
                 || {
+                    let dy = dy()?;
                     let mut dw = bridge::Out::new(&[i, o]);
                     p.dw.execute(&[
                         (DNNL_ARG_SRC, &p.xt, bridge::read(&s.x)),
-                        (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
-                        (DNNL_ARG_DST, &p.d.w, dw.ptr()),
+                        (DNNL_ARG_WEIGHTS, &p.dy, bridge::read(&dy)),
+                        (DNNL_ARG_DST, &p.dw_md, dw.ptr()),
                     ])?;
                     // SAFETY: the product above wrote it.
                     Ok(unsafe { dw.written() })
@@ -227,15 +271,20 @@ impl Backward<Flex, 3> for DenseBackward {
     }
 }
 
-/// `activation(x·W + b)` for `x [n, in]` and burn's `W [in, out]`, through oneDNN, and whether
-/// the activation was applied (fused as a post-op); `None` where
-/// the tensors are not burn-flex f32 tensors or oneDNN cannot run it.
+/// `activation(x·W + b)` for `x [n, in]` and burn's `W [in, out]`, through oneDNN, with the
+/// products in `precision`, and whether the activation was applied (fused as a post-op); `None`
+/// where the tensors are not burn-flex f32 tensors or oneDNN cannot run it, or for bf16 where
+/// the CPU has no bf16 instructions (oneDNN's reference kernels would be slower than f32's).
 pub fn dense(
     x: &Tensor<2>,
     weight: &Tensor<2>,
     bias: Option<&Tensor<1>>,
     activation: Option<Eltwise>,
+    precision: Precision,
 ) -> Option<(Tensor<2>, bool)> {
+    if precision == Precision::Bf16 && !runtime().ok()?.bf16 {
+        return None;
+    }
     let [n, i] = x.dims();
     let [_, o] = weight.dims();
     let x_in = bridge::input(x)?;
@@ -246,15 +295,16 @@ pub fn dense(
     let mut fused = false;
     let y = bridge::run(DenseBackward, inputs, |[x, w, b], tracked| {
         let (x, w, b) = (bridge::dense(x), bridge::dense(w), bridge::dense(b));
+        let (x, w) = (operand(&x, precision)?, operand(&w, precision)?);
         let mut y = bridge::Out::new(&[n, o]);
         if !tracked {
-            let p = inference(n, i, o, has_bias, activation)?;
+            let p = inference(n, i, o, has_bias, activation, precision)?;
             execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
             fused = p.fused;
             // SAFETY: the product wrote it.
             return Ok((unsafe { y.written() }, None));
         }
-        let p = training(n, i, o, has_bias, activation)?;
+        let p = training(n, i, o, has_bias, activation, precision)?;
         execute_forward(&p.forward, &p.d, &x, &w, &b, &mut y)?;
         fused = p.activation.is_some();
         // SAFETY: the product wrote it.

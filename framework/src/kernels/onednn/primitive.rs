@@ -10,22 +10,28 @@ pub use super::error::Error;
 /// What the oneDNN path returns: its value, or why it cannot run.
 pub type Result<T> = std::result::Result<T, Error>;
 
-/// The layout of a plain f32 array: its dimensions and the stride of each, in elements.
+/// The layout of a plain array (f32 unless said otherwise): its dimensions and the stride of
+/// each, in elements.
 #[derive(Clone)]
 pub struct Md(pub dnnl_memory_desc_t);
 
 impl Md {
-    /// A row-major array of these dimensions.
+    /// A row-major f32 array of these dimensions.
     pub fn plain(dims: &[usize]) -> Result<Md> {
+        Md::plain_of(dnnl_f32, dims)
+    }
+
+    /// A row-major array of `element`s (`dnnl_f32`, `dnnl_bf16`).
+    pub fn plain_of(element: dnnl_data_type_t, dims: &[usize]) -> Result<Md> {
         let mut strides = vec![1usize; dims.len()];
         for i in (0..dims.len().saturating_sub(1)).rev() {
             strides[i] = strides[i + 1] * dims[i + 1].max(1);
         }
-        Md::strided(dims, &strides)
+        Md::strided_of(element, dims, &strides)
     }
 
-    /// An array whose element `[i, j, …]` is at `i·strides[0] + j·strides[1] + …`.
-    pub fn strided(dims: &[usize], strides: &[usize]) -> Result<Md> {
+    /// An array of `element`s whose element `[i, j, …]` is at `i·strides[0] + j·strides[1] + …`.
+    pub fn strided_of(element: dnnl_data_type_t, dims: &[usize], strides: &[usize]) -> Result<Md> {
         let rt = runtime()?;
         let mut md = std::mem::MaybeUninit::<dnnl_memory_desc_t>::zeroed();
         let dims = to_dims(dims);
@@ -37,7 +43,7 @@ impl Md {
                     md.as_mut_ptr(),
                     dims.1,
                     dims.0.as_ptr().cast_mut(),
-                    dnnl_f32,
+                    element,
                     strides.0.as_ptr().cast_mut(),
                 )
             },

@@ -1,6 +1,10 @@
-//! Reorders: a copy of an array into the other [`Format`], through oneDNN's reorder primitive.
+//! Reorders: a copy of an array into the other [`Format`], or rounded to bf16, through oneDNN's
+//! reorder primitive.
+
+use std::sync::Arc;
 
 use burn::backend::flex::FlexTensor;
+use burn::tensor::{DType, Shape, bf16};
 
 use super::bridge;
 use super::format::Format;
@@ -17,19 +21,27 @@ pub fn arrange(t: &FlexTensor, format: Format) -> Result<FlexTensor> {
         return Ok(plain);
     }
     let dims = bridge::dims(&plain);
-    let reorder = bridge::cached(format!("arrange {dims:?} {format:?}"), || {
-        let (from, to) = (Format::Plain.md(&dims)?, format.md(&dims)?);
-        let primitive = Primitive::reorder(&from, &to)?;
-        Ok(Reorder {
-            from,
-            to,
-            primitive,
-        })
+    let reorder = Reorder::cached(format!("arrange {dims:?} {format:?}"), || {
+        Ok((Format::Plain.md(&dims)?, format.md(&dims)?))
     })?;
     let mut out = bridge::Out::new(&dims);
     reorder.run(bridge::read(&plain), out.ptr())?;
     // SAFETY: the reorder wrote every element.
     Ok(unsafe { out.written_in(format) })
+}
+
+/// A plain f32 array rounded to bf16 (to nearest, ties to even, as PyTorch's casts round), for
+/// the products autocast runs in bf16: a burn-flex array of dtype BF16.
+pub fn to_bf16(t: &FlexTensor) -> Result<FlexTensor> {
+    let plain = bridge::dense(t);
+    let dims = bridge::dims(&plain);
+    let reorder = Reorder::cached(format!("bf16 {dims:?}"), || {
+        Ok((Md::plain(&dims)?, Md::plain_of(dnnl_bf16, &dims)?))
+    })?;
+    let mut out = FlexTensor::empty(Shape::from(dims), DType::BF16);
+    let to = out.storage_mut::<bf16>().as_mut_ptr().cast::<f32>();
+    reorder.run(bridge::read(&plain), to)?;
+    Ok(out)
 }
 
 /// A reorder from row-major order into another, with its two layouts.
@@ -40,6 +52,20 @@ struct Reorder {
 }
 
 impl Reorder {
+    /// The reorder between the two layouts `layouts` makes, made once per `key`.
+    fn cached(key: String, layouts: impl FnOnce() -> Result<(Md, Md)>) -> Result<Arc<Reorder>> {
+        bridge::cached(key, || {
+            let (from, to) = layouts()?;
+            let primitive = Primitive::reorder(&from, &to)?;
+            Ok(Reorder {
+                from,
+                to,
+                primitive,
+            })
+        })
+    }
+
+    /// `from` and `to` point to arrays of the layouts' element types.
     fn run(&self, from: *mut f32, to: *mut f32) -> Result<()> {
         self.primitive.execute(&[
             (DNNL_ARG_FROM, &self.from, from),

@@ -25,6 +25,8 @@ pub(super) struct Training {
     pub(super) output: Format,
     pub(super) data: Pass,
     pub(super) weights: Pass,
+    /// Whether `weights` writes the bias's gradient too (else burn-flex sums it).
+    pub(super) bias_gradient: bool,
     /// The activation's backward pass, where it is fused into the forward pass.
     pub(super) activation: Option<Arc<FromOutput>>,
 }
@@ -98,7 +100,7 @@ impl Backward<Flex, 3> for ConvBackward {
                 let mut dw = bridge::Out::new(&bridge::dims(&s.w));
                 let mut db = bridge::Out::new(&bridge::dims(&s.w)[..1]);
                 let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, dw.ptr())];
-                if s.has_bias {
+                if p.bias_gradient {
                     outputs.push((DNNL_ARG_DIFF_BIAS, db.ptr()));
                 }
                 p.weights.run(
@@ -108,9 +110,14 @@ impl Backward<Flex, 3> for ConvBackward {
                     ],
                     &outputs,
                 )?;
-                // SAFETY: the weight-gradient pass wrote both (the bias's where there is one,
-                // and only then has the bias a parent).
-                Ok(unsafe { (dw.written(), s.has_bias.then(|| db.written())) })
+                // SAFETY: the weight-gradient pass wrote both (the bias's where it writes it;
+                // where there is none, the bias has no parent).
+                let db = match (s.has_bias, p.bias_gradient) {
+                    (true, true) => Some(unsafe { db.written() }),
+                    (true, false) => Some(flex.b(&grad)),
+                    (false, _) => None,
+                };
+                Ok((unsafe { dw.written() }, db))
             },
             || (flex.w(&grad), s.has_bias.then(|| flex.b(&grad))),
         );

@@ -1,5 +1,7 @@
 //! Convolutions of any spatial rank (Conv1D, Conv2D) on oneDNN: the forward pass with the bias
-//! and the activation fused, the data gradient and the weight and bias gradients.
+//! and the activation fused, the data gradient and the weight and bias gradients; in f32, or
+//! under autocast with the input, the weights and the output's gradient read in bf16 (the
+//! reorders into the primitives' layouts round them) and every result in f32.
 
 use std::sync::Arc;
 
@@ -19,6 +21,7 @@ use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 use super::reorder::arrange;
 use crate::kernels::eltwise::Eltwise;
 use crate::kernels::window::Window;
+use crate::precision::Precision;
 
 /// One convolution's configuration: what its primitives are made for.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -31,6 +34,8 @@ struct Config {
     window: Window,
     /// The input's order in memory.
     src: Format,
+    /// What the products read the input, the weights and the output's gradient in.
+    precision: Precision,
 }
 
 /// The arrays' plain layouts (burn-flex's), or layouts left to oneDNN (`any`).
@@ -53,15 +58,30 @@ impl Config {
         }
     }
 
+    /// The element type the products read the input, the weights and the output's gradient in.
+    fn operands(&self) -> dnnl_data_type_t {
+        match self.precision {
+            Precision::F32 => dnnl_f32,
+            Precision::Bf16 => dnnl_bf16,
+        }
+    }
+
     /// What the primitives compute in: the activations channels last (oneDNN's convolutions
     /// are as fast there as in their blocked layouts for few channels, faster for the data
     /// gradient, and the layers around them read and write it as it is), the weights in a
-    /// layout oneDNN chooses.
+    /// layout oneDNN chooses; the input and the weights as the products read them, the output
+    /// (and the bias) in f32.
     fn computed(&self) -> Result<Descs> {
         let mut d = self.descs(Md::any)?;
-        d.src = Format::ChannelsLast.md(&self.input)?;
+        d.src = Format::ChannelsLast.md_of(self.operands(), &self.input)?;
+        d.weights = Md::any_of(self.operands(), &self.weight_dims())?;
         d.dst = Format::ChannelsLast.md(&self.output)?;
         Ok(d)
+    }
+
+    /// The output's gradient as the backward passes read it.
+    fn diff_dst(&self) -> Result<Md> {
+        Format::ChannelsLast.md_of(self.operands(), &self.output)
     }
 
     fn descs(&self, make: fn(&[usize]) -> Result<Md>) -> Result<Descs> {
@@ -146,6 +166,13 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
         // Backward passes are made against a forward pass without post-ops.
         let hint = config.forward(true, &Attr::none()?)?;
         let any = config.computed()?;
+        // The gradients come out in f32; the output's gradient is read as the products read.
+        let diff_src = Format::ChannelsLast.md(&config.input)?;
+        let diff_weights = Md::any(&config.weight_dims())?;
+        let diff_dst = config.diff_dst()?;
+        // The weight-gradient pass sums the bias's gradient from the gradient it reads: in f32
+        // only. Under autocast burn-flex sums it from the f32 gradient, as Dense does.
+        let bias_gradient = config.bias && config.precision == Precision::F32;
         let plain = config.sides(output)?;
         let w = &config.window;
         let (strides, dilation, left, right) = (
@@ -161,9 +188,9 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
                 api.dnnl_dilated_convolution_backward_data_desc_init(
                     desc,
                     dnnl_convolution_direct,
-                    &any.src.0,
+                    &diff_src.0,
                     &any.weights.0,
-                    &any.dst.0,
+                    &diff_dst.0,
                     strides.as_ptr().cast_mut(),
                     dilation.as_ptr().cast_mut(),
                     left.as_ptr().cast_mut(),
@@ -199,9 +226,12 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
                     desc,
                     dnnl_convolution_direct,
                     &any.src.0,
-                    &any.weights.0,
-                    any.bias.as_ref().map_or(std::ptr::null(), |b| &b.0),
-                    &any.dst.0,
+                    &diff_weights.0,
+                    any.bias
+                        .as_ref()
+                        .filter(|_| bias_gradient)
+                        .map_or(std::ptr::null(), |b| &b.0),
+                    &diff_dst.0,
                     strides.as_ptr().cast_mut(),
                     dilation.as_ptr().cast_mut(),
                     left.as_ptr().cast_mut(),
@@ -218,7 +248,7 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
                 Some(dnnl_query_diff_weights_md),
             ),
         ];
-        if let Some(bias) = plain.bias {
+        if let Some(bias) = plain.bias.filter(|_| bias_gradient) {
             args.push((DNNL_ARG_DIFF_BIAS, bias, None));
         }
         let weights = Pass::new(weights, args)?;
@@ -231,6 +261,7 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
             output,
             data,
             weights,
+            bias_gradient,
             activation,
         })
     })
@@ -256,10 +287,10 @@ fn inference(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Inferen
 }
 
 /// The convolution of `x` (`[batch, channels, spatial…]`) with `weight` (`[out, in / groups,
-/// kernel…]`) and `bias`, then `activation`, through oneDNN, and whether the activation was applied (fused as a
-/// post-op; else the caller applies it); `None` where the tensors are not
-/// burn-flex f32 tensors or oneDNN cannot run this configuration (the caller then takes burn's
-/// path).
+/// kernel…]`) and `bias`, then `activation`, through oneDNN, its products in `precision`, and
+/// whether the activation was applied (fused as a post-op; else the caller applies it); `None`
+/// where the tensors are not burn-flex f32 tensors, oneDNN cannot run this configuration, or
+/// for bf16 where the CPU has no bf16 instructions (the caller then takes burn's path).
 pub fn conv<const D: usize>(
     x: &Tensor<D>,
     weight: &Tensor<D>,
@@ -267,9 +298,13 @@ pub fn conv<const D: usize>(
     groups: usize,
     window: Window,
     activation: Option<Eltwise>,
+    precision: Precision,
 ) -> Option<(Tensor<D>, bool)> {
     // One or two spatial axes: burn-flex's gradients, the backward pass's fallback, have no more.
     if !(1..=2).contains(&window.kernel.len()) {
+        return None;
+    }
+    if precision == Precision::Bf16 && !runtime().ok()?.bf16 {
         return None;
     }
     let input = x.dims().to_vec();
@@ -286,6 +321,7 @@ pub fn conv<const D: usize>(
         bias: bias.is_some(),
         window,
         src,
+        precision,
     };
     let x_in = bridge::input(x)?;
     let b = bridge::bias_or_stand_in(bias, &x_in)?;
