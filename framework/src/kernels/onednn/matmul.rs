@@ -107,10 +107,8 @@ struct Training {
     dw: Primitive,
     xt: Md,
     dw_md: Md,
-    /// `1ᵀ · dy`, the bias gradient, in f32.
-    db: Primitive,
-    ones: Md,
-    db_md: Md,
+    /// The bias gradient, in f32.
+    db: ColumnSums,
     activation: Option<Arc<FromOutput>>,
 }
 
@@ -152,9 +150,7 @@ fn training(
         let xt = Md::strided_of(element, &[i, n], &[1, i])?;
         let dw_md = Md::plain(&[i, o])?;
         let dw = product(&xt, &dy, None, &dw_md, &Attr::none()?)?;
-        let ones = Md::plain(&[1, n])?;
-        let db_md = Md::plain(&[1, o])?;
-        let db = product(&ones, &d.y, None, &db_md, &Attr::none()?)?;
+        let db = ColumnSums::new(n, o)?;
         let activation = match act {
             Some(a) if fused => Some(FromOutput::new(a, &[n, o])?),
             _ => None,
@@ -171,11 +167,57 @@ fn training(
             xt,
             dw_md,
             db,
-            ones,
-            db_md,
             activation,
         })
     })
+}
+
+/// The sums of the columns of an f32 array of `[rows, columns]`: `1ᵀ · a`, a bias's gradient
+/// (Dense's; a convolution's from its output's gradient channels last).
+pub struct ColumnSums {
+    product: Primitive,
+    ones: Md,
+    array: Md,
+    sums: Md,
+    rows: usize,
+    columns: usize,
+}
+
+impl ColumnSums {
+    pub fn new(rows: usize, columns: usize) -> Result<ColumnSums> {
+        let (ones, array, sums) = (
+            Md::plain(&[1, rows])?,
+            Md::plain(&[rows, columns])?,
+            Md::plain(&[1, columns])?,
+        );
+        let product = product(&ones, &array, None, &sums, &Attr::none()?)?;
+        Ok(ColumnSums {
+            product,
+            ones,
+            array,
+            sums,
+            rows,
+            columns,
+        })
+    }
+
+    /// The sums of `a`, whose elements lie row after row from its first (`bridge::dense`), as
+    /// an array of `[columns]`.
+    pub fn run(&self, a: &FlexTensor) -> Result<FlexTensor> {
+        let ones = FlexTensor::filled_typed(
+            burn::tensor::Shape::from(vec![1, self.rows]),
+            burn::tensor::DType::F32,
+            1.0f32,
+        );
+        let mut sums = bridge::Out::new(&[self.columns]);
+        self.product.execute(&[
+            (DNNL_ARG_SRC, &self.ones, bridge::read(&ones)),
+            (DNNL_ARG_WEIGHTS, &self.array, bridge::read(a)),
+            (DNNL_ARG_DST, &self.sums, sums.ptr()),
+        ])?;
+        // SAFETY: the product above wrote it.
+        Ok(unsafe { sums.written() })
+    }
 }
 
 #[derive(Clone)]
@@ -248,24 +290,7 @@ impl Backward<Flex, 3> for DenseBackward {
             grads.register::<Flex>(pw.id, dw);
         }
         if let Some(pb) = pb {
-            let db = fallback::or_flex(
-                || {
-                    let ones = FlexTensor::filled_typed(
-                        burn::tensor::Shape::from(vec![1, n]),
-                        burn::tensor::DType::F32,
-                        1.0f32,
-                    );
-                    let mut db = bridge::Out::new(&[o]);
-                    p.db.execute(&[
-                        (DNNL_ARG_SRC, &p.ones, bridge::read(&ones)),
-                        (DNNL_ARG_WEIGHTS, &p.d.y, bridge::read(&grad)),
-                        (DNNL_ARG_DST, &p.db_md, db.ptr()),
-                    ])?;
-                    // SAFETY: the product above wrote it.
-                    Ok(unsafe { db.written() })
-                },
-                || fallback::dense_b(&grad),
-            );
+            let db = fallback::or_flex(|| p.db.run(&grad), || fallback::dense_b(&grad));
             grads.register::<Flex>(pb.id, db);
         }
     }

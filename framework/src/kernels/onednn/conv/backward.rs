@@ -15,6 +15,7 @@ use super::super::fallback;
 use super::super::format::Format;
 use super::super::layout::Pass;
 use super::super::library::*;
+use super::super::matmul::ColumnSums;
 use super::super::reorder::arrange;
 use crate::kernels::window::Window;
 
@@ -25,8 +26,10 @@ pub(super) struct Training {
     pub(super) output: Format,
     pub(super) data: Pass,
     pub(super) weights: Pass,
-    /// Whether `weights` writes the bias's gradient too (else burn-flex sums it).
+    /// Whether `weights` writes the bias's gradient too, and else what sums it from the
+    /// output's gradient channels last (`None`: burn-flex).
     pub(super) bias_gradient: bool,
+    pub(super) bias_sums: Option<ColumnSums>,
     /// The activation's backward pass, where it is fused into the forward pass.
     pub(super) activation: Option<Arc<FromOutput>>,
 }
@@ -114,7 +117,10 @@ impl Backward<Flex, 3> for ConvBackward {
                 // where there is none, the bias has no parent).
                 let db = match (s.has_bias, p.bias_gradient) {
                     (true, true) => Some(unsafe { db.written() }),
-                    (true, false) => Some(flex.b(&grad)),
+                    (true, false) => Some(match &p.bias_sums {
+                        Some(sums) => sums.run(&grad)?,
+                        None => flex.b(&grad),
+                    }),
                     (false, _) => None,
                 };
                 Ok((unsafe { dw.written() }, db))

@@ -17,6 +17,7 @@ use super::eltwise::{self, FromOutput};
 use super::format::Format;
 use super::layout::Pass;
 use super::library::*;
+use super::matmul::ColumnSums;
 use super::primitive::{Attr, Md, Primitive, Result, forward_prop};
 use super::reorder::arrange;
 use crate::kernels::eltwise::Eltwise;
@@ -171,8 +172,17 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
         let diff_weights = Md::any(&config.weight_dims())?;
         let diff_dst = config.diff_dst()?;
         // The weight-gradient pass sums the bias's gradient from the gradient it reads: in f32
-        // only. Under autocast burn-flex sums it from the f32 gradient, as Dense does.
+        // only. Under autocast it is summed from the f32 gradient, as Dense's is: a product
+        // over the gradient's rows of channels where it is channels last, else burn-flex's.
         let bias_gradient = config.bias && config.precision == Precision::F32;
+        let bias_sums = match (config.bias && !bias_gradient, output) {
+            (true, Format::ChannelsLast) => {
+                let channels = config.output[1];
+                let rows = config.output.iter().product::<usize>() / channels.max(1);
+                Some(ColumnSums::new(rows, channels)?)
+            }
+            _ => None,
+        };
         let plain = config.sides(output)?;
         let w = &config.window;
         let (strides, dilation, left, right) = (
@@ -262,6 +272,7 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
             data,
             weights,
             bias_gradient,
+            bias_sums,
             activation,
         })
     })
