@@ -15,7 +15,8 @@ pub struct Cpu {
     /// The model, as the system names it (`/proc/cpuinfo`'s "model name"), or "this CPU".
     pub model: String,
     /// Its bf16 instructions, by the names Linux lists them under: `avx512_bf16` (Zen 4,
-    /// Intel Cooper Lake and later, AMX machines among them) or `bf16` (Arm).
+    /// Intel's Xeons from Cooper Lake on except Ice Lake, AMX machines among them) or `bf16`
+    /// (Arm).
     pub bf16: Vec<&'static str>,
 }
 

@@ -13,10 +13,18 @@ use super::normalized::Normalized;
 use super::onednn;
 use super::window::Window;
 
-/// Whether this thread's layers go to oneDNN.
+/// Whether this thread's layers go to oneDNN, for products in `precision`: bf16 only where
+/// oneDNN's instruction set multiplies it (its reference bf16 kernels are slower than f32's).
+#[cfg(feature = "onednn")]
+fn fast_in(precision: Precision) -> bool {
+    matches!(chosen(), Ok(Kernels::OneDnn))
+        && onednn::library::runtime().is_ok_and(|rt| precision == Precision::F32 || rt.bf16)
+}
+
+/// Whether this thread's f32 layers (activations, pooling, BatchNorm) go to oneDNN.
 #[cfg(feature = "onednn")]
 fn fast() -> bool {
-    matches!(chosen(), Ok(Kernels::OneDnn)) && onednn::library::runtime().is_ok()
+    fast_in(Precision::F32)
 }
 
 #[cfg(feature = "onednn")]
@@ -61,7 +69,7 @@ pub(crate) fn dense(
     precision: Precision,
 ) -> Option<Tensor<2>> {
     #[cfg(feature = "onednn")]
-    if fast() {
+    if fast_in(precision) {
         return counted(onednn::matmul::dense(
             x, weight, bias, activation, precision,
         ))
@@ -83,7 +91,7 @@ pub(crate) fn conv<const D: usize>(
     precision: Precision,
 ) -> Option<Tensor<D>> {
     #[cfg(feature = "onednn")]
-    if fast() {
+    if fast_in(precision) {
         return counted(onednn::conv::conv(
             x, weight, bias, groups, window, activation, precision,
         ))

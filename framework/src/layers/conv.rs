@@ -154,8 +154,8 @@ pub(crate) struct ConvOptions<S> {
 
 impl<S: Axes> ConvOptions<S> {
     /// The convolution with its bias and activation on ember's CPU kernels, its product in the
-    /// thread's precision, or `None` for burn's path (under autocast: where the CPU has no bf16
-    /// instructions).
+    /// thread's precision, or `None` for burn's path (under autocast: where oneDNN does not
+    /// multiply bf16, [`crate::kernels::Status::bf16`]).
     pub(crate) fn cpu<const D: usize>(
         &self,
         x: &Tensor<D>,

@@ -126,7 +126,7 @@ impl Block for Dense {
     /// - with `flatten(false)`: input `[…, in_units]`, output `[…, units]`.
     fn forward(&self, x: NdTensor) -> NdTensor {
         let linear = self.linear.module(self);
-        // Under autocast, ember's CPU kernels take the product in bf16 where the CPU multiplies
+        // Under autocast, ember's CPU kernels take the product in bf16 where oneDNN multiplies
         // bf16, and leave it to burn's path elsewhere.
         if self.flatten || x.ndim() == 2 {
             let x2 = if x.ndim() == 2 {

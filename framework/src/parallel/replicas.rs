@@ -127,7 +127,7 @@ impl Replicas {
         // joins the collectives only if none failed.
         let gate = &Gate::new(self.devices.len());
         let devices = &self.devices;
-        let sharers = onednn_sharers(devices);
+        let sharers = cpu_sharers(devices);
         let outcomes: Vec<_> = std::thread::scope(|scope| {
             let threads: Vec<_> = self
                 .devices
@@ -218,15 +218,16 @@ impl Replicas {
     }
 }
 
-/// How many replicas run oneDNN's primitives at once: those on flex, the backend whose tensors
-/// the CPU kernels compute on. A card's replica, or ndarray's, starts no OpenMP team.
-fn onednn_sharers(devices: &[Device]) -> usize {
-    let flex = Device::flex();
-    devices.iter().filter(|device| **device == flex).count()
+/// How many replicas compute on the CPU's cores at once: those on burn's CPU backends (flex,
+/// whose layers run oneDNN's primitives, and ndarray). A card's replica mostly waits for it.
+fn cpu_sharers(devices: &[Device]) -> usize {
+    #[allow(deprecated)] // burn-ndarray: still a device ember opens
+    let cpu = [Device::flex(), Device::ndarray()];
+    devices.iter().filter(|device| cpu.contains(device)).count()
 }
 
 /// Starts replica `index`'s thread: its oneDNN primitives run on teams of the CPU's cores
-/// divided among the `sharers` replicas that run primitives at once (2 on 2 cores: one thread
+/// divided among the `sharers` replicas that compute on them at once (2 on 2 cores: one thread
 /// each), as more OpenMP threads than cores would spin and wait for one another. Tests make one
 /// fail as the system would when out of threads.
 fn spawn_replica<'scope, T: Send + 'scope>(
@@ -346,15 +347,15 @@ mod tests {
                 "{count} replicas"
             );
         }
-        // Only the replicas on flex run oneDNN: one on ndarray (or a card) takes no share.
-        #[allow(deprecated)] // burn-ndarray: still a CPU device, and one oneDNN never runs on
+        // The replicas on the CPU's backends share its cores; one on a card (here wgpu, on
+        // lavapipe in CI) takes no share, and only flex's threads are narrowed.
+        #[allow(deprecated)] // burn-ndarray: a CPU device oneDNN never runs on
         let ndarray = Device::ndarray().autodiff();
+        let card = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice).autodiff();
+        let half = (cores / 2).max(1);
         for (devices, expected) in [
-            (vec![device.clone(), ndarray.clone()], vec![cores, cores]),
-            (
-                vec![device.clone(), ndarray, device.clone()],
-                vec![(cores / 2).max(1), cores, (cores / 2).max(1)],
-            ),
+            (vec![device.clone(), ndarray], vec![half, cores]),
+            (vec![device.clone(), card], vec![cores, cores]),
         ] {
             let count = devices.len();
             let replicas = Replicas::new(devices).unwrap();
@@ -365,7 +366,7 @@ mod tests {
                     l2_share(replica, device)
                 })
                 .unwrap();
-            assert_eq!(widths.into_inner().unwrap(), expected, "flex and ndarray");
+            assert_eq!(widths.into_inner().unwrap(), expected, "{replicas:?}");
         }
         assert_eq!(
             crate::kernels::openmp_width(),

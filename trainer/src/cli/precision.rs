@@ -25,7 +25,9 @@ pub fn check(precision: Precision, devices: &[DeviceName]) -> anyhow::Result<()>
                 Some(why) => why,
                 None => continue,
             },
-            DeviceName::Ndarray => "ember's bf16 products run on flex (--device flex);                 burn-ndarray would convert to f32 and back around an f32 product"
+            DeviceName::Ndarray => "ember's bf16 products run on flex (--device flex); \
+                                    burn-ndarray would convert to f32 and back around an f32 \
+                                    product"
                 .to_string(),
             DeviceName::Wgpu => {
                 "burn's wgpu has no bf16 arithmetic (its shaders, WGSL, have no such type)"
@@ -59,7 +61,7 @@ fn on_the_cpu(cpu: &Cpu, status: &Status) -> Option<String> {
             ember::device::cpu::BF16_INSTRUCTIONS
         ),
         (true, Kernels::Flex) => format!(
-            "this CPU ({}) has bf16 instructions ({}), but burn-flex's kernels run ({}), which \
+            "this CPU ({}) has bf16 instructions ({}), but ember's layers run on {}, which \
              convert to f32 and back around an f32 product",
             cpu.model,
             cpu.bf16.join(", "),
@@ -67,7 +69,8 @@ fn on_the_cpu(cpu: &Cpu, status: &Status) -> Option<String> {
         ),
         (true, Kernels::OneDnn) => format!(
             "this CPU ({}) has bf16 instructions ({}), but oneDNN's instruction set here has \
-             no bf16 products ({}; is DNNL_MAX_CPU_ISA set?)",
+             no bf16 products ({}; a DNNL_MAX_CPU_ISA cap, or an OS without AVX-512's state, \
+             would do that)",
             cpu.model,
             cpu.bf16.join(", "),
             status.detail
@@ -110,8 +113,15 @@ mod tests {
                 && text.contains("DNNL_MAX_CPU_ISA"),
             "{text}"
         );
-        let text = on_the_cpu(&with, &status(Kernels::Flex, false)).unwrap();
-        assert!(text.contains("but burn-flex's kernels run"), "{text}");
+        let flex = Status {
+            detail: "burn-flex's kernels, as chosen".to_string(),
+            ..status(Kernels::Flex, false)
+        };
+        let text = on_the_cpu(&with, &flex).unwrap();
+        assert!(
+            text.contains("but ember's layers run on burn-flex's kernels, as chosen, which"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -66,11 +66,12 @@ pub struct RecipeArgs {
     /// convolutions' products in bf16 (inputs and weights rounded to bf16, products
     /// accumulated in f32), while the parameters (f32 master weights), their gradients, the
     /// optimizer's state, the loss, softmax, BatchNorm, the metrics, the evaluation and the
-    /// saved files stay in f32. It runs on flex where the CPU has bf16 instructions
-    /// (AVX512_BF16, AMX), through oneDNN's bf16 kernels, and on cuda, through burn's CUDA
-    /// backend (not yet timed on a card). It is refused on a CPU without them (`ember devices`
-    /// says), on ndarray, on wgpu (burn's wgpu has no bf16 arithmetic) and on a remote device. A
-    /// resumed run may change it [default: f32].
+    /// saved files stay in f32. It runs on flex through oneDNN's bf16 kernels where the CPU has
+    /// bf16 instructions (AVX512_BF16, AMX; `ember devices` says), and on cuda, through burn's
+    /// CUDA backend (not yet timed on a card). It is refused elsewhere on the CPU, with the
+    /// reason (no such instructions, --cpu-kernels flex, oneDNN capped below them), on ndarray,
+    /// on wgpu (burn's wgpu has no bf16 arithmetic) and on a remote device. A resumed run may
+    /// change it [default: f32].
     #[arg(long = Flag::PRECISION.name, value_name = "f32|bf16")]
     pub precision: Option<String>,
 }

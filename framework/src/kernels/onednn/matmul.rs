@@ -16,7 +16,7 @@ use super::eltwise::{self, FromOutput};
 use super::fallback;
 use super::format::Format;
 use super::library::*;
-use super::primitive::{Attr, Md, Primitive, Result};
+use super::primitive::{Attr, Md, Primitive, Result, operands};
 use super::reorder;
 use super::threads;
 use crate::kernels::eltwise::Eltwise;
@@ -45,14 +45,6 @@ fn product(src: &Md, weights: &Md, bias: Option<&Md>, dst: &Md, attr: &Attr) -> 
         Primitive::alone(describe)
     } else {
         describe()
-    }
-}
-
-/// The element type the products read `x`, `W` and the gradient in.
-fn operands(precision: Precision) -> dnnl_data_type_t {
-    match precision {
-        Precision::F32 => dnnl_f32,
-        Precision::Bf16 => dnnl_bf16,
     }
 }
 
@@ -179,7 +171,8 @@ pub struct ColumnSums {
     ones: Md,
     array: Md,
     sums: Md,
-    rows: usize,
+    /// `1ᵀ`, made once.
+    ones_data: FlexTensor,
     columns: usize,
 }
 
@@ -191,27 +184,32 @@ impl ColumnSums {
             Md::plain(&[1, columns])?,
         );
         let product = product(&ones, &array, None, &sums, &Attr::none()?)?;
+        let ones_data = FlexTensor::filled_typed(
+            burn::tensor::Shape::from(vec![1, rows]),
+            burn::tensor::DType::F32,
+            1.0f32,
+        );
         Ok(ColumnSums {
             product,
             ones,
             array,
             sums,
-            rows,
+            ones_data,
             columns,
         })
     }
 
-    /// The sums of `a`, whose elements lie row after row from its first (`bridge::dense`), as
-    /// an array of `[columns]`.
+    /// The sums of `a`, an f32 array whose elements lie row after row from its first
+    /// (`bridge::dense`), as an array of `[columns]`.
     pub fn run(&self, a: &FlexTensor) -> Result<FlexTensor> {
-        let ones = FlexTensor::filled_typed(
-            burn::tensor::Shape::from(vec![1, self.rows]),
+        assert_eq!(
+            a.dtype(),
             burn::tensor::DType::F32,
-            1.0f32,
+            "column sums of f32 arrays"
         );
         let mut sums = bridge::Out::new(&[self.columns]);
         self.product.execute(&[
-            (DNNL_ARG_SRC, &self.ones, bridge::read(&ones)),
+            (DNNL_ARG_SRC, &self.ones, bridge::read(&self.ones_data)),
             (DNNL_ARG_WEIGHTS, &self.array, bridge::read(a)),
             (DNNL_ARG_DST, &self.sums, sums.ptr()),
         ])?;
@@ -297,9 +295,9 @@ impl Backward<Flex, 3> for DenseBackward {
 }
 
 /// `activation(x·W + b)` for `x [n, in]` and burn's `W [in, out]`, through oneDNN, with the
-/// products in `precision`, and whether the activation was applied (fused as a post-op); `None`
-/// where the tensors are not burn-flex f32 tensors or oneDNN cannot run it, or for bf16 where
-/// the CPU has no bf16 instructions (oneDNN's reference kernels would be slower than f32's).
+/// products in `precision` (the caller asks for bf16 only where oneDNN multiplies it), and
+/// whether the activation was applied (fused as a post-op); `None` where the tensors are not
+/// burn-flex f32 tensors or oneDNN cannot run it.
 pub fn dense(
     x: &Tensor<2>,
     weight: &Tensor<2>,
@@ -307,9 +305,6 @@ pub fn dense(
     activation: Option<Eltwise>,
     precision: Precision,
 ) -> Option<(Tensor<2>, bool)> {
-    if precision == Precision::Bf16 && !runtime().ok()?.bf16 {
-        return None;
-    }
     let [n, i] = x.dims();
     let [_, o] = weight.dims();
     let x_in = bridge::input(x)?;

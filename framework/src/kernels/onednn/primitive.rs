@@ -10,6 +10,14 @@ pub use super::error::Error;
 /// What the oneDNN path returns: its value, or why it cannot run.
 pub type Result<T> = std::result::Result<T, Error>;
 
+/// The element type a product reads its operands in under `precision`: f32, or bf16.
+pub fn operands(precision: crate::precision::Precision) -> dnnl_data_type_t {
+    match precision {
+        crate::precision::Precision::F32 => dnnl_f32,
+        crate::precision::Precision::Bf16 => dnnl_bf16,
+    }
+}
+
 /// The layout of a plain array (f32 unless said otherwise): its dimensions and the stride of
 /// each, in elements.
 #[derive(Clone)]

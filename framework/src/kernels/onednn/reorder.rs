@@ -33,6 +33,8 @@ pub fn arrange(t: &FlexTensor, format: Format) -> Result<FlexTensor> {
 /// A plain f32 array rounded to bf16 (to nearest, ties to even, as PyTorch's casts round), for
 /// the products autocast runs in bf16: a burn-flex array of dtype BF16.
 pub fn to_bf16(t: &FlexTensor) -> Result<FlexTensor> {
+    // The reorder reads an f32 array; a bf16 one would be read past its end.
+    assert_eq!(t.dtype(), DType::F32, "to_bf16 takes f32 arrays");
     let plain = bridge::dense(t);
     let dims = bridge::dims(&plain);
     let reorder = Reorder::cached(format!("bf16 {dims:?}"), || {

@@ -115,7 +115,7 @@ impl Backward<Flex, 3> for ConvBackward {
                 )?;
                 // SAFETY: the weight-gradient pass wrote both (the bias's where it writes it;
                 // where there is none, the bias has no parent).
-                let db = match (s.has_bias, p.bias_gradient) {
+                let db = match (s.has_bias && pb.is_some(), p.bias_gradient) {
                     (true, true) => Some(unsafe { db.written() }),
                     (true, false) => Some(match &p.bias_sums {
                         Some(sums) => sums.run(&grad)?,

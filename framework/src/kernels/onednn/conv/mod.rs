@@ -61,10 +61,7 @@ impl Config {
 
     /// The element type the products read the input, the weights and the output's gradient in.
     fn operands(&self) -> dnnl_data_type_t {
-        match self.precision {
-            Precision::F32 => dnnl_f32,
-            Precision::Bf16 => dnnl_bf16,
-        }
+        super::primitive::operands(self.precision)
     }
 
     /// What the primitives compute in: the activations channels last (oneDNN's convolutions
@@ -298,10 +295,11 @@ fn inference(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Inferen
 }
 
 /// The convolution of `x` (`[batch, channels, spatial…]`) with `weight` (`[out, in / groups,
-/// kernel…]`) and `bias`, then `activation`, through oneDNN, its products in `precision`, and
-/// whether the activation was applied (fused as a post-op; else the caller applies it); `None`
-/// where the tensors are not burn-flex f32 tensors, oneDNN cannot run this configuration, or
-/// for bf16 where the CPU has no bf16 instructions (the caller then takes burn's path).
+/// kernel…]`) and `bias`, then `activation`, through oneDNN, its products in `precision` (the
+/// caller asks for bf16 only where oneDNN multiplies it), and whether the activation was
+/// applied (fused as a post-op; else the caller applies it); `None` where the tensors are not
+/// burn-flex f32 tensors or oneDNN cannot run this configuration (the caller then takes burn's
+/// path).
 pub fn conv<const D: usize>(
     x: &Tensor<D>,
     weight: &Tensor<D>,
@@ -313,9 +311,6 @@ pub fn conv<const D: usize>(
 ) -> Option<(Tensor<D>, bool)> {
     // One or two spatial axes: burn-flex's gradients, the backward pass's fallback, have no more.
     if !(1..=2).contains(&window.kernel.len()) {
-        return None;
-    }
-    if precision == Precision::Bf16 && !runtime().ok()?.bf16 {
         return None;
     }
     let input = x.dims().to_vec();
