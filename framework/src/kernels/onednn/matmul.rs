@@ -251,12 +251,11 @@ impl Backward<Flex, 3> for DenseBackward {
         let [n, o] = [bridge::dims(&grad)[0], bridge::dims(&grad)[1]];
         let i = bridge::dims(&s.x)[1];
         // The gradient as the products of dx and dw read it, rounded once for both.
-        let dy = (px.is_some() || pw.is_some()).then(|| operand(&grad, p.precision));
-        let dy = || dy.clone().expect("made where a product reads it");
+        let dy = operand(&grad, p.precision);
         if let Some(px) = px {
             let dx = fallback::or_flex(
                 || {
-                    let dy = dy()?;
+                    let dy = dy.clone()?;
                     let mut dx = bridge::Out::new(&[n, i]);
                     p.dx.execute(&[
                         (DNNL_ARG_SRC, &p.dy, bridge::read(&dy)),
@@ -273,7 +272,7 @@ impl Backward<Flex, 3> for DenseBackward {
         if let Some(pw) = pw {
             let dw = fallback::or_flex(
                 || {
-                    let dy = dy()?;
+                    let dy = dy.clone()?;
                     let mut dw = bridge::Out::new(&[i, o]);
                     p.dw.execute(&[
                         (DNNL_ARG_SRC, &p.xt, bridge::read(&s.x)),

@@ -26,12 +26,21 @@ pub(super) struct Training {
     pub(super) output: Format,
     pub(super) data: Pass,
     pub(super) weights: Pass,
-    /// Whether `weights` writes the bias's gradient too, and else what sums it from the
-    /// output's gradient channels last (`None`: burn-flex).
-    pub(super) bias_gradient: bool,
-    pub(super) bias_sums: Option<ColumnSums>,
+    /// What sums the bias's gradient, where there is a bias.
+    pub(super) bias_sum: BiasSum,
     /// The activation's backward pass, where it is fused into the forward pass.
     pub(super) activation: Option<Arc<FromOutput>>,
+}
+
+/// What sums a convolution's bias gradient, always in f32.
+pub(super) enum BiasSum {
+    /// The weight-gradient pass, in f32 (it reads the output's gradient in f32).
+    WeightPass,
+    /// Under autocast, whose weight-gradient pass reads the gradient in bf16: a product over the
+    /// f32 gradient's rows of channels, where it is channels last.
+    Rows(ColumnSums),
+    /// burn-flex, where it is not.
+    Flex,
 }
 
 /// `Training` in the graph's state.
@@ -103,7 +112,7 @@ impl Backward<Flex, 3> for ConvBackward {
                 let mut dw = bridge::Out::new(&bridge::dims(&s.w));
                 let mut db = bridge::Out::new(&bridge::dims(&s.w)[..1]);
                 let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, dw.ptr())];
-                if p.bias_gradient {
+                if s.has_bias && matches!(p.bias_sum, BiasSum::WeightPass) {
                     outputs.push((DNNL_ARG_DIFF_BIAS, db.ptr()));
                 }
                 p.weights.run(
@@ -115,13 +124,11 @@ impl Backward<Flex, 3> for ConvBackward {
                 )?;
                 // SAFETY: the weight-gradient pass wrote both (the bias's where it writes it;
                 // where there is none, the bias has no parent).
-                let db = match (s.has_bias && pb.is_some(), p.bias_gradient) {
-                    (true, true) => Some(unsafe { db.written() }),
-                    (true, false) => Some(match &p.bias_sums {
-                        Some(sums) => sums.run(&grad)?,
-                        None => flex.b(&grad),
-                    }),
+                let db = match (s.has_bias && pb.is_some(), &p.bias_sum) {
                     (false, _) => None,
+                    (true, BiasSum::WeightPass) => Some(unsafe { db.written() }),
+                    (true, BiasSum::Rows(sums)) => Some(sums.run(&grad)?),
+                    (true, BiasSum::Flex) => Some(flex.b(&grad)),
                 };
                 Ok((unsafe { dw.written() }, db))
             },

@@ -10,7 +10,7 @@ use burn::tensor::Tensor;
 
 mod backward;
 
-use backward::{ConvBackward, State, Training};
+use backward::{BiasSum, ConvBackward, State, Training};
 
 use super::bridge::{self, Inputs};
 use super::eltwise::{self, FromOutput};
@@ -169,17 +169,17 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
         let diff_weights = Md::any(&config.weight_dims())?;
         let diff_dst = config.diff_dst()?;
         // The weight-gradient pass sums the bias's gradient from the gradient it reads: in f32
-        // only. Under autocast it is summed from the f32 gradient, as Dense's is: a product
-        // over the gradient's rows of channels where it is channels last, else burn-flex's.
-        let bias_gradient = config.bias && config.precision == Precision::F32;
-        let bias_sums = match (config.bias && !bias_gradient, output) {
-            (true, Format::ChannelsLast) => {
+        // only. Under autocast it is summed from the f32 gradient, as Dense's is.
+        let bias_sum = match (config.bias, config.precision, output) {
+            (false, ..) | (true, Precision::F32, _) => BiasSum::WeightPass,
+            (true, Precision::Bf16, Format::ChannelsLast) => {
                 let channels = config.output[1];
                 let rows = config.output.iter().product::<usize>() / channels.max(1);
-                Some(ColumnSums::new(rows, channels)?)
+                BiasSum::Rows(ColumnSums::new(rows, channels)?)
             }
-            _ => None,
+            (true, Precision::Bf16, Format::Plain) => BiasSum::Flex,
         };
+        let bias_gradient = config.bias && matches!(bias_sum, BiasSum::WeightPass);
         let plain = config.sides(output)?;
         let w = &config.window;
         let (strides, dilation, left, right) = (
@@ -268,8 +268,7 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
             output,
             data,
             weights,
-            bias_gradient,
-            bias_sums,
+            bias_sum,
             activation,
         })
     })
