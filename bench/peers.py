@@ -30,6 +30,12 @@ framework carries one-time costs, JAX's compilation for the short last batch amo
 the whole process's wall time, and the ratios ember/PyTorch, ember/JAX and ember/raw burn of
 those medians, with the per-round ratios.
 
+Capped at AVX2 (the variables of docs/profiling.md, on a CPU with AVX-512), it first checks
+whether each cap reached what it caps: `ember devices` names oneDNN's instruction set, and each
+peer multiplies the chapter's largest product with and without the caps
+(bench/peers/isa_probe.py). A peer as fast capped as not either never used AVX-512 there
+(PyTorch's MKL on an AMD CPU) or ignores its cap (JAX's products: docs/profiling.md).
+
 Not part of CI. Needs PyTorch and JAX (`python3 -m venv v && v/bin/pip install torch jax
 jaxlib numpy`), Debian's data set (`apt-get install dataset-fashion-mnist`, or `--data-dir`),
 and a release build (`cargo build --release`; with `--features ember-trainer/cuda` for cuda).
@@ -56,6 +62,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
 TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
 DATA = w.FASHION_MNIST
+# The variables that hold each library to a narrower instruction set (docs/profiling.md), and
+# XLA's flag, which sits in XLA_FLAGS beside others.
+CAPS = ["DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"]
+XLA_CAP = re.compile(r"--xla_cpu_max_isa=\S+")
 WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "lenet-recipe",
              "resnet"]
 
@@ -138,6 +148,46 @@ def run(cmd):
     return times[1:] or times, accs, wall
 
 
+def uncapped(env):
+    """`env` without the ISA caps."""
+    env = {k: v for k, v in env.items() if k not in CAPS}
+    if "XLA_FLAGS" in env:
+        env["XLA_FLAGS"] = XLA_CAP.sub("", env["XLA_FLAGS"]).strip()
+    return env
+
+
+def check_caps(a, peers, rounds=3):
+    """Where a cap is set on a CPU with AVX-512, prints oneDNN's instruction set as ember sees
+    it, and each peer's product speed with and without the caps (medians of interleaved
+    rounds), so that a cap that did not take is seen before the tables are read."""
+    capped = dict(os.environ)
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    if a.device != "cpu" or uncapped(capped) == capped or " avx512f" not in flags:
+        return
+    print("\nISA caps: " + " ".join(f"{k}={v}" for k, v in capped.items()
+                                   if k in CAPS or (k == "XLA_FLAGS" and XLA_CAP.search(v))))
+    for env, label in ((capped, "capped"), (uncapped(capped), "uncapped")):
+        out = subprocess.run([a.ember, "devices"], capture_output=True, text=True, env=env)
+        isa = [line.split(None, 2)[2] for line in out.stdout.splitlines()
+               if line.split()[:2] == ["cpu", "onednn"]]
+        print(f"ember {label}: {isa[0] if isa else 'no oneDNN line in `ember devices`'}")
+    speeds = {(peer, c): [] for peer in peers for c in (True, False)}
+    probe = str(ROOT / "bench/peers/isa_probe.py")
+    for _ in range(rounds):
+        for (peer, c), got in speeds.items():
+            out = subprocess.run([a.python, probe, peer], capture_output=True, text=True,
+                                 env=capped if c else uncapped(capped))
+            if out.returncode != 0:
+                sys.exit(f"{probe} {peer} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+            got.append(float(out.stdout.split()[-1]))
+    print(f"| peer | capped GFLOP/s | uncapped GFLOP/s | capped / uncapped |\n|---|---|---|---|")
+    for peer in peers:
+        c, u = (statistics.median(speeds[peer, x]) for x in (True, False))
+        note = " (the cap did not slow its products)" if c / u > 0.9 else ""
+        print(f"| {peer} | {c:.0f} | {u:.0f} | {c / u:.2f}{note} |")
+    print(flush=True)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
@@ -173,6 +223,9 @@ def main():
     print(f"{a.rounds} round(s); {a.epochs} epoch(s) of mlp and lenet per run; "
           f"ember: {a.ember} --device {a.ember_device} {' '.join(a.ember_args)}; peers on "
           f"{a.peer_device}; {a.precision}; {os.cpu_count()} CPUs", flush=True)
+
+    every = {name for w in workloads for name in commands(w, a)}
+    check_caps(a, [peer for name, peer in (("pytorch", "torch"), ("jax", "jax")) if name in every])
 
     # results[workload][name][round] = (epoch times, test accuracies, wall); a failed run has
     # no entry for its round.
