@@ -1,0 +1,155 @@
+//! The settings every run of `ember train` shares, and what makes two runs the same run.
+
+use std::collections::BTreeMap;
+
+use anyhow::bail;
+use ember::Loss;
+use ember_trainer::fit::{Fit, Target};
+use ember_trainer::signals;
+use ember_trainer::tensorboard::TensorBoard;
+
+use super::Run;
+use crate::cli::book_lines::BookLines;
+use crate::cli::model::Net;
+use crate::cli::output_paths::rescue;
+use crate::cli::resume_flags;
+
+impl Run<'_> {
+    /// The settings every run of `ember train` shares: policy, epochs, progress, the per-step
+    /// seed, checkpoints and resume.
+    pub(super) fn configure<'f, L>(
+        self,
+        fit: Fit<'f, Net, L>,
+        progress: BookLines,
+    ) -> anyhow::Result<Fit<'f, Net, L>>
+    where
+        L: Loss + Send + Sync + 'static,
+        L::Target: Target,
+    {
+        // A job's ranks would each stop at the batch their own signal found, and then wait in
+        // different collectives: in a job, a signal ends the process, and the job goes on from
+        // its last checkpoint.
+        if self.job.is_none() {
+            signals::install()?;
+        }
+        let description = self.description();
+        if let Some(job) = self.job {
+            let (checkpoint, resume) = (&self.outputs.checkpoint, &self.outputs.resume);
+            job.agree(
+                &description,
+                self.epochs,
+                progress.batches,
+                checkpoint,
+                resume,
+            )?;
+        }
+        let mut fit = fit
+            .replicas(self.replicas)
+            .policy(self.policy)
+            .epochs(self.epochs)
+            .progress(progress)
+            .seed(self.workload.seed)
+            .rescue(rescue(
+                self.outputs,
+                self.workload.recipe.rate_flag(self.workload.lr),
+            ));
+        if let Some(checkpointing) = &self.outputs.checkpoint {
+            fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
+        }
+        if let Some(job) = self.job {
+            fit = fit.distributed(job.collective());
+        }
+        if let Some(early_stop) = self.early_stop {
+            fit = fit.callback(early_stop);
+        }
+        if let Some(reduce) = self.reduce_lr_on_plateau {
+            fit = fit.callback(reduce);
+        }
+        if let (Some(watched), Some(path)) = (self.best_on, &self.outputs.save_best) {
+            let (path, recorded) = (path.clone(), self.outputs.recorded.clone());
+            fit = fit.save_best(watched, move |net: &Net, epoch| {
+                ember::io::safetensors::save_parameters_with(net, &path, &recorded)?;
+                say!(
+                    "epoch {}: the best so far: parameters saved to --save-best {}",
+                    epoch.epoch + 1,
+                    path.display()
+                );
+                Ok(())
+            });
+        }
+        if let Some(checkpoint) = &self.outputs.resume {
+            let changes = resume_flags::compare(checkpoint.description(), &description).map_err(
+                |differ| {
+                    anyhow::anyhow!(
+                        "cannot resume from {}: {differ}; resume with the flags of that run (only \
+                         {} may change)",
+                        checkpoint.dir.display(),
+                        resume_flags::changeable_flags()
+                    )
+                },
+            )?;
+            for change in changes {
+                say!(
+                    "resuming with {flag} {} (the checkpoint's run had {flag} {})",
+                    change.now,
+                    change.before,
+                    flag = change.flag
+                );
+            }
+            let done = checkpoint.position.epoch;
+            if done >= self.epochs {
+                bail!(
+                    "invalid --epochs {}: the run resumed from {} has done {done} epoch(s) \
+                     already; give more epochs to train on",
+                    self.epochs,
+                    checkpoint.dir.display()
+                );
+            }
+            say!(
+                "resuming from {}: epoch {}, batch {}",
+                checkpoint.dir.display(),
+                checkpoint.position.epoch + 1,
+                checkpoint.position.next_batch
+            );
+            fit = fit.resume(checkpoint.clone());
+        }
+        // Last, once a resume was found sound: a refused run leaves no event file.
+        if let Some(dir) = &self.outputs.tensorboard {
+            let writer = TensorBoard::new(dir)?;
+            say!(
+                "tensorboard: {} (tensorboard --logdir {})",
+                writer.path().display(),
+                dir.display()
+            );
+            fit = fit.callback(writer);
+        }
+        Ok(fit)
+    }
+
+    /// What makes two runs the same run, flag by flag: what a resume must match. --epochs may
+    /// grow and --sync changes no result, so neither is here.
+    fn description(&self) -> BTreeMap<String, String> {
+        let mut flags = self.workload.description(self.device_name);
+        if let Some(job) = self.job {
+            flags.insert("--distributed".to_string(), job.describe());
+        }
+        flags.insert("--model".to_string(), self.model.to_string());
+        // A schedule over the whole run gives other rates to a run of other length.
+        if self.workload.recipe.spans_run() {
+            flags.insert("--epochs".to_string(), self.epochs.to_string());
+        }
+        // The callbacks' state is replayed from the checkpoint's epochs: the same callbacks.
+        if let Some(early_stop) = &self.early_stop {
+            flags.insert("--early-stop".to_string(), early_stop.to_string());
+        }
+        if let Some(reduce) = &self.reduce_lr_on_plateau {
+            flags.insert("--reduce-lr-on-plateau".to_string(), reduce.to_string());
+        }
+        // So are the columns they watch: --eval's, where it is not the default, in any order.
+        // (--save-best's best is replayed from the epochs too, and may come or go on a resume.)
+        if let Some(eval) = &self.eval_given {
+            flags.insert("--eval".to_string(), eval.clone());
+        }
+        flags
+    }
+}
