@@ -42,6 +42,9 @@ fn refused(command: &[&str], input_flag: &str, output_flag: &str, input: &Path) 
     );
 }
 
+/// A run's inputs, each with the words that name it in a refusal.
+type Inputs<'a> = Vec<(PathBuf, &'a str)>;
+
 #[test]
 fn no_train_output_is_one_of_its_inputs() {
     let dir = tempfile::tempdir().unwrap();
@@ -55,8 +58,8 @@ fn no_train_output_is_one_of_its_inputs() {
 
     let csv_data = format!("csv:{}", csv.display());
     let npy_data = format!("npy:{},{}", x.display(), y.display());
-    // (the data flags, the other flags, the inputs with the words naming them)
-    let runs: Vec<(Vec<String>, Vec<(PathBuf, &str)>)> = vec![
+    // Each run's data flags and other flags, and its inputs.
+    let runs: Vec<(Vec<String>, Inputs)> = vec![
         (
             vec![
                 "--data".into(),

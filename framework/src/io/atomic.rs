@@ -213,7 +213,7 @@ mod tests {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let pid = child.id();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while !proc_stat(pid).is_some_and(|fields| fields[0] == "Z") {
+        while proc_stat(pid).is_none_or(|fields| fields[0] != "Z") {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the child never exited"

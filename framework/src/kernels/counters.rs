@@ -30,7 +30,7 @@ pub(crate) fn fell_back(why: &dyn std::fmt::Display) {
     let why = why.to_string();
     FELL_BACK.with(|reasons| {
         let mut reasons = reasons.borrow_mut();
-        if !reasons.iter().any(|r| *r == why) {
+        if !reasons.contains(&why) {
             reasons.push(why);
         }
     });

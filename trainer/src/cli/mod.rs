@@ -112,6 +112,8 @@ struct Cli {
     cpu_kernels: Option<ember::kernels::Kernels>,
 }
 
+// Parsed once a process: the size of `train`'s flags costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Command {
     /// List the devices usable on this machine, what `auto` picks, and which kernels run

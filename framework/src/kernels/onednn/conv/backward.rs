@@ -37,8 +37,9 @@ pub(super) enum BiasSum {
     /// The weight-gradient pass, in f32 (it reads the output's gradient in f32).
     WeightPass,
     /// Under autocast, whose weight-gradient pass reads the gradient in bf16: a product over the
-    /// f32 gradient's rows of channels, where it is channels last.
-    Rows(ColumnSums),
+    /// f32 gradient's rows of channels, where it is channels last (boxed: its descriptors are
+    /// kilobytes).
+    Rows(Box<ColumnSums>),
     /// burn-flex, where it is not.
     Flex,
 }

@@ -175,7 +175,7 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
             (true, Precision::Bf16, Format::ChannelsLast) => {
                 let channels = config.output[1];
                 let rows = config.output.iter().product::<usize>() / channels.max(1);
-                BiasSum::Rows(ColumnSums::new(rows, channels)?)
+                BiasSum::Rows(Box::new(ColumnSums::new(rows, channels)?))
             }
             (true, Precision::Bf16, Format::Plain) => BiasSum::Flex,
         };
