@@ -26,7 +26,7 @@ pub(super) struct Training {
     pub(super) output: Format,
     pub(super) data: Pass,
     pub(super) weights: Pass,
-    /// What sums the bias's gradient, where there is a bias.
+    /// What sums the bias's gradient.
     pub(super) bias_sum: BiasSum,
     /// The activation's backward pass, where it is fused into the forward pass.
     pub(super) activation: Option<Arc<FromOutput>>,
@@ -34,6 +34,8 @@ pub(super) struct Training {
 
 /// What sums a convolution's bias gradient, always in f32.
 pub(super) enum BiasSum {
+    /// Nothing: the convolution has no bias.
+    NoBias,
     /// The weight-gradient pass, in f32 (it reads the output's gradient in f32).
     WeightPass,
     /// Under autocast, whose weight-gradient pass reads the gradient in bf16: a product over the
@@ -113,7 +115,7 @@ impl Backward<Flex, 3> for ConvBackward {
                 let mut dw = bridge::Out::new(&bridge::dims(&s.w));
                 let mut db = bridge::Out::new(&bridge::dims(&s.w)[..1]);
                 let mut outputs = vec![(DNNL_ARG_DIFF_WEIGHTS, dw.ptr())];
-                if s.has_bias && matches!(p.bias_sum, BiasSum::WeightPass) {
+                if matches!(p.bias_sum, BiasSum::WeightPass) {
                     outputs.push((DNNL_ARG_DIFF_BIAS, db.ptr()));
                 }
                 p.weights.run(
@@ -125,8 +127,8 @@ impl Backward<Flex, 3> for ConvBackward {
                 )?;
                 // SAFETY: the weight-gradient pass wrote both (the bias's where it writes it;
                 // where there is none, the bias has no parent).
-                let db = match (s.has_bias && pb.is_some(), &p.bias_sum) {
-                    (false, _) => None,
+                let db = match (pb.is_some(), &p.bias_sum) {
+                    (false, _) | (true, BiasSum::NoBias) => None,
                     (true, BiasSum::WeightPass) => Some(unsafe { db.written() }),
                     (true, BiasSum::Rows(sums)) => Some(sums.run(&grad)?),
                     (true, BiasSum::Flex) => Some(flex.b(&grad)),

@@ -171,7 +171,8 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
         // The weight-gradient pass sums the bias's gradient from the gradient it reads: in f32
         // only. Under autocast it is summed from the f32 gradient, as Dense's is.
         let bias_sum = match (config.bias, config.precision, output) {
-            (false, ..) | (true, Precision::F32, _) => BiasSum::WeightPass,
+            (false, ..) => BiasSum::NoBias,
+            (true, Precision::F32, _) => BiasSum::WeightPass,
             (true, Precision::Bf16, Format::ChannelsLast) => {
                 let channels = config.output[1];
                 let rows = config.output.iter().product::<usize>() / channels.max(1);
@@ -179,7 +180,7 @@ fn training(config: &Config, activation: Option<Eltwise>) -> Result<Arc<Training
             }
             (true, Precision::Bf16, Format::Plain) => BiasSum::Flex,
         };
-        let bias_gradient = config.bias && matches!(bias_sum, BiasSum::WeightPass);
+        let bias_gradient = matches!(bias_sum, BiasSum::WeightPass);
         let plain = config.sides(output)?;
         let w = &config.window;
         let (strides, dilation, left, right) = (
