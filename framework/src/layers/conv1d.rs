@@ -59,16 +59,11 @@ impl Block for Conv1D {
         let x = x.rank::<3>();
         let bias = conv.bias.as_ref().map(|b| b.val());
         let product = |x, w, options| burn::tensor::module::conv1d(x, w, None, options);
-        if let Some(y) = self.options.cpu(&x, &conv.weight.val(), bias.as_ref()) {
-            return y.into();
-        }
-        if let Some(y) = self
-            .options
-            .autocast(&x, &conv.weight.val(), bias.as_ref(), product)
-        {
-            return y.into();
-        }
-        self.activate(conv.forward(x).into())
+        self.options
+            .forward(x, &conv.weight.val(), bias.as_ref(), product, |x| {
+                conv.forward(x)
+            })
+            .into()
     }
 
     fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
