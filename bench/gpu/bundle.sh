@@ -8,9 +8,13 @@
 #   gl/            the Vulkan loader and the GL vendor-neutral dispatch libraries (Debian's
 #                  libvulkan1 and libglvnd's), which run.sh unpacks for wgpu, as the device
 #                  tool's README says: the NVIDIA driver's Vulkan ICD needs both
-# It prints each part's size and fails if the whole, with the working tree that travels beside
-# it, is over the device tool's 64 MiB a call: every call of the suite (bench/gpu/run.sh's
-# --part) carries all of it. A part newer than what it is made from is kept.
+# and a second bundle, DIR-mpi (default .gpu-mpi), for part 4 (data parallelism through NCCL):
+#   ember.tar.xz   `ember` built with `--features ember-trainer/cuda,ember-trainer/mpi`,
+#                  which links Open MPI
+#   mpi/           Open MPI's Debian packages and the libraries they load, which run.sh unpacks
+# It prints each part's size and fails if a bundle, with the working tree that travels beside
+# it, is over the device tool's 64 MiB a call: each call of the suite (bench/gpu/run.sh's
+# --part) carries one of them. A part newer than what it is made from is kept.
 #
 # Usage: bench/gpu/bundle.sh [DIR]   (CARGO_TARGET_DIR, default ~/.cache/ember/target as CI,
 #        and FASHION_MNIST override the defaults)
@@ -47,13 +51,22 @@ for crate in turso turso_core turso_ext turso_parser turso_sdk_kit turso_sync_en
     turso_sync_sdk_kit; do
     small+=(--config "profile.release.package.$crate.opt-level=\"z\"")
 done
-CUDARC_CUDA_VERSION=13000 cargo build --release --workspace --no-default-features \
-    --features ember-trainer/cuda --bin ember "${small[@]}"
-bin="$target/release/ember"
-case "$("$bin" devices | grep '^cuda')" in
-    *"no CUDA backend"*) fail "$bin was built without CUDA" ;;
-esac
-mkdir -p "$dest/gl"
+# build FEATURES COPY: ember with FEATURES, as COPY (its time kept, for `fresh` below).
+build() {
+    CUDARC_CUDA_VERSION=13000 cargo build --release --workspace --no-default-features \
+        --features "$1" --bin ember "${small[@]}"
+    case "$("$target/release/ember" devices | grep '^cuda')" in
+        *"no CUDA backend"*) fail "$target/release/ember was built without CUDA" ;;
+    esac
+    cp -p "$target/release/ember" "$2"
+}
+bin="$target/release/ember-cuda"
+build ember-trainer/cuda "$bin"
+# Part 4's: with Open MPI, which its bundle carries (a second link of the same crates).
+mpi_bin="$target/release/ember-cuda-mpi"
+say "building ember with CUDA and Open MPI, for part 4"
+build ember-trainer/cuda,ember-trainer/mpi "$mpi_bin"
+mkdir -p "$dest/gl" "$dest-mpi/mpi"
 
 # fresh ARCHIVE SOURCE...: whether ARCHIVE exists and is newer than every SOURCE.
 fresh() {
@@ -76,14 +89,16 @@ compress() {
 # ember.tar.xz: the binary, stripped, as ember inside /tmp/ember-gpu. (Every workload, the
 # ResNet's too, is `ember train`: one binary, not one per example.)
 rm -f "$dest/resnet.tar.xz"
-if ! fresh "$dest/ember.tar.xz" "$bin" "$self"; then
-    say "compressing $bin"
+for pair in "$bin:$dest" "$mpi_bin:$dest-mpi"; do
+    from="${pair%%:*}" to="${pair#*:}"
+    fresh "$to/ember.tar.xz" "$from" "$self" && continue
+    say "compressing $from"
     stage=$(mktemp -d)
-    cp "$bin" "$stage/ember" && strip "$stage/ember"
+    cp "$from" "$stage/ember" && strip "$stage/ember"
     # xz's x86 filter first: it makes the machine code's call addresses relative, which
     # compresses better (about 0.9 MiB less).
-    compress "$stage" "$dest/ember.tar.xz" --x86
-fi
+    compress "$stage" "$to/ember.tar.xz" --x86
+done
 # The test images the bundle carries: the first TEST_IMAGES of the 10,000. With burn's kernel
 # cache (turso) in the binary, all 10,000 made the bundle 64.7 MiB; every training image stays,
 # and the epochs' times leave the test out in every framework, so only the test accuracy's
@@ -125,14 +140,29 @@ for package in "${gl[@]}"; do
     (cd "$dest/gl" && apt-get download "$package") || fail "apt-get download $package failed"
 done
 
+# Open MPI 4.1 as Debian 12 has it, with the libraries its own and its plugins load.
+mpi=(openmpi-bin openmpi-common libopenmpi3 libpmix2 libhwloc15 libevent-core-2.1-7
+    libevent-pthreads-2.1-7 libfabric1 libucx0 libibverbs1 librdmacm1 libpsm2-2
+    libpsm-infinipath1)
+for package in "${mpi[@]}"; do
+    compgen -G "$dest-mpi/mpi/${package}_*.deb" >/dev/null && continue
+    say "downloading $package"
+    (cd "$dest-mpi/mpi" && apt-get download "$package") || fail "apt-get download $package failed"
+done
+
 size() { du -cb "$@" | tail -1 | cut -f1; }
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f MiB", b / 1048576 }'; }
 tree=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
 for part in ember.tar.xz data.tar.xz gl; do
     say "$(printf '%-14s %s' "$part" "$(mib "$(size "$dest/$part")")")"
 done
-all=$(( $(size "$dest") + tree ))
-say "the working tree that travels with it: $(mib "$tree")"
-[ "$all" -le "$limit" ] ||
-    fail "all of it is $(mib "$all"), over the 64 MiB a call carries (bench/gpu/README.md)"
-say "each call carries all of it: $(mib "$all") of 64 MiB (carry [\"$dest\"])"
+for part in ember.tar.xz mpi; do
+    say "$(printf '%-14s %s' "mpi: $part" "$(mib "$(size "$dest-mpi/$part")")")"
+done
+say "the working tree that travels with each: $(mib "$tree")"
+for bundle in "$dest" "$dest-mpi"; do
+    all=$(( $(size "$bundle") + tree ))
+    [ "$all" -le "$limit" ] ||
+        fail "$bundle is $(mib "$all") with the tree, over the 64 MiB a call carries (bench/gpu/README.md)"
+    say "a call that carries $bundle: $(mib "$all") of 64 MiB (carry [\"$bundle\"])"
+done

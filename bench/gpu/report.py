@@ -20,7 +20,7 @@ AUTO_MEMORY_BATCHES = 3  # auto's memory within 3 batches of the barrier's (issu
 PEER_RATIO = 1.0  # ember / PyTorch at most this, per workload
 SECTIONS = ["Steps", "The card and `auto`", "Kernel tuning", "The chapter's 11 experiments",
             "Sync policies compared", "Beside PyTorch and JAX", "The ResNet's test accuracy",
-            "Profile of the slowest ratio", "Verdicts"]
+            "Profile of the slowest ratio", "Ranks through NCCL", "Verdicts"]
 # run.sh's steps that look for where the ResNet's test accuracy falls on cuda, and what each is.
 RESNET_CHECK = [
     ("resnet-cuda", "trained on cuda, two epochs at lr 0.05"),
@@ -170,6 +170,12 @@ def resnet_check(out):
     return lines or ["The ResNet check did not run."]
 
 
+def nccl(out):
+    """Part 4's check (bench/gpu/nccl_check.py): its lines after the commands, as printed."""
+    text = [l for l in read(out / "nccl-check.log").splitlines() if not l.startswith("$")]
+    return [f"- {l}" for l in text] or ["Part 4 (`--part 4 --bundle .gpu-mpi`) did not run."]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("dir")
@@ -202,6 +208,7 @@ def main():
         "Beside PyTorch and JAX": peer_lines,
         "The ResNet's test accuracy": resnet_lines,
         "Profile of the slowest ratio": [profile],
+        "Ranks through NCCL": nccl(out),
         "Verdicts": verdicts,
     }
     text = ["# ember's GPU suite", "", f"Mode: {a.mode or 'unknown'}. Written by bench/gpu/run.sh "

@@ -3,11 +3,11 @@
 # a few calls of the device tool (bench/gpu/README.md). Every step has a time limit, and the run
 # goes on past a failing step; it ends by writing report.md.
 #
-# Usage: bench/gpu/run.sh [--part 1|2|3|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
+# Usage: bench/gpu/run.sh [--part 1|2|3|4|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
 #        bench/gpu/run.sh --dry-run [--out DIR] [--ember PATH]
 #
-# Every call carries the whole bundle (under 64 MiB); the parts split the time, as a call of the
-# device tool runs at most 10 minutes. Each part begins with burn's kernel tuning for its
+# Parts 1 to 3 carry the whole bundle (under 64 MiB), part 4 its own (.gpu-mpi); the parts split
+# the time, as a call of the device tool runs at most 10 minutes. Each part begins with burn's kernel tuning for its
 # workloads on cuda (bench/gpu/tune.py), timed on its own:
 #   --part 1     the card, the chapter's 11 experiments and `ember compare` with the window
 #                sweep on cuda, the chapter's epoch beside PyTorch and JAX, and the ResNet
@@ -20,8 +20,14 @@
 #                (the chapter's epoch, the MLP, LeNet); its first round tunes the bf16 kernels
 #                into cubecl's cache (the MLP's and LeNet's first epochs are left out of the
 #                medians; the chapter's runs are one epoch)
-#   --part all   all three, in one call; --budget skips what would not fit (on 2026-11-26,
-#                with tuning in every process, part 2 did not start)
+#   --part 4     data parallelism across processes through NCCL: one rank of
+#                `mpirun ember train --distributed mpi --device cuda` against one plain process
+#                (bench/gpu/nccl_check.py: the same parameters, bit for bit); it needs
+#                bundle.sh's second bundle, with Open MPI and an ember built with it
+#                (--bundle .gpu-mpi), and PyTorch's NCCL library on the machine
+#   --part all   all of them, in one call; --budget skips what would not fit (on 2026-11-26,
+#                with tuning in every process, part 2 did not start), and part 4 without its
+#                bundle
 #   --out DIR    where everything goes (default: $OUT on the device machine, else bench/gpu/out)
 #   --bundle DIR what bench/gpu/bundle.sh made (default .gpu)
 #   --rounds N   interleaved rounds of the side-by-side runs (default 3)
@@ -50,7 +56,7 @@ while [ $# -gt 0 ]; do
         *) fail "unknown argument '$1' (see --help)" ;;
     esac
 done
-case "$part" in 1 | 2 | 3 | all) ;; *) fail "invalid --part '$part': 1, 2, 3 or all" ;; esac
+case "$part" in 1 | 2 | 3 | 4 | all) ;; *) fail "invalid --part '$part': 1, 2, 3, 4 or all" ;; esac
 runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 case "$rounds" in [1-9]) ;; *) fail "invalid --rounds '$rounds': 1 to 9" ;; esac
 case "$budget" in '' | *[!0-9]*) fail "invalid --budget '$budget': whole seconds" ;; esac
@@ -116,6 +122,12 @@ else
     done
     ember="${ember:-$work/ember}"
     [ -x "$ember" ] || fail "no ember in the bundle at $bundle"
+    # Part 4's bundle: Open MPI's Debian packages, unpacked to / as the Vulkan loader's are
+    # (no maintainer scripts: `mpirun` is an alternative they would make, so it is `orterun`).
+    if compgen -G "$bundle/mpi/*.deb" >/dev/null; then
+        for deb in "$bundle"/mpi/*.deb; do dpkg -x "$deb" /; done
+        ldconfig
+    fi
     if command -v nvidia-smi >/dev/null && compgen -G "$bundle/gl/*.deb" >/dev/null; then
         # The device tool's recipe for Vulkan on its NVIDIA machines: the loader, unpacked to /.
         for deb in "$bundle"/gl/*.deb; do dpkg -x "$deb" /; done
@@ -250,6 +262,29 @@ if runs 3; then
         step 3 peers-bf16 500 "$python" "$root/bench/peers.py" --device cuda --precision bf16 \
             --ember "$ember" --data-dir "$data" --rounds "$rounds" --epochs 2 \
             --workloads chapter-barrier,mlp,lenet
+    fi
+fi
+
+if runs 4; then
+    if [ "$dry" = 1 ]; then
+        mpirun=$(command -v mpirun)
+        expect=host
+    else
+        mpirun=$(command -v orterun || command -v mpirun)
+        expect=nccl
+        # NCCL's library as PyTorch's wheels bring it (nvidia-nccl): cudarc opens it as
+        # libnccl.so, which the wheel names libnccl.so.2.
+        nccl=$("$python" -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib"))' 2>/dev/null)
+        if [ -n "$nccl" ] && [ -e "$nccl/libnccl.so.2" ]; then
+            mkdir -p /tmp/ember-gpu/nccl && ln -sf "$nccl/libnccl.so.2" /tmp/ember-gpu/nccl/libnccl.so
+            export LD_LIBRARY_PATH="/tmp/ember-gpu/nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        fi
+    fi
+    if [ -z "$mpirun" ]; then
+        skip 4 nccl-check "no mpirun: carry bench/gpu/bundle.sh's .gpu-mpi (--bundle .gpu-mpi)"
+    else
+        step 4 nccl-check 300 "$python" "$root/bench/gpu/nccl_check.py" --ember "$ember" \
+            --mpirun "$mpirun" --device "${devices[0]}" --out "$out/nccl" --expect "$expect"
     fi
 fi
 

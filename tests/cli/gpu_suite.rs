@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The report's sections, in order (bench/gpu/report.py's SECTIONS).
-const SECTIONS: [&str; 9] = [
+const SECTIONS: [&str; 10] = [
     "## Steps",
     "## The card and `auto`",
     "## Kernel tuning",
@@ -14,6 +14,7 @@ const SECTIONS: [&str; 9] = [
     "## Beside PyTorch and JAX",
     "## The ResNet's test accuracy",
     "## Profile of the slowest ratio",
+    "## Ranks through NCCL",
     "## Verdicts",
 ];
 
@@ -59,7 +60,14 @@ fn the_dry_run_writes_every_section_of_the_report() {
     }
     // Every step ran to its end, or was skipped for a reason the dry run gives.
     let steps = section(&report, "## Steps");
-    for step in ["devices", "tune", "chapter-flex", "compare-flex", "profile"] {
+    for step in [
+        "devices",
+        "tune",
+        "chapter-flex",
+        "compare-flex",
+        "profile",
+        "nccl-check",
+    ] {
         assert!(
             steps.contains(&format!("| {step} | ok |")),
             "{step}:\n{steps}"
@@ -80,6 +88,14 @@ fn the_dry_run_writes_every_section_of_the_report() {
     }
     // The tuning step timed both processes of the chapter's run (one epoch, as bench/peers.py
     // runs it), and divided one by the other.
+    // Part 4's check: one rank of a job through MPI (on the CPU, the host's all-reduce) made
+    // the plain process's update.
+    let ranks = section(&report, "## Ranks through NCCL");
+    assert!(
+        ranks.contains("largest difference over")
+            && ranks.contains("same update through the host path"),
+        "{ranks}"
+    );
     let tuning = section(&report, "## Kernel tuning");
     let row = tuning
         .lines()

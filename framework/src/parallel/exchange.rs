@@ -132,10 +132,7 @@ impl<R: Reduce> ModuleVisitor for SumAcross<R> {
         if !param.is_require_grad() {
             return;
         }
-        let grad = self
-            .grads
-            .remove::<D>(param.id)
-            .unwrap_or_else(|| Tensor::zeros(param.val().shape(), &self.device));
+        let grad = super::take_gradient(&mut self.grads, param, &self.device);
         let sum = self.reduce.sum(grad);
         self.grads.register(param.id, sum);
     }

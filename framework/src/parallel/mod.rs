@@ -1,9 +1,29 @@
 //! Data parallelism: a batch split across devices ([`Replicas`]), and how their gradients meet
 //! ([`exchange`]: moved to the main device and summed, or NCCL's all-reduce across CUDA cards),
-//! and a job of processes, one a device, whose gradients MPI sums ([`mpi`]).
+//! and a job of processes, one a device, whose gradients MPI sums ([`mpi`]), or NCCL on the
+//! cards where every rank has one (`nccl`, in a build with `cuda` and `mpi`).
 
 pub mod exchange;
 pub mod mpi;
+#[cfg(all(feature = "cuda", feature = "mpi"))]
+mod nccl;
 pub mod replicas;
 
 pub use replicas::Replicas;
+
+use burn::module::Param;
+use burn::optim::GradientsParams;
+use burn::tensor::{Device, Tensor};
+
+/// `param`'s gradient, taken out of `grads`, or zeros on `device` where it has none: a
+/// parameter that no replica or rank used still takes part, as every one must send the same
+/// values.
+fn take_gradient<const D: usize>(
+    grads: &mut GradientsParams,
+    param: &Param<Tensor<D>>,
+    device: &Device,
+) -> Tensor<D> {
+    grads
+        .remove::<D>(param.id)
+        .unwrap_or_else(|| Tensor::zeros(param.val().shape(), device))
+}

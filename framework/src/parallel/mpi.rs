@@ -6,8 +6,13 @@
 //!
 //! [`Mpi::init`] starts MPI on the main thread; the [`Collective`] it gives is what the
 //! engine's worker thread calls, one unit at a time (MPI's `THREAD_SERIALIZED`).
+//!
+//! Where every rank trains on a CUDA card and NCCL's library loads (a `cuda` build), the
+//! gradients are summed on the cards by NCCL ([`super::nccl`]); elsewhere they are read back
+//! and summed by MPI on the host ([`Via`]).
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
@@ -49,10 +54,13 @@ impl Mpi {
                 )));
             }
             let world = universe.world();
+            let local_rank = world.split_shared(world.rank()).rank() as usize;
             let collective = Collective {
                 rank: world.rank() as usize,
                 size: world.size() as usize,
+                local_rank,
                 checked: false,
+                via: None,
                 exchanged: Exchanged::default(),
             };
             Ok(Self {
@@ -82,9 +90,35 @@ impl Mpi {
 pub struct Collective {
     rank: usize,
     size: usize,
+    /// This rank among the ranks on its host (MPI's shared-memory split).
+    local_rank: usize,
     /// Whether the ranks' gradient sizes were found equal (checked at the first sum).
     checked: bool,
+    /// How the gradients meet, once chosen ([`Collective::choose`]).
+    via: Option<Via>,
     exchanged: Exchanged,
+}
+
+/// How the ranks' gradients meet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// Read back to the host and summed by MPI, which works with every device; says why
+    /// NCCL does not sum them.
+    Host(String),
+    /// Summed in place on the ranks' CUDA cards by NCCL.
+    Nccl,
+}
+
+impl fmt::Display for Via {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Host(why) => write!(
+                f,
+                "gradients summed by MPI on the host, in buckets of 25 MiB (not by NCCL: {why})"
+            ),
+            Self::Nccl => write!(f, "gradients summed on the cards by NCCL"),
+        }
+    }
 }
 
 /// What [`Collective::sum_gradients`] did since it was last asked.
@@ -108,6 +142,43 @@ impl Collective {
     /// How many ranks the job has.
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// This rank among the ranks on its host, from 0: the card it takes (`cuda:local_rank`),
+    /// as DDP's `LOCAL_RANK`.
+    pub fn local_rank(&self) -> usize {
+        self.local_rank
+    }
+
+    /// Chooses, with every rank, how the gradients of a network on `device` meet: NCCL on
+    /// the cards where every rank can use it, MPI on the host otherwise (naming a rank that
+    /// cannot, and why). Every rank must call it at the same point; [`Self::sum_gradients`]
+    /// calls it at its first sum where the caller did not.
+    pub fn choose(&mut self, device: &Device) -> &Via {
+        if self.via.is_none() {
+            self.via = Some(self.agree_via(device));
+        }
+        self.via.as_ref().expect("chosen above")
+    }
+
+    fn agree_via(&self, device: &Device) -> Via {
+        #[cfg(all(feature = "cuda", feature = "mpi"))]
+        {
+            let mine = super::nccl::unusable(device).unwrap_or_default();
+            let reasons = self.gather(mine.as_bytes());
+            match reasons.iter().position(|why| !why.is_empty()) {
+                None => Via::Nccl,
+                Some(rank) => Via::Host(format!(
+                    "rank {rank}: {}",
+                    String::from_utf8_lossy(&reasons[rank])
+                )),
+            }
+        }
+        #[cfg(not(all(feature = "cuda", feature = "mpi")))]
+        {
+            let _ = device;
+            Via::Host("this build has no `cuda` feature".to_string())
+        }
     }
 
     /// Ends every rank of the job with `code` (`MPI_Abort`): what a rank that failed does, as
@@ -257,6 +328,9 @@ impl Collective {
         device: &Device,
     ) -> Result<GradientsParams> {
         let device = device.clone().inner();
+        if *self.choose(&device) == Via::Nccl {
+            return self.sum_on_cards(net, grads, &device);
+        }
         let mut flat = Flatten {
             grads,
             device: device.clone(),
@@ -284,6 +358,39 @@ impl Collective {
         };
         net.visit(&mut unflat);
         Ok(unflat.grads)
+    }
+
+    /// [`Self::sum_gradients`] on the cards: the gradients concatenated into one buffer of
+    /// their own, summed in place by NCCL, and cut back into the parameters' shapes.
+    #[cfg(all(feature = "cuda", feature = "mpi"))]
+    fn sum_on_cards<M: Module>(
+        &mut self,
+        net: &M,
+        grads: GradientsParams,
+        device: &Device,
+    ) -> Result<GradientsParams> {
+        let (grads, flat) = super::nccl::flatten(net, grads, device);
+        let values = flat.dims()[0];
+        if !self.checked {
+            self.check_sizes(values)?;
+            self.checked = true;
+        }
+        let started = std::time::Instant::now();
+        super::nccl::sum_in_place(&flat, self.rank, self.size)?;
+        self.exchanged.seconds += started.elapsed().as_secs_f64();
+        self.exchanged.sums += 1;
+        self.exchanged.values += values as u64;
+        Ok(super::nccl::cut(net, grads, flat))
+    }
+
+    #[cfg(not(all(feature = "cuda", feature = "mpi")))]
+    fn sum_on_cards<M: Module>(
+        &mut self,
+        _: &M,
+        _: GradientsParams,
+        _: &Device,
+    ) -> Result<GradientsParams> {
+        unreachable!("NCCL is chosen only in a build with `cuda` and `mpi`")
     }
 
     /// What the gradients' all-reduces did since the last call, which starts the count again.
@@ -348,10 +455,7 @@ impl ModuleVisitor for Flatten {
         if !param.is_require_grad() || self.error.is_some() {
             return;
         }
-        let grad = self
-            .grads
-            .remove::<D>(param.id)
-            .unwrap_or_else(|| Tensor::zeros(param.val().shape(), &self.device));
+        let grad = super::take_gradient(&mut self.grads, param, &self.device);
         match grad.into_data().try_into_vec::<f32>() {
             Ok(values) => self.values.extend_from_slice(&values),
             Err(e) => {

@@ -5,16 +5,23 @@
 use std::collections::BTreeMap;
 
 use clap::ValueEnum;
+use ember::DeviceName;
+use ember::device::DeviceSpec;
 use ember::parallel::mpi::{Collective, Mpi};
 use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
+
+use super::workload::Workload;
 
 /// `--distributed`'s long help.
 pub const HELP: &str = "Train as one rank of a job of processes, one a device, that \
     `mpirun -np N` started (on one host, or many with --hostfile), as PyTorch's DDP does: each \
     rank takes its share of every epoch after the same seeded shuffle (PyTorch's \
     DistributedSampler with drop_last: the last examples that do not divide by N are left out \
-    of the epoch), runs forward and backward on its own device, and MPI's all-reduce sums the \
-    gradients (in buckets of 25 MiB) before the same optimizer step on every rank. \
+    of the epoch), runs forward and backward on its own device, and an all-reduce sums the gradients \
+    before the same optimizer step on every rank: NCCL's, on the cards, where every rank \
+    trains on a CUDA card and loads libnccl (a `cuda` build), else MPI's on the host, in \
+    buckets of 25 MiB (the first line says which, and why). `--device cuda` gives each rank \
+    cuda:LOCAL_RANK, its place among the ranks on its host (DDP's local_rank). \
     --batch-size is per rank: N ranks of batch b step as one process of batch N·b. The epoch's \
     loss and metrics are the job's; rank 0 alone prints and writes --save, --metrics, \
     --profile, --tensorboard and the checkpoints, which every rank reads on --resume (give a \
@@ -55,6 +62,16 @@ impl Job {
     /// This process's rank, from 0.
     pub fn rank(&self) -> usize {
         self.collective.rank()
+    }
+
+    /// `workload` as this rank runs it: `--device cuda` without a card's number is
+    /// `cuda:LOCAL_RANK`, this rank's place among the ranks on its host, as DDP's ranks take
+    /// `cuda:local_rank`. A named card, another device or `--devices` stay as given.
+    pub fn rank_device(&self, workload: Workload) -> Workload {
+        Workload {
+            device: rank_device(workload.device.clone(), self.collective.local_rank()),
+            ..workload
+        }
     }
 
     /// The job's collective, for the training loop.
@@ -106,5 +123,46 @@ impl Job {
     /// The job's size, as `--resume` records it: `mpi:N`.
     pub fn describe(&self) -> String {
         format!("mpi:{}", self.collective.size())
+    }
+}
+
+/// `spec` for the rank at `local_rank` on its host: `cuda` is `cuda:local_rank`.
+fn rank_device(spec: DeviceSpec, local_rank: usize) -> DeviceSpec {
+    match (spec.name, spec.index) {
+        (DeviceName::Cuda, None) => DeviceSpec {
+            index: Some(local_rank),
+            ..spec
+        },
+        _ => spec,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_takes_the_card_of_its_local_rank_unless_one_is_named() {
+        // Specs built here, not parsed: a build without `cuda` refuses to parse `cuda`.
+        let spec = |name, index| DeviceSpec {
+            name,
+            index,
+            address: None,
+        };
+        let on = |name, index, local_rank| rank_device(spec(name, index), local_rank);
+        assert_eq!(
+            on(DeviceName::Cuda, None, 0),
+            spec(DeviceName::Cuda, Some(0))
+        );
+        assert_eq!(
+            on(DeviceName::Cuda, None, 3),
+            spec(DeviceName::Cuda, Some(3))
+        );
+        assert_eq!(
+            on(DeviceName::Cuda, Some(1), 3),
+            spec(DeviceName::Cuda, Some(1))
+        );
+        assert_eq!(on(DeviceName::Flex, None, 3), spec(DeviceName::Flex, None));
+        assert_eq!(on(DeviceName::Wgpu, None, 1), spec(DeviceName::Wgpu, None));
     }
 }

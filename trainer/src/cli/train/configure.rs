@@ -57,7 +57,9 @@ impl Run<'_> {
             fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
         }
         if let Some(job) = self.job {
-            fit = fit.distributed(job.collective());
+            let mut collective = job.collective();
+            say!("{}", collective.choose(self.device));
+            fit = fit.distributed(collective);
         }
         if let Some(early_stop) = self.early_stop {
             fit = fit.callback(early_stop);

@@ -234,6 +234,10 @@ fn train(args: TrainArgs, job: Option<&Job>) -> anyhow::Result<()> {
         let summary = super::summary::summary(&model, &example, classes)?;
         say!("{}", summary.to_string().trim_end());
     }
+    let workload = match job {
+        Some(job) => job.rank_device(workload),
+        None => workload,
+    };
     let picked = workload.open_seeded_devices()?;
     let main = &picked[0];
     outputs.devices = picked.iter().map(|p| p.name.to_string()).collect();

@@ -1,0 +1,219 @@
+//! Across ranks on NVIDIA cards (the `cuda` and `mpi` features): each rank's gradients are
+//! summed where they are, on its card, by NCCL, as PyTorch's DDP does with its NCCL backend,
+//! rather than read back and summed by MPI on the host. MPI still starts the job and carries
+//! NCCL's unique id: rank 0 mints it, MPI broadcasts it, and every rank joins the communicator
+//! on its own card.
+//!
+//! burn's own collective cannot cross processes (burn-cubecl mints its id privately), so this
+//! reaches the gradients' buffer through burn's CubeCL backend: the flattened gradients are one
+//! fresh tensor (`Tensor::cat` writes a new buffer), resolved out of kernel fusion to its CUDA
+//! allocation, whose address NCCL sums in place. burn's stream is not public, so the host
+//! orders the two: it waits for burn's work on the device before the all-reduce, and for NCCL's
+//! before burn reads the sums.
+
+use std::cell::RefCell;
+use std::sync::Arc;
+
+use burn::backend::Cube;
+use burn::module::{Module, ModuleVisitor, Param};
+use burn::optim::GradientsParams;
+use burn::tensor::{DType, Device, Tensor};
+use burn_cubecl::cubecl::cuda::CudaRuntime;
+use burn_cubecl::{CubeBackend, CubeDevice};
+use cubecl_runtime::runtime::Runtime;
+use cudarc::driver::sys::CUdeviceptr;
+use cudarc::driver::{CudaContext, CudaStream, DevicePtrMut, DeviceSlice, SyncOnDrop};
+use cudarc::nccl::{Comm, Id, ReduceOp};
+
+use crate::error::{Error, Result};
+
+type CudaServer = <CudaRuntime as Runtime>::Server;
+
+thread_local! {
+    /// The communicator of the thread that sums, with its card's ordinal: made at its first
+    /// sum, which every rank reaches at the same step.
+    static COMM: RefCell<Option<(usize, Comm)>> = const { RefCell::new(None) };
+}
+
+/// Why this rank cannot sum through NCCL on `device` (`None`: it can): not a CUDA card, or
+/// NCCL's library does not load.
+pub(super) fn unusable(device: &Device) -> Option<String> {
+    match crate::device::cuda::ordinals(std::slice::from_ref(device))[0] {
+        None => Some(format!("{device:?} is not a CUDA card")),
+        Some(_) => crate::device::cuda::nccl().err(),
+    }
+}
+
+fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
+    Error::Distributed(format!("NCCL: {what}: {e:?}"))
+}
+
+/// `net`'s gradients, taken out of `grads` and concatenated into one tensor of their own on
+/// `device`, in the module's parameter order (zeros where a trainable parameter has none).
+pub(super) fn flatten<M: Module>(
+    net: &M,
+    grads: GradientsParams,
+    device: &Device,
+) -> (GradientsParams, Tensor<1>) {
+    let mut parts = OnDevice {
+        grads,
+        device: device.clone(),
+        parts: Vec::new(),
+    };
+    net.visit(&mut parts);
+    (parts.grads, Tensor::cat(parts.parts, 0))
+}
+
+/// Puts the sums in `flat` back into `grads`, cut into `net`'s parameters' shapes.
+pub(super) fn cut<M: Module>(net: &M, grads: GradientsParams, flat: Tensor<1>) -> GradientsParams {
+    let mut cut = Cut { grads, flat, at: 0 };
+    net.visit(&mut cut);
+    cut.grads
+}
+
+/// Sums `flat` over the ranks, in place, on this rank's card. `flat` must be a buffer of its
+/// own (a `Tensor::cat`), f32, on `cuda:ordinal`; every rank calls this at the same steps.
+pub(super) fn sum_in_place(flat: &Tensor<1>, rank: usize, size: usize) -> Result<()> {
+    let fused = flat
+        .clone()
+        .try_into_primitive::<Cube>()
+        .map_err(|e| failed("the gradients are not on burn's CubeCL backend", e))?;
+    let client = fused.client.clone();
+    let cube = client.resolve_tensor_float::<CubeBackend>(fused);
+    let CubeDevice::Cuda(card) = &cube.device else {
+        return Err(failed("the gradients are not on a CUDA card", &cube.device));
+    };
+    let ordinal = card.index;
+    if cube.dtype != DType::F32 || !cube.is_contiguous() {
+        return Err(failed("the gradients are not one f32 buffer", cube.dtype));
+    }
+    let len = flat.dims()[0];
+    let resource = cube
+        .client
+        .get_resource::<CudaServer>(cube.handle.clone())
+        .map_err(|e| failed("the gradients' buffer", e))?;
+    let buffer = resource.resource();
+    if (buffer.size as usize) < len * size_of::<f32>() {
+        return Err(failed(
+            "the gradients' buffer is smaller than they are",
+            (buffer.size, len),
+        ));
+    }
+    // burn's kernels that wrote the gradients are done before NCCL reads them.
+    flat.device()
+        .sync()
+        .map_err(|e| failed("waiting for the gradients", e))?;
+    COMM.with(|cell| -> Result<()> {
+        let mut cell = cell.borrow_mut();
+        if cell.as_ref().is_none_or(|(on, _)| *on != ordinal) {
+            *cell = Some((ordinal, join(ordinal, rank, size)?));
+        }
+        let (_, comm) = cell.as_ref().expect("made above");
+        comm.context()
+            .bind_to_thread()
+            .map_err(|e| failed("binding the card", e))?;
+        let mut sums = Buffer {
+            ptr: buffer.ptr,
+            len,
+            stream: comm.stream(),
+        };
+        comm.all_reduce_in_place(&mut sums, &ReduceOp::Sum)
+            .map_err(|e| failed("all-reduce", e))?;
+        // NCCL's sums are in the buffer before burn reads it.
+        comm.stream()
+            .synchronize()
+            .map_err(|e| failed("waiting for the all-reduce", e))
+    })?;
+    drop(resource);
+    Ok(())
+}
+
+/// This rank's communicator on `cuda:ordinal`: rank 0 mints NCCL's id and MPI broadcasts it.
+fn join(ordinal: usize, rank: usize, size: usize) -> Result<Comm> {
+    use mpi::traits::{Communicator, Root};
+    let world = mpi::topology::SimpleCommunicator::world();
+    let mut id = [0u8; 128];
+    if rank == 0 {
+        let minted = Id::new().map_err(|e| failed("minting the job's id", e))?;
+        for (byte, c) in id.iter_mut().zip(minted.internal()) {
+            *byte = *c as u8;
+        }
+    }
+    world.process_at_rank(0).broadcast_into(&mut id[..]);
+    let id = Id::uninit(id.map(|b| b as std::ffi::c_char));
+    // The card's primary context, which burn's CUDA runtime uses too, current on this thread.
+    let context = CudaContext::new(ordinal).map_err(|e| failed("opening the card", e))?;
+    let stream = context
+        .new_stream()
+        .map_err(|e| failed("a stream for the sums", e))?;
+    Comm::from_rank(stream, rank, size, id).map_err(|e| failed("joining the ranks", e))
+}
+
+/// A buffer of burn's on the card, as NCCL's all-reduce takes it: the address, borrowed while
+/// the caller holds burn's resource.
+struct Buffer {
+    ptr: CUdeviceptr,
+    len: usize,
+    stream: Arc<CudaStream>,
+}
+
+impl DeviceSlice<f32> for Buffer {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+}
+
+impl DevicePtrMut<f32> for Buffer {
+    fn device_ptr_mut<'a>(&'a mut self, _: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
+        // The host waited for burn's writes before, and waits for NCCL's after.
+        (self.ptr, SyncOnDrop::Sync(None))
+    }
+}
+
+/// Takes each trainable parameter's gradient (zeros where it has none) out of `grads`,
+/// flattened, on the device: `mpi.rs`'s `Flatten` without the readback.
+struct OnDevice {
+    grads: GradientsParams,
+    device: Device,
+    parts: Vec<Tensor<1>>,
+}
+
+impl ModuleVisitor for OnDevice {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if !param.is_require_grad() {
+            return;
+        }
+        let grad = super::take_gradient(&mut self.grads, param, &self.device);
+        let len = grad.shape().num_elements();
+        self.parts.push(grad.reshape([len]));
+    }
+}
+
+/// Cuts the summed gradients out of `flat` into `grads`, parameter by parameter, in the same
+/// order: `mpi.rs`'s `Unflatten` on the device.
+struct Cut {
+    grads: GradientsParams,
+    flat: Tensor<1>,
+    at: usize,
+}
+
+impl ModuleVisitor for Cut {
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if !param.is_require_grad() {
+            return;
+        }
+        let shape = param.val().shape();
+        let len = shape.num_elements();
+        let grad: Tensor<D> = self
+            .flat
+            .clone()
+            .slice(self.at..self.at + len)
+            .reshape(shape);
+        self.at += len;
+        self.grads.register(param.id, grad);
+    }
+}
