@@ -231,6 +231,37 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
     }
 }
 
+/// Rotation removes a checkpoint's own files only: a user's file in a `step-N` directory (an
+/// export beside the model, a copy) survives it, in the directory renamed `kept-step-N`, and
+/// the run and its resumes go on. Before, rotation removed the whole directory, the user's
+/// files with it.
+#[test]
+fn rotation_never_deletes_a_users_file_in_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    succeeds(&strs(&run(&ck, "2", &[])));
+    std::fs::write(ck.join("step-0000000004/model.onnx"), "the user's export").unwrap();
+    succeeds(&strs(&run(&ck, "4", &["--resume", ck.to_str().unwrap()])));
+    let kept = ck.join("kept-step-0000000004");
+    let left: Vec<_> = std::fs::read_dir(&kept)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["model.onnx"], "only the user's file stays");
+    assert_eq!(
+        std::fs::read_to_string(kept.join("model.onnx")).unwrap(),
+        "the user's export"
+    );
+    // Rotation went on around it: the last two checkpoints, and a resume from the newest.
+    let names: Vec<_> = checkpoints(&ck)
+        .iter()
+        .map(|c| c.file_name().unwrap().to_owned())
+        .collect();
+    assert_eq!(names, ["step-0000000012", "step-0000000016"]);
+    let stdout = succeeds(&strs(&run(&ck, "5", &["--resume", ck.to_str().unwrap()])));
+    assert!(stdout.contains("step-0000000016"), "{stdout}");
+}
+
 /// The name `lock` in a checkpoint directory is ember's: a user's file there, or a link, is
 /// refused and left as it was (the lock was written over it, or through the link into the
 /// file it names); an output at it, or at a name checkpoints take, is refused too; and a run

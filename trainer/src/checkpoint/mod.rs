@@ -356,9 +356,23 @@ pub(crate) fn write<B: Block>(
         .iter()
         .take(steps.len().saturating_sub(settings.keep.max(1)))
     {
-        let _ = fs::remove_dir_all(old);
+        remove(old);
     }
     Ok(dir)
+}
+
+/// Removes a checkpoint that rotation leaves behind: its own files, then its directory where
+/// that leaves it empty. Anything else in it (a user's export, a copy) stays, in its
+/// directory renamed `kept-step-N`, out of the names checkpoints take: rotation never deletes
+/// what it did not write. `state.json` goes first, so that a removal cut short leaves no
+/// sound-looking checkpoint with files missing.
+fn remove(old: &Path) {
+    for file in [STATE, MODEL, OPTIMIZER, TRACE] {
+        let _ = fs::remove_file(old.join(file));
+    }
+    if fs::remove_dir(old).is_err() {
+        set_aside(old, "kept");
+    }
 }
 
 /// The sound checkpoints in `dir`, oldest first: the ones pruning may remove (a damaged or
