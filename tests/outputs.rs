@@ -59,6 +59,62 @@ fn a_run_that_fails_after_training_began_still_writes_its_metrics() {
     assert!(rows.lines().count() >= 2, "{rows}");
 }
 
+/// A run that fails after training began for another reason than divergence (here its
+/// TensorBoard file outgrows `ulimit -f`) leaves a `--save` that was there before as it was,
+/// and writes what it trained beside it, saying where. Before, it wrote a few epochs' training
+/// over the file, which may have held a long run's parameters.
+#[test]
+fn a_failed_run_writes_what_it_trained_beside_an_earlier_save_not_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("m.safetensors");
+    let save_arg = save.to_str().unwrap();
+    succeeds(&args(&TINY, &["--save", save_arg, "--epochs", "3"]));
+    let before = std::fs::read(&save).unwrap();
+    let tensorboard = dir.path().join("tb");
+    let command = args(
+        &TINY,
+        &[
+            "--epochs",
+            "40",
+            "--save",
+            save_arg,
+            "--tensorboard",
+            tensorboard.to_str().unwrap(),
+        ],
+    );
+    // `trap '' XFSZ`: a write past the limit fails (EFBIG) rather than killing the process.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; ulimit -f 8; exec "$@""#)
+        .arg("bash")
+        .arg(env!("CARGO_BIN_EXE_ember"))
+        .args(&command)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stdout.contains("the run failed after batch"), "{stdout}");
+    assert_eq!(std::fs::read(&save).unwrap(), before, "{stdout}{stderr}");
+    let beside = dir.path().join("m.rescued.safetensors");
+    assert!(
+        stderr.contains(&format!(
+            "--save {save_arg} keeps its old content: the run failed, so what it trained goes \
+             beside it, to {}",
+            beside.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!("parameters saved to {}", beside.display())),
+        "{stdout}"
+    );
+    assert_ne!(
+        std::fs::read(&beside).unwrap(),
+        before,
+        "the rescued run trained"
+    );
+}
+
 /// The same parameters saved by several processes give the same bytes (b70e607's files
 /// differed in the order of their metadata's keys).
 #[test]

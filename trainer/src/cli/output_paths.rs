@@ -428,6 +428,22 @@ fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<St
     failures
 }
 
+/// A name beside `path` that nothing holds: `model.rescued.safetensors`, then
+/// `model.rescued.2.safetensors`, and so on.
+fn beside(path: &Path, what: &str) -> PathBuf {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let extension = path
+        .extension()
+        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
+    (1..)
+        .map(|n| match n {
+            1 => path.with_file_name(format!("{stem}.{what}{extension}")),
+            n => path.with_file_name(format!("{stem}.{what}.{n}{extension}")),
+        })
+        .find(|p| std::fs::symlink_metadata(p).is_err())
+        .expect("a free name")
+}
+
 /// What became of an output that was not written: an old file, or none.
 fn left_as_it_was(path: &Path) -> &'static str {
     match path.exists() {
@@ -468,6 +484,18 @@ pub fn rescue(
                     left_as_it_was(&path)
                 );
                 None
+            }
+            // A file that was there before the run may be worth more than a run cut short:
+            // what it trained goes beside it.
+            (Some(path), false) if path.exists() => {
+                let beside = beside(&path, "rescued");
+                say_err!(
+                    "error: --save {} keeps its old content: the run failed, so what it \
+                     trained goes beside it, to {}",
+                    path.display(),
+                    beside.display()
+                );
+                Some(beside)
             }
             (save, _) => save,
         };
