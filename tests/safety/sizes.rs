@@ -109,3 +109,64 @@ fn an_address_space_limit_bounds_the_memory_check() {
         "{stderr}"
     );
 }
+
+/// `summary` and `export` build the network before anything else: sizes it cannot hold are
+/// errors naming where they came from (the flags, or `--load`'s metadata), as `train`'s are.
+/// Before, each of these aborted ("memory allocation … failed") or panicked ("capacity
+/// overflow", a NaN initializer's `unwrap` for `--features 0`).
+#[test]
+fn summary_and_export_refuse_networks_too_large_for_memory() {
+    for flags in [
+        &["--model", "mlp:99999999999"][..],
+        &["--model", "resnet", "--input", "3,100000,100000"],
+        &["--model", "mlp:8", "--outputs", "4294967297"],
+        &["--model", "mlp:8", "--input", "18446744073709551615"],
+    ] {
+        let stderr = fails_with(&args(&["summary"], flags), "too large for this machine");
+        assert!(
+            stderr.contains("--model, --input and --outputs"),
+            "{stderr}"
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("good.safetensors");
+    let good = good.to_str().unwrap();
+    let tiny = ["--device", "flex", "--batches", "2", "--batch-size", "8"];
+    super::common::cli::succeeds(&args(
+        &args(&["train"], &tiny),
+        &["--features", "4", "--hidden", "3", "--save", good],
+    ));
+    let out = dir.path().join("m.onnx");
+    let out = out.to_str().unwrap();
+    // The metadata `train --save` wrote, edited to a network no machine holds.
+    for (key, value) in [
+        ("ember.model", "mlp:99999999999"),
+        ("ember.input", "18446744073709551615"),
+    ] {
+        let edited = dir.path().join("edited.safetensors");
+        std::fs::write(&edited, with_metadata(good, key, value)).unwrap();
+        let stderr = fails_with(
+            &["export", "--load", edited.to_str().unwrap(), "--out", out],
+            "too large for this machine",
+        );
+        assert!(stderr.contains("edited.safetensors's metadata"), "{stderr}");
+    }
+    fails_with(
+        &["export", "--load", good, "--out", out, "--features", "0"],
+        "invalid --features 0: must be at least 1",
+    );
+    assert!(!std::path::Path::new(out).exists());
+}
+
+/// The safetensors file at `path` with its metadata's `key` set to `value`.
+fn with_metadata(path: &str, key: &str, value: &str) -> Vec<u8> {
+    let bytes = std::fs::read(path).unwrap();
+    let length = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + length]).unwrap();
+    header["__metadata__"][key] = value.into();
+    let header = serde_json::to_vec(&header).unwrap();
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header);
+    file.extend(&bytes[8 + length..]);
+    file
+}

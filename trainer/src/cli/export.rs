@@ -104,7 +104,7 @@ fn from_flags(args: &ExportArgs) -> anyhow::Result<(ModelSpec, Vec<usize>, usize
     workload.data = data.clone();
     workload.classes = args.classes;
     if let Some(features) = args.features {
-        workload.features = features;
+        workload.features = super::workload::positive("features", features)?;
     }
     let task = Task::load(&workload.data, workload.classes)?;
     let model = task.model(args.model.clone(), &workload)?;
@@ -123,7 +123,7 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         .input(format!("--load {}", args.load.display()), &args.load)
         .output(format!("--out {}", args.out.display()), &out)
         .check()?;
-    let (model, example, outputs) = match from_file(&args.load)? {
+    let (model, example, outputs, sizes) = match from_file(&args.load)? {
         Some((recorded, example, outputs)) => {
             if let Some(given) = &args.model
                 && *given != recorded
@@ -145,10 +145,15 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
                     );
                 }
             }
-            (recorded, example, outputs)
+            let sizes = format!("--load {}'s metadata", args.load.display());
+            (recorded, example, outputs, sizes)
         }
-        None => from_flags(&args)?,
+        None => {
+            let (model, example, outputs) = from_flags(&args)?;
+            (model, example, outputs, "--model and --data".to_string())
+        }
     };
+    model.check_fits(&example, outputs, &sizes)?;
     let device = Device::flex();
     let net = model.build(outputs, model.init(), &device);
     let mut shape = vec![1];

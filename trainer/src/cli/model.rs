@@ -107,8 +107,10 @@ impl ModelSpec {
             // numbers than it had.
             ModelSpec::LeNet | ModelSpec::LeNetRelu => {
                 let flat = inputs;
-                let dense = flat.saturating_mul(120) + 120 * 84 + 84 * outputs as u128;
-                (dense + 2_572, inputs.saturating_mul(16))
+                let dense = flat
+                    .saturating_mul(120)
+                    .saturating_add(120 * 84 + 84 * outputs as u128 + 2_572);
+                (dense, inputs.saturating_mul(16))
             }
             // A 3×3 convolution to 8 channels, a residual block of 8 and one of 16 at half the
             // size (each: two 3×3 convolutions with BatchNorm, the second also a 1×1 shortcut),
@@ -138,6 +140,30 @@ impl ModelSpec {
             parameters,
             activations: widths.saturating_mul(batch as u128),
         }
+    }
+
+    /// Refuses a network of this spec, for examples of shape `example` and `outputs` outputs,
+    /// that cannot hold its parameters and one example's activations in the memory available
+    /// here: what `export` and `summary` check before they build it (`train` makes its own
+    /// check, with the batch and the queue). `what` names where the sizes came from.
+    pub fn check_fits(&self, example: &[usize], outputs: usize, what: &str) -> anyhow::Result<()> {
+        let need = self.footprint(example, outputs, 1);
+        let bytes = need
+            .parameters
+            .saturating_add(need.activations)
+            .saturating_mul(4);
+        let available =
+            ember_trainer::memory::available_bytes().map_or(isize::MAX as u128, u128::from);
+        if bytes > available {
+            anyhow::bail!(
+                "{what}: the network {self} for inputs of shape {example:?} and {outputs} outputs \
+                 is too large for this machine: its parameters and one example need about {}, \
+                 and {} of memory is available",
+                super::task::bytes(bytes),
+                super::task::bytes(available)
+            );
+        }
+        Ok(())
     }
 }
 

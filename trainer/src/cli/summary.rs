@@ -41,6 +41,8 @@ pub fn run(args: SummaryArgs) -> anyhow::Result<()> {
         .input
         .as_ref()
         .map_or(vec![1, 28, 28], super::list::sizes);
+    args.model
+        .check_fits(&input, args.outputs, "--model, --input and --outputs")?;
     let summary = summary(&args.model, &input, args.outputs)?;
     say!("{}", summary.to_string().trim_end());
     Ok(())

@@ -359,7 +359,7 @@ fn refuse_empty(examples: &Examples, set: &str, data: &DataSpec) -> anyhow::Resu
 }
 
 /// A byte count for people: `16.8 MB`, `12.3 GB`, `4.1 TB`.
-fn bytes(n: u128) -> String {
+pub(super) fn bytes(n: u128) -> String {
     let n = n as f64;
     if n >= 1e12 {
         format!("{:.1} TB", n / 1e12)
