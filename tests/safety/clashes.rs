@@ -199,3 +199,60 @@ fn an_output_that_is_the_redirected_stdout_is_refused() {
     );
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "an earlier line\n");
 }
+
+/// `>> data.csv`, `2>> data.csv` and both: an input that is where the command prints is
+/// refused, and the error goes to the other stream, or nowhere, never into the input (before,
+/// `ember train --data csv:d.csv >> d.csv` appended its lines to the data, exit 0, and the
+/// next run failed on a ragged row).
+#[test]
+fn an_input_that_is_the_redirected_stdout_or_stderr_is_refused_and_left_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("d.csv");
+    let rows: String = (0..20)
+        .map(|i| format!("0.{i},1.{i},{}\n", i % 2))
+        .collect();
+    let data_arg = format!("csv:{}", data.display());
+    let command = [
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data_arg,
+        "--classes",
+        "2",
+    ];
+    for (stdout, stderr) in [(true, false), (false, true), (true, true)] {
+        std::fs::write(&data, &rows).unwrap();
+        let open = || {
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&data)
+                .unwrap()
+        };
+        let mut run = std::process::Command::new(env!("CARGO_BIN_EXE_ember"));
+        run.args(command);
+        if stdout {
+            run.stdout(open());
+        }
+        if stderr {
+            run.stderr(open());
+        }
+        let out = run.output().unwrap();
+        let case = format!("stdout {stdout}, stderr {stderr}");
+        assert_eq!(out.status.code(), Some(1), "{case}");
+        assert_eq!(std::fs::read_to_string(&data).unwrap(), rows, "{case}");
+        // The error is on the stream that is not the input (with both, it is nowhere).
+        let printed = match (stdout, stderr) {
+            (true, false) => Some(out.stderr),
+            (false, true) => Some(out.stdout),
+            _ => None,
+        };
+        if let Some(printed) = printed {
+            let printed = String::from_utf8_lossy(&printed);
+            assert!(
+                printed.contains("is the same file as the standard"),
+                "{case}: {printed}"
+            );
+        }
+    }
+}

@@ -4,7 +4,8 @@
 //! and what it will write (`--save`, `--metrics` and its epochs file, the checkpoint
 //! directory, `export --out`, `compare --out`'s files), and the two lists are compared before
 //! any work, by identity: device and inode where the file exists, so that `./m`, a symbolic
-//! link to `m` and a hard link to `m` are all `m`. A clash names both flags.
+//! link to `m` and a hard link to `m` are all `m`. A clash names both flags. The process's
+//! standard output and error count as outputs.
 
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
@@ -13,6 +14,8 @@ use anyhow::bail;
 use ember::io::{self, Identity};
 
 use super::workload::DataSpec;
+
+const STDOUT: &str = "the standard output";
 
 /// What one command reads and writes.
 #[derive(Default)]
@@ -71,14 +74,34 @@ impl Files {
         };
         // The process's own stdout and stderr are written too: `--save /dev/stdout` with
         // stdout redirected to a log would replace the log.
-        let streams: Vec<(String, Identity)> =
-            [("the standard output", 1), ("the standard error", 2)]
-                .into_iter()
-                .map(|(what, fd)| (what, PathBuf::from(format!("/proc/self/fd/{fd}"))))
-                .filter(|(_, path)| std::fs::metadata(path).is_ok())
-                .map(|(what, path)| (what.to_string(), io::identity(&path)))
-                .collect();
+        let streams: Vec<(String, Identity)> = [(STDOUT, 1), ("the standard error", 2)]
+            .into_iter()
+            .map(|(what, fd)| (what, PathBuf::from(format!("/proc/self/fd/{fd}"))))
+            .filter(|(_, path)| std::fs::metadata(path).is_ok())
+            .map(|(what, path)| (what.to_string(), io::identity(&path)))
+            .collect();
         let (inputs, outputs) = (ids(&self.inputs), ids(&self.outputs));
+        // `>> data.csv`: what the command prints would be added to its own input. The error
+        // goes to the other stream only, or nowhere (`&>> data.csv`).
+        let into_input: Vec<(&String, &String)> = streams
+            .iter()
+            .filter_map(|(stream, id)| {
+                let (input, _) = inputs.iter().find(|(_, other)| other == id)?;
+                Some((stream, input))
+            })
+            .collect();
+        if let Some((stream, input)) = into_input.first() {
+            for (stream, _) in &into_input {
+                match stream.as_str() {
+                    STDOUT => super::quiet(),
+                    _ => super::stderr_is_input(),
+                }
+            }
+            bail!(
+                "{input} is the same file as {stream}: what the command prints would be \
+                 written into its own input; print elsewhere"
+            );
+        }
         for (i, (output, id)) in outputs.iter().enumerate() {
             if let Some((input, _)) = inputs.iter().find(|(_, other)| other == id) {
                 bail!(

@@ -28,10 +28,19 @@ static STDOUT_GONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// The first failure to print, other than a closed pipe on stdout, for the exit status.
 static PRINT_FAILED: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
+/// Set when stderr is one of the command's inputs (`2>> data.csv`): errors go to stdout.
+static STDERR_IS_INPUT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Prints nothing more on stdout: a job's ranks other than 0, so that one rank's lines describe
-/// the job.
+/// the job; and a command whose stdout is one of its inputs.
 pub(crate) fn quiet() {
     STDOUT_GONE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Prints nothing more on stderr, whose file is one of the command's inputs: errors go to
+/// stdout, or nowhere where it is one too, rather than into the input.
+pub(crate) fn stderr_is_input() {
+    STDERR_IS_INPUT.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 pub(crate) fn say(line: std::fmt::Arguments<'_>) {
@@ -55,6 +64,9 @@ pub(crate) fn say(line: std::fmt::Arguments<'_>) {
 
 pub(crate) fn say_err(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
+    if STDERR_IS_INPUT.load(std::sync::atomic::Ordering::Relaxed) {
+        return say(line);
+    }
     let mut err = std::io::stderr().lock();
     let written = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
     if let Err(e) = written {
