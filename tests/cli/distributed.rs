@@ -192,6 +192,54 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// Ranks resumed from two checkpoints of the same step, from runs at other rates, would train
+/// from other parameters: refused before training, naming the checkpoint (before, only the
+/// step was compared, and the job trained on with its replicas apart, exit 0).
+#[test]
+fn ranks_resumed_from_other_checkpoints_of_one_step_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let tiny = [
+        "--batches",
+        "4",
+        "--batch-size",
+        "16",
+        "--features",
+        "8",
+        "--hidden",
+        "4",
+    ];
+    for (ck, lr) in [(a, "0.1"), (b, "0.5")] {
+        let mut args = chapter_job(ck, "4", &tiny);
+        args.extend_from_slice(&["--lr", lr]);
+        job_succeeds(2, &args);
+    }
+    let mut resume_a = chapter_job(a, "4", &tiny);
+    resume_a.extend_from_slice(&["--epochs", "2", "--resume", a]);
+    let mut resume_b = chapter_job(b, "4", &tiny);
+    resume_b.extend_from_slice(&["--epochs", "2", "--resume", b]);
+    let mut command = Command::new("mpirun");
+    command
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "1"])
+        .arg(env!("CARGO_BIN_EXE_ember"))
+        .args(&resume_a)
+        .args([":", "-np", "1"])
+        .arg(env!("CARGO_BIN_EXE_ember"))
+        .args(&resume_b);
+    let out = output(command);
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("rank 1 has the checkpoint resumed step 4 (model.bpk"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains("epoch 2"),
+        "refused before training:\n{stdout}"
+    );
+}
+
 /// The synthetic chapter job with checkpoints every `every` batches, in `ck`.
 fn chapter_job<'a>(ck: &'a str, every: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec![

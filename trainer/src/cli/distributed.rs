@@ -92,8 +92,9 @@ impl Job {
 
     /// Before any step, that every rank was started alike: `description` (what a resume must
     /// match), and what decides where the collectives fall: the run's `epochs`, the `batches`
-    /// of each, the checkpoints' interval and the step a resume goes on from. A rank started
-    /// otherwise would train another model, or wait in a collective the others never call.
+    /// of each, the checkpoints' interval, and the checkpoint a resume goes on from (its step
+    /// and its files' checksums). A rank started otherwise would train another model, or wait
+    /// in a collective the others never call.
     pub fn agree(
         &self,
         description: &BTreeMap<String, String>,
@@ -107,7 +108,17 @@ impl Job {
             Some(every) => format!("{every} batches"),
             None => "epoch".to_string(),
         });
-        let resumed = resume.as_ref().map(|c| c.position.steps.to_string());
+        // The step, and the checkpoint's files by their checksums: two checkpoints of one
+        // step from other runs would give the ranks other parameters.
+        let resumed = resume.as_ref().map(|c| {
+            let sums: Vec<String> = c
+                .position
+                .checksums
+                .iter()
+                .map(|(file, sum)| format!("{file} {sum:08x}"))
+                .collect();
+            format!("step {} ({})", c.position.steps, sums.join(", "))
+        });
         settings.extend([
             ("--epochs".to_string(), epochs.to_string()),
             ("batches per epoch".to_string(), batches.to_string()),
@@ -115,7 +126,10 @@ impl Job {
                 "checkpoints every".to_string(),
                 every.unwrap_or("none".into()),
             ),
-            ("resumed step".to_string(), resumed.unwrap_or("none".into())),
+            (
+                "the checkpoint resumed".to_string(),
+                resumed.unwrap_or("none".into()),
+            ),
         ]);
         Ok(self.collective.agree(&settings)?)
     }
