@@ -20,6 +20,19 @@ fn mpirun(np: usize, args: &[&str]) -> Command {
     command
 }
 
+/// A job of two ranks started with other arguments (Open MPI's MPMD form, `A : B`).
+fn two_ranks(first: &[&str], second: &[&str]) -> Command {
+    let mut command = Command::new("mpirun");
+    command
+        .args(["--allow-run-as-root", "--oversubscribe", "-np", "1"])
+        .arg(env!("CARGO_BIN_EXE_ember"))
+        .args(first)
+        .args([":", "-np", "1"])
+        .arg(env!("CARGO_BIN_EXE_ember"))
+        .args(second);
+    command
+}
+
 fn output(mut command: Command) -> Output {
     command
         .output()
@@ -168,17 +181,9 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
         "--distributed",
         "mpi",
     ];
-    // Open MPI's MPMD form: rank 0 with one rate, rank 1 with another.
-    let mut command = Command::new("mpirun");
-    command
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "1"])
-        .arg(env!("CARGO_BIN_EXE_ember"))
-        .args(base)
-        .args(["--lr", "0.1", ":", "-np", "1"])
-        .arg(env!("CARGO_BIN_EXE_ember"))
-        .args(base)
-        .args(["--lr", "0.2"]);
-    let out = output(command);
+    // Rank 0 with one rate, rank 1 with another.
+    let rank = |lr| [&base[..], &["--lr", lr]].concat();
+    let out = output(two_ranks(&rank("0.1"), &rank("0.2")));
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}{stderr}");
     assert!(
@@ -219,15 +224,7 @@ fn ranks_resumed_from_other_checkpoints_of_one_step_refuse() {
     resume_a.extend_from_slice(&["--epochs", "2", "--resume", a]);
     let mut resume_b = chapter_job(b, "4", &tiny);
     resume_b.extend_from_slice(&["--epochs", "2", "--resume", b]);
-    let mut command = Command::new("mpirun");
-    command
-        .args(["--allow-run-as-root", "--oversubscribe", "-np", "1"])
-        .arg(env!("CARGO_BIN_EXE_ember"))
-        .args(&resume_a)
-        .args([":", "-np", "1"])
-        .arg(env!("CARGO_BIN_EXE_ember"))
-        .args(&resume_b);
-    let out = output(command);
+    let out = output(two_ranks(&resume_a, &resume_b));
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}{stderr}");
     assert!(
