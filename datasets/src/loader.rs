@@ -146,12 +146,19 @@ impl DataLoader {
     /// dropping the iterator stops that thread. Where the system cannot start one (out of
     /// threads or memory), the same batches are prepared on demand instead.
     pub fn epoch(&self, epoch: usize) -> Box<dyn Iterator<Item = Batch> + Send> {
+        self.epoch_from(epoch, 0)
+    }
+
+    /// The batches of epoch `epoch` from batch `first` on, as [`DataLoader::epoch`] gives
+    /// them; the earlier ones are not made.
+    pub fn epoch_from(&self, epoch: usize, first: usize) -> Box<dyn Iterator<Item = Batch> + Send> {
         let batches = self.num_batches();
+        let first = first.min(batches);
         if self.prefetch > 0 {
             let (tx, rx) = mpsc::sync_channel(self.prefetch);
             let make = self.maker(epoch);
             let spawned = spawn_prefetch(move || {
-                for b in 0..batches {
+                for b in first..batches {
                     if tx.send(make(b)).is_err() {
                         break;
                     }
@@ -160,10 +167,10 @@ impl DataLoader {
             if spawned.is_ok() {
                 // `take` lets the iterator report its end (size_hint) before blocking on the
                 // channel.
-                return Box::new(rx.into_iter().take(batches));
+                return Box::new(rx.into_iter().take(batches - first));
             }
         }
-        Box::new((0..batches).map(self.maker(epoch)))
+        Box::new((first..batches).map(self.maker(epoch)))
     }
 
     /// Makes batch `b` of epoch `epoch`.

@@ -107,6 +107,18 @@ pub enum Error {
         /// The value.
         value: f32,
     },
+    /// The parameters an epoch's last update left give a NaN or infinite loss on that update's
+    /// batch: the run's last update diverged, with no later step to find it.
+    #[error(
+        "loss is {value} with the parameters the update of {at} left, on its batch: training \
+         diverged at the epoch's last update (lower the learning rate?)"
+    )]
+    NonFiniteAfterUpdate {
+        /// The step whose update it is.
+        at: StepAt,
+        /// The value.
+        value: f32,
+    },
     /// A parameter is NaN or infinite: nothing is written from it (it would replace a good
     /// file with one that trains to NaN), and no file holding one is loaded.
     #[error(
@@ -295,7 +307,9 @@ impl Error {
     pub fn diverged(&self) -> bool {
         matches!(
             self.root(),
-            Error::NonFiniteLoss { .. } | Error::NonFiniteParameter { path: None, .. }
+            Error::NonFiniteLoss { .. }
+                | Error::NonFiniteAfterUpdate { .. }
+                | Error::NonFiniteParameter { path: None, .. }
         )
     }
 

@@ -121,3 +121,40 @@ fn a_run_that_diverges_at_once_writes_no_checkpoint_and_says_none_is_there() {
     // The checkpoint write failed the run, and the trace so far is written all the same.
     assert!(!losses(&metrics).is_empty());
 }
+
+/// An epoch's last update that diverges has no later step to find it: with one update at
+/// `--lr 1e30`, the parameters it leaves are finite (about 1e30) but give an infinite loss.
+/// The epoch's end finds it before anything keeps them: `--save` stays as it was, no checkpoint
+/// is written, and the exit status is 1 (before, the run printed a finite mean loss, wrote
+/// those parameters over `--save` and a checkpoint that counted as sound, and exited 0). With
+/// `--accumulate`, the epoch's one update is its last too.
+#[test]
+fn a_last_update_that_diverges_is_found_before_save_and_the_checkpoint() {
+    // TINY with one batch an epoch, and TINY (4 batches) with one update an epoch.
+    let one = [&TINY[..3], &["--batches", "1"], &TINY[5..]].concat();
+    for base in [one, args(&TINY, &["--accumulate", "4"])] {
+        let dir = tempfile::tempdir().unwrap();
+        let (old, ck) = (dir.path().join("old.st"), dir.path().join("ck"));
+        std::fs::write(&old, "keep\n").unwrap();
+        let flags = [
+            "--lr",
+            "1e30",
+            "--save",
+            old.to_str().unwrap(),
+            "--checkpoint",
+            ck.to_str().unwrap(),
+        ];
+        let command = args(&base, &flags);
+        let stderr = fails_with(&command, "diverged at the epoch's last update");
+        assert!(
+            stderr.contains("the file keeps its old content"),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read(&old).unwrap(), b"keep\n", "{base:?}");
+        assert!(
+            checkpoints(&ck).is_empty(),
+            "{base:?}: {:?}",
+            checkpoints(&ck)
+        );
+    }
+}

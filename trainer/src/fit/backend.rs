@@ -253,6 +253,19 @@ where
         Ok(states)
     }
 
+    /// The mean loss of the network as the last update left it on `batch`, on `device`: an
+    /// inference copy's (no autodiff, BatchNorm's running statistics, no Dropout), in f32.
+    pub(super) fn loss_after_update(&self, mut batch: Batch, device: &Device) -> Result<f32> {
+        let device = device.clone().inner();
+        let net = self.net.valid();
+        let x = batch.take_x_on(&device)?;
+        let y = L::Target::upload(&batch, &device)?;
+        let pred: Tensor<2> = net.forward(x).into_rank()?;
+        L::Target::check(&batch, pred.dims()[1])?;
+        let mean = self.loss.forward(pred, y)?.mean();
+        Ok(crate::metric::read_floats(mean, "the loss after the last update")?[0] as f32)
+    }
+
     /// Each training metric's value over this epoch's steps, by name, read once; they start
     /// again for the next epoch.
     pub(super) fn train_metrics(&mut self) -> Result<Vec<(String, f64)>> {

@@ -128,6 +128,12 @@ where
             self.trace.batches.extend(current.records);
             return Ok(true);
         }
+        // Before anything saves them: the epoch's last update has no later step to find
+        // that its parameters diverged.
+        if let Err(error) = self.check_last_update(data, &current) {
+            self.trace.batches.extend(current.records);
+            return Err(error);
+        }
         // The next epoch starts at its first batch.
         self.at.epoch = epoch + 1;
         self.at.next_batch = 0;
@@ -435,6 +441,33 @@ where
         {
             crate::checkpoint::set_aside(dir, "diverged");
             self.last_checkpoint = None;
+        }
+    }
+
+    /// The loss of the parameters the epoch's last update left, on that update's last batch
+    /// (made again by `data`, as the source makes each epoch's batches alike), read once an
+    /// epoch after its clock stopped: NaN or infinite is divergence
+    /// ([`Error::NonFiniteAfterUpdate`]), found before `save_best`, a checkpoint or `--save`
+    /// keeps those parameters. Every other update's parameters meet the next step's loss.
+    fn check_last_update(&mut self, data: &mut dyn BatchSource, current: &Epoch) -> Result<()> {
+        let Some(last) = current.records.last() else {
+            return Ok(());
+        };
+        let at = StepAt {
+            epoch: last.epoch,
+            batch: last.batch,
+        };
+        let Some(batch) = data.batches_from(at.epoch, at.batch).next() else {
+            return Ok(());
+        };
+        let (batch, device) = (batch?, self.replicas.main().clone());
+        let value = self
+            .engine
+            .issue(move |b: &mut Backend<B, L>| b.loss_after_update(batch, &device).map(Host))
+            .wait()?;
+        match value.is_finite() {
+            true => Ok(()),
+            false => Err(Error::NonFiniteAfterUpdate { at, value }),
         }
     }
 

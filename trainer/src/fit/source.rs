@@ -81,6 +81,14 @@ impl BatchSource for ember_datasets::DataLoader {
         Box::new(self.epoch(epoch).map(Ok))
     }
 
+    fn batches_from(
+        &mut self,
+        epoch: usize,
+        first: usize,
+    ) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        Box::new(self.epoch_from(epoch, first).map(Ok))
+    }
+
     fn batches_per_epoch(&self) -> Option<usize> {
         Some(self.num_batches())
     }

@@ -228,7 +228,8 @@ where
             }),
             Err(error) if error.diverged() => curve.ended.take().or_else(|| {
                 let value = match error.root() {
-                    Error::NonFiniteLoss { value, .. } => *value,
+                    Error::NonFiniteLoss { value, .. }
+                    | Error::NonFiniteAfterUpdate { value, .. } => *value,
                     _ => f32::NAN,
                 };
                 Some(SweepEnd::NonFiniteLoss {
