@@ -47,11 +47,13 @@ pub fn compare(
                 "it was written by a run with {flag} {b}, and this one has {flag} {v}"
             )),
             (Some(b), None) => differ.push(format!(
-                "it was written by a run with {flag} {b}, and this one has no {flag}"
+                "it was written by a run with {flag} {b}, and this one has no {flag}{}",
+                kept(flag)
             )),
             (None, v) => differ.push(format!(
-                "it was written by a run without {flag}, and this one has {flag} {}",
-                v.unwrap_or("")
+                "it was written by a run without {flag}, and this one has {flag} {}{}",
+                v.unwrap_or(""),
+                kept(flag)
             )),
         }
     }
@@ -75,6 +77,15 @@ pub fn changeable_flags() -> String {
     match names.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
         _ => names.concat(),
+    }
+}
+
+/// For a changeable flag given by one run only: that its value may change, but it may not be
+/// given or left out (a resume that forgot `--lr-schedule` would train at a constant rate).
+fn kept(name: &str) -> String {
+    match changeable(name) {
+        true => format!(" ({name} may change on resume, to another value, but not come or go)"),
+        false => String::new(),
     }
 }
 
@@ -145,9 +156,25 @@ mod tests {
         }
         assert!(!err.contains("--lr"), "--lr may change: {err}");
         assert_eq!(changeable_flags(), "--lr, --lr-schedule and --precision");
-        // A changeable flag without a default must be on both sides to change.
+        // A changeable flag without a default must be on both sides to change, and the
+        // refusal says so (before, it said only that the flag may change).
         let scheduled = record(&[("--lr-schedule", "cosine")]);
-        assert!(compare(&scheduled, &record(&[])).is_err());
+        for err in [
+            compare(&scheduled, &record(&[])).unwrap_err(),
+            compare(&record(&[]), &scheduled).unwrap_err(),
+        ] {
+            assert!(
+                err.contains(
+                    "--lr-schedule may change on resume, to another value, but not come or go"
+                ),
+                "{err}"
+            );
+        }
+        assert!(
+            !compare(&before, &now)
+                .unwrap_err()
+                .contains("may change on resume")
+        );
         // --epochs counts only where both runs recorded it (a schedule spanning the run).
         let with = record(&[("--epochs", "3")]);
         assert_eq!(compare(&with, &record(&[])).unwrap(), []);
