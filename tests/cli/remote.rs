@@ -137,3 +137,31 @@ fn remote_devices_train_as_local_ones_or_say_which_build_they_need() {
         fails_with(&["serve"], "--features ember-trainer/remote");
     }
 }
+
+/// `--listen 127.0.0.1:0` asks the system for a free port: the line that says where to
+/// connect names that port, which takes connections (before, it said `ws://127.0.0.1:0`).
+#[cfg(feature = "remote")]
+#[test]
+fn serve_on_port_0_names_the_port_it_took() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(["serve", "--device", "flex", "--listen", "127.0.0.1:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let servers = Servers(vec![child]);
+    let address = line
+        .split("--devices remote:ws://")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix(")\n"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"));
+    assert!(!address.ends_with(":0"), "{line}");
+    assert!(line.contains(&format!("on ws://{address} until")), "{line}");
+    assert!(std::net::TcpStream::connect(address).is_ok(), "{line}");
+    drop(servers);
+}

@@ -33,15 +33,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let picked = args.device.open()?;
     let listener = std::net::TcpListener::bind(args.listen)
         .with_context(|| format!("invalid --listen {}: cannot listen there", args.listen))?;
+    // The address bound: port 0 asks the system for a free port, which this names.
+    let at = listener.local_addr().unwrap_or(args.listen);
     say!(
-        "serving {} on ws://{} until Ctrl-C (use it with --devices remote:ws://{})",
+        "serving {} on ws://{at} until Ctrl-C (use it with --devices remote:ws://{at})",
         picked.reason,
-        args.listen,
-        args.listen
     );
     RemoteServer::new([picked.device])
         .serve(WebSocketTransport::from_listener(listener))
-        .with_context(|| format!("serving on {}", args.listen))
+        .with_context(|| format!("serving on {at}"))
 }
 
 #[cfg(not(feature = "remote"))]
