@@ -34,25 +34,32 @@ pub const CLASSES: [&str; 10] = [
     "ankle boot",
 ];
 
-/// The train and test sets in `dir`: `train-images-idx3-ubyte`, `train-labels-idx1-ubyte`,
-/// `t10k-images-idx3-ubyte` and `t10k-labels-idx1-ubyte`, each with or without `.gz`.
-/// Pixels are scaled to [0, 1].
+/// The IDX files a directory holds, train images and labels, then test images and labels.
+pub const FILES: [&str; 4] = [
+    "train-images-idx3-ubyte",
+    "train-labels-idx1-ubyte",
+    "t10k-images-idx3-ubyte",
+    "t10k-labels-idx1-ubyte",
+];
+
+/// Every name [`load`] reads a file of [`FILES`] by, in the order it looks: gzipped first.
+pub fn names(file: &str) -> [String; 2] {
+    [format!("{file}.gz"), file.to_string()]
+}
+
+/// The train and test sets in `dir`: the [`FILES`], each with or without `.gz`. Pixels are
+/// scaled to [0, 1].
 pub fn load(dir: impl AsRef<Path>) -> Result<(Examples, Examples)> {
     let dir = dir.as_ref();
-    let train = read_pair(
-        file(dir, "train-images-idx3-ubyte")?,
-        file(dir, "train-labels-idx1-ubyte")?,
-    )?;
-    let test = read_pair(
-        file(dir, "t10k-images-idx3-ubyte")?,
-        file(dir, "t10k-labels-idx1-ubyte")?,
-    )?;
+    let [train_images, train_labels, test_images, test_labels] = FILES;
+    let train = read_pair(file(dir, train_images)?, file(dir, train_labels)?)?;
+    let test = read_pair(file(dir, test_images)?, file(dir, test_labels)?)?;
     Ok((train, test))
 }
 
 /// `dir/name.gz`, or else `dir/name`; an error naming both and how to get them.
 fn file(dir: &Path, name: &str) -> Result<PathBuf> {
-    [format!("{name}.gz"), name.to_string()]
+    names(name)
         .into_iter()
         .map(|n| dir.join(n))
         .find(|p| p.exists())

@@ -256,3 +256,39 @@ fn an_input_that_is_the_redirected_stdout_or_stderr_is_refused_and_left_as_it_wa
         }
     }
 }
+
+/// An output named as Fashion-MNIST's loader reads a file (`train-images-idx3-ubyte.gz`
+/// beside the raw file, which it would be read before) is refused, though no such file is
+/// there yet (before, `--save` took the name, and the next run read the parameters as images).
+#[test]
+fn an_output_that_a_data_directory_would_read_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = common::fashion::fashion_data(dir.path(), 20, 10);
+    // The raw files only, as some downloads ship them.
+    for file in ember_datasets::fashion_mnist::FILES {
+        let gz = dir.path().join(format!("{file}.gz"));
+        let mut raw = Vec::new();
+        std::io::Read::read_to_end(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
+            &mut raw,
+        )
+        .unwrap();
+        std::fs::write(dir.path().join(file), raw).unwrap();
+        std::fs::remove_file(gz).unwrap();
+    }
+    let shadow = dir.path().join("train-images-idx3-ubyte.gz");
+    let stderr = fails_with(
+        &[
+            "train",
+            "--device",
+            "flex",
+            "--data",
+            &data,
+            "--save",
+            shadow.to_str().unwrap(),
+        ],
+        "where it reads train-images-idx3-ubyte.gz",
+    );
+    assert!(stderr.contains("--save"), "{stderr}");
+    assert!(!shadow.exists());
+}

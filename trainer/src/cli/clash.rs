@@ -48,8 +48,10 @@ impl Files {
                 self.input(format!("--data {data} (its features)"), x);
                 self.input(format!("--data {data} (its targets)"), y);
             }
-            // Every file in the directory: the IDX files, with or without `.gz`. A directory
-            // in it is none of them (`--tensorboard runs` beside the files).
+            // Every file in the directory, and every name the loader reads the IDX files by,
+            // with or without `.gz`, there or not: an output `train-images-idx3-ubyte.gz`
+            // beside the raw file would be read in its place. A directory in it is none of
+            // them (`--tensorboard runs` beside the files).
             DataSpec::FashionMnist(dir) => {
                 for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
                     if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
@@ -58,6 +60,14 @@ impl Files {
                     let path = entry.path();
                     let file = path.file_name().unwrap_or_default().to_string_lossy();
                     self.input(format!("--data {data} (its {file})"), &path);
+                }
+                for file in ember_datasets::fashion_mnist::FILES {
+                    for name in ember_datasets::fashion_mnist::names(file) {
+                        let path = dir.join(&name);
+                        if !path.exists() {
+                            self.input(format!("--data {data} (where it reads {name})"), &path);
+                        }
+                    }
                 }
             }
         }
