@@ -24,6 +24,7 @@ self="$(realpath "$0")"
 cd "$(dirname "$0")/../.."
 
 dest="${1:-.gpu}"
+dest="${dest%/}"
 # The one target dir CI keeps too (.ci/run): a cold CUDA build is half an hour.
 target="${CARGO_TARGET_DIR:-$HOME/.cache/ember/target}"
 export CARGO_TARGET_DIR="$target"

@@ -291,4 +291,22 @@ fn an_output_that_a_data_directory_would_read_is_refused() {
     );
     assert!(stderr.contains("--save"), "{stderr}");
     assert!(!shadow.exists());
+    // A log beside the files, which the loader does not read, may take the run's output.
+    let log = dir.path().join("run.log");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args([
+            "train",
+            "--device",
+            "flex",
+            "--data",
+            &data,
+            "--batch-size",
+            "10",
+        ])
+        .stdout(std::fs::File::create(&log).unwrap())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("epoch 1"));
 }

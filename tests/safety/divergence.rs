@@ -127,12 +127,15 @@ fn a_run_that_diverges_at_once_writes_no_checkpoint_and_says_none_is_there() {
 /// The epoch's end finds it before anything keeps them: `--save` stays as it was, no checkpoint
 /// is written, and the exit status is 1 (before, the run printed a finite mean loss, wrote
 /// those parameters over `--save` and a checkpoint that counted as sound, and exited 0). With
-/// `--accumulate`, the epoch's one update is its last too.
+/// `--accumulate`, the epoch's one update is its last too. With `--checkpoint-every 1`, the
+/// checkpoint of that update was written before the epoch's end: it is set aside as
+/// `diverged-step-1`, so the run names none to resume.
 #[test]
 fn a_last_update_that_diverges_is_found_before_save_and_the_checkpoint() {
     // TINY with one batch an epoch, and TINY (4 batches) with one update an epoch.
     let one = [&TINY[..3], &["--batches", "1"], &TINY[5..]].concat();
-    for base in [one, args(&TINY, &["--accumulate", "4"])] {
+    let every = args(&one, &["--checkpoint-every", "1"]);
+    for base in [one, args(&TINY, &["--accumulate", "4"]), every] {
         let dir = tempfile::tempdir().unwrap();
         let (old, ck) = (dir.path().join("old.st"), dir.path().join("ck"));
         std::fs::write(&old, "keep\n").unwrap();
@@ -156,5 +159,8 @@ fn a_last_update_that_diverges_is_found_before_save_and_the_checkpoint() {
             "{base:?}: {:?}",
             checkpoints(&ck)
         );
+        if base.contains(&"--checkpoint-every") {
+            assert!(ck.join("diverged-step-0000000001").is_dir(), "{stderr}");
+        }
     }
 }

@@ -164,15 +164,33 @@ impl Collective {
     fn agree_via(&self, device: &Device) -> Via {
         #[cfg(all(feature = "cuda", feature = "mpi"))]
         {
-            let mine = super::nccl::unusable(device).unwrap_or_default();
-            let reasons = self.gather(mine.as_bytes());
-            match reasons.iter().position(|why| !why.is_empty()) {
-                None => Via::Nccl,
-                Some(rank) => Via::Host(format!(
-                    "rank {rank}: {}",
-                    String::from_utf8_lossy(&reasons[rank])
-                )),
+            // Each rank's card, or why it has none NCCL can use.
+            let mine = match super::nccl::card(device) {
+                Ok(card) => format!("card {card}"),
+                Err(why) => format!("none {why}"),
+            };
+            let all: Vec<String> = self
+                .gather(mine.as_bytes())
+                .iter()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect();
+            if let Some((rank, why)) = all
+                .iter()
+                .enumerate()
+                .find_map(|(rank, a)| Some((rank, a.strip_prefix("none ")?)))
+            {
+                return Via::Host(format!("rank {rank}: {why}"));
             }
+            // NCCL takes each card once ("Duplicate GPU detected").
+            for (rank, card) in all.iter().enumerate() {
+                if let Some(first) = all[..rank].iter().position(|other| other == card) {
+                    let card = card.trim_start_matches("card ");
+                    return Via::Host(format!(
+                        "ranks {first} and {rank} share {card}, and NCCL takes each card once"
+                    ));
+                }
+            }
+            Via::Nccl
         }
         #[cfg(not(all(feature = "cuda", feature = "mpi")))]
         {
@@ -315,9 +333,11 @@ impl Collective {
     }
 
     /// Replaces each of `net`'s gradients in `grads` by its sum over the ranks, in the module's
-    /// parameter order, all of them flattened into buckets of [`BUCKET_VALUES`]. A trainable
-    /// parameter without a gradient takes part with zeros, as every rank must send the same
-    /// values. The first call checks that every rank holds as many gradient values.
+    /// parameter order: on the cards by NCCL, all of them in one buffer, where the ranks chose
+    /// it ([`Self::choose`]), else read back and summed by MPI in buckets of
+    /// [`BUCKET_VALUES`]. A trainable parameter without a gradient takes part with zeros, as
+    /// every rank must send the same values. The first call checks that every rank holds as
+    /// many gradient values.
     ///
     /// # Errors
     /// [`Error::Distributed`] when the ranks' networks differ in size; a readback's error.
@@ -370,14 +390,15 @@ impl Collective {
         device: &Device,
     ) -> Result<GradientsParams> {
         let (grads, flat) = super::nccl::flatten(net, grads, device);
-        let values = flat.dims()[0];
+        let values = flat.as_ref().map_or(0, |f| f.dims()[0]);
         if !self.checked {
             self.check_sizes(values)?;
             self.checked = true;
         }
-        let started = std::time::Instant::now();
-        super::nccl::sum_in_place(&flat, self.rank, self.size)?;
-        self.exchanged.seconds += started.elapsed().as_secs_f64();
+        let Some(flat) = flat else {
+            return Ok(grads);
+        };
+        self.exchanged.seconds += super::nccl::sum_in_place(&flat, self.rank, self.size)?;
         self.exchanged.sums += 1;
         self.exchanged.values += values as u64;
         Ok(super::nccl::cut(net, grads, flat))

@@ -35,13 +35,16 @@ thread_local! {
     static COMM: RefCell<Option<(usize, Comm)>> = const { RefCell::new(None) };
 }
 
-/// Why this rank cannot sum through NCCL on `device` (`None`: it can): not a CUDA card, or
-/// NCCL's library does not load.
-pub(super) fn unusable(device: &Device) -> Option<String> {
-    match crate::device::cuda::ordinals(std::slice::from_ref(device))[0] {
-        None => Some(format!("{device:?} is not a CUDA card")),
-        Some(_) => crate::device::cuda::nccl().err(),
-    }
+/// The card this rank would sum on, as `HOST cuda:N` (two ranks on one card is what NCCL
+/// refuses), or why it cannot sum through NCCL: not a CUDA card, or NCCL's library does not
+/// load.
+pub(super) fn card(device: &Device) -> std::result::Result<String, String> {
+    let Some(ordinal) = crate::device::cuda::ordinals(std::slice::from_ref(device))[0] else {
+        return Err(format!("{device:?} is not a CUDA card"));
+    };
+    crate::device::cuda::nccl()?;
+    let host = mpi::environment::processor_name().unwrap_or_else(|_| "?".to_string());
+    Ok(format!("{host} cuda:{ordinal}"))
 }
 
 fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
@@ -49,19 +52,21 @@ fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
 }
 
 /// `net`'s gradients, taken out of `grads` and concatenated into one tensor of their own on
-/// `device`, in the module's parameter order (zeros where a trainable parameter has none).
+/// `device`, in the module's parameter order (zeros where a trainable parameter has none);
+/// `None` for a network without trainable parameters.
 pub(super) fn flatten<M: Module>(
     net: &M,
     grads: GradientsParams,
     device: &Device,
-) -> (GradientsParams, Tensor<1>) {
+) -> (GradientsParams, Option<Tensor<1>>) {
     let mut parts = OnDevice {
         grads,
         device: device.clone(),
         parts: Vec::new(),
     };
     net.visit(&mut parts);
-    (parts.grads, Tensor::cat(parts.parts, 0))
+    let flat = (!parts.parts.is_empty()).then(|| Tensor::cat(parts.parts, 0));
+    (parts.grads, flat)
 }
 
 /// Puts the sums in `flat` back into `grads`, cut into `net`'s parameters' shapes.
@@ -73,7 +78,9 @@ pub(super) fn cut<M: Module>(net: &M, grads: GradientsParams, flat: Tensor<1>) -
 
 /// Sums `flat` over the ranks, in place, on this rank's card. `flat` must be a buffer of its
 /// own (a `Tensor::cat`), f32, on `cuda:ordinal`; every rank calls this at the same steps.
-pub(super) fn sum_in_place(flat: &Tensor<1>, rank: usize, size: usize) -> Result<()> {
+/// Returns the seconds of the all-reduce itself, from its call to its end on the card: not the
+/// wait for burn's kernels before it, nor the communicator's start at the first call.
+pub(super) fn sum_in_place(flat: &Tensor<1>, rank: usize, size: usize) -> Result<f64> {
     let fused = flat
         .clone()
         .try_into_primitive::<Cube>()
@@ -103,7 +110,7 @@ pub(super) fn sum_in_place(flat: &Tensor<1>, rank: usize, size: usize) -> Result
     flat.device()
         .sync()
         .map_err(|e| failed("waiting for the gradients", e))?;
-    COMM.with(|cell| -> Result<()> {
+    let seconds = COMM.with(|cell| -> Result<f64> {
         let mut cell = cell.borrow_mut();
         if cell.as_ref().is_none_or(|(on, _)| *on != ordinal) {
             *cell = Some((ordinal, join(ordinal, rank, size)?));
@@ -117,15 +124,17 @@ pub(super) fn sum_in_place(flat: &Tensor<1>, rank: usize, size: usize) -> Result
             len,
             stream: comm.stream(),
         };
+        let started = std::time::Instant::now();
         comm.all_reduce_in_place(&mut sums, &ReduceOp::Sum)
             .map_err(|e| failed("all-reduce", e))?;
         // NCCL's sums are in the buffer before burn reads it.
         comm.stream()
             .synchronize()
-            .map_err(|e| failed("waiting for the all-reduce", e))
-    })?;
+            .map_err(|e| failed("waiting for the all-reduce", e))?;
+        Ok(started.elapsed().as_secs_f64())
+    });
     drop(resource);
-    Ok(())
+    seconds
 }
 
 /// This rank's communicator on `cuda:ordinal`: rank 0 mints NCCL's id and MPI broadcasts it.

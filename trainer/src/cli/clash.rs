@@ -21,6 +21,9 @@ const STDOUT: &str = "the standard output";
 #[derive(Default)]
 pub struct Files {
     inputs: Vec<(String, PathBuf)>,
+    /// Files beside the inputs that no output may replace, though the command does not read
+    /// them (the rest of a data directory).
+    beside: Vec<(String, PathBuf)>,
     outputs: Vec<(String, PathBuf)>,
 }
 
@@ -48,26 +51,30 @@ impl Files {
                 self.input(format!("--data {data} (its features)"), x);
                 self.input(format!("--data {data} (its targets)"), y);
             }
-            // Every file in the directory, and every name the loader reads the IDX files by,
-            // with or without `.gz`, there or not: an output `train-images-idx3-ubyte.gz`
-            // beside the raw file would be read in its place. A directory in it is none of
-            // them (`--tensorboard runs` beside the files).
+            // Every name the loader reads the IDX files by, with or without `.gz`, there or
+            // not (an output `train-images-idx3-ubyte.gz` beside the raw file would be read in
+            // its place), and beside them every other file in the directory. A directory in it
+            // is none of them (`--tensorboard runs` beside the files).
             DataSpec::FashionMnist(dir) => {
-                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                    if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
-                        continue;
-                    }
-                    let path = entry.path();
-                    let file = path.file_name().unwrap_or_default().to_string_lossy();
-                    self.input(format!("--data {data} (its {file})"), &path);
-                }
+                let mut read = Vec::new();
                 for file in ember_datasets::fashion_mnist::FILES {
                     for name in ember_datasets::fashion_mnist::names(file) {
                         let path = dir.join(&name);
-                        if !path.exists() {
-                            self.input(format!("--data {data} (where it reads {name})"), &path);
-                        }
+                        let what = match path.exists() {
+                            true => format!("--data {data} (its {name})"),
+                            false => format!("--data {data} (where it reads {name})"),
+                        };
+                        self.input(what, &path);
+                        read.push(name);
                     }
+                }
+                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let file = entry.file_name().to_string_lossy().into_owned();
+                    if entry.file_type().is_ok_and(|kind| kind.is_dir()) || read.contains(&file) {
+                        continue;
+                    }
+                    let what = format!("--data {data} (the {file} beside its files)");
+                    self.beside.push((what, entry.path()));
                 }
             }
         }
@@ -91,6 +98,7 @@ impl Files {
             .map(|(what, path)| (what.to_string(), io::identity(&path)))
             .collect();
         let (inputs, outputs) = (ids(&self.inputs), ids(&self.outputs));
+        let beside = ids(&self.beside);
         // `>> data.csv`: what the command prints would be added to its own input. The error
         // goes to the other stream only, or nowhere (`&>> data.csv`).
         let into_input: Vec<(&String, &String)> = streams
@@ -113,7 +121,7 @@ impl Files {
             );
         }
         for (i, (output, id)) in outputs.iter().enumerate() {
-            if let Some((input, _)) = inputs.iter().find(|(_, other)| other == id) {
+            if let Some((input, _)) = inputs.iter().chain(&beside).find(|(_, other)| other == id) {
                 bail!(
                     "{output} is the same file as {input}: writing it would destroy the run's \
                      own input; give the output a path of its own"

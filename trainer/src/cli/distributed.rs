@@ -20,7 +20,7 @@ pub const HELP: &str = "Train as one rank of a job of processes, one a device, t
     of the epoch), runs forward and backward on its own device, and an all-reduce sums the gradients \
     before the same optimizer step on every rank: NCCL's, on the cards, where every rank \
     trains on a CUDA card and loads libnccl (a `cuda` build), else MPI's on the host, in \
-    buckets of 25 MiB (the first line says which, and why). `--device cuda` gives each rank \
+    buckets of 25 MiB (a line before the first epoch's says which, and why). `--device cuda` gives each rank \
     cuda:LOCAL_RANK, its place among the ranks on its host (DDP's local_rank). \
     --batch-size is per rank: N ranks of batch b step as one process of batch N·b. The epoch's \
     loss and metrics are the job's; rank 0 alone prints and writes --save, --metrics, \

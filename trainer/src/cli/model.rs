@@ -88,7 +88,10 @@ impl ModelSpec {
     /// An estimate of the numbers the network holds for examples of shape `example`,
     /// `outputs` outputs and batches of `batch`, computed without overflow.
     pub fn footprint(&self, example: &[usize], outputs: usize, batch: usize) -> Footprint {
-        let inputs: u128 = example.iter().map(|&d| d as u128).product();
+        let inputs = example
+            .iter()
+            .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
+            .unwrap_or(u128::MAX);
         let (parameters, widths) = match self {
             ModelSpec::Mlp(hidden) => {
                 let mut parameters = 0u128;
@@ -96,7 +99,9 @@ impl ModelSpec {
                 let mut widths = inputs;
                 for &units in hidden.iter().chain([&outputs]) {
                     let units = units as u128;
-                    parameters = parameters.saturating_add(width.saturating_mul(units) + units);
+                    parameters = parameters
+                        .saturating_add(width.saturating_mul(units))
+                        .saturating_add(units);
                     widths = widths.saturating_add(units);
                     width = units;
                 }

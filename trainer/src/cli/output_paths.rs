@@ -487,7 +487,7 @@ pub fn rescue(
             }
             // A file that was there before the run may be worth more than a run cut short:
             // what it trained goes beside it.
-            (Some(path), false) if path.exists() => {
+            (Some(path), false) if path.is_file() => {
                 let beside = beside(&path, "rescued");
                 say_err!(
                     "error: --save {} keeps its old content: the run failed, so what it \

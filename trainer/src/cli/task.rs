@@ -233,8 +233,12 @@ impl Task {
             _ => self.batches(w),
         };
         // A batch waiting in the queue holds its examples and targets.
-        let example: u128 = example.iter().map(|&d| d as u128).product();
-        let one_batch = (example + run.outputs as u128)
+        let example = example
+            .iter()
+            .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
+            .unwrap_or(u128::MAX);
+        let one_batch = example
+            .saturating_add(run.outputs as u128)
             .saturating_mul(w.batch_size as u128)
             .saturating_mul(4);
         let queue = match (&run.policy, queue_depth(&run.policy, batches)) {

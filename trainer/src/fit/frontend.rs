@@ -131,6 +131,13 @@ where
         // Before anything saves them: the epoch's last update has no later step to find
         // that its parameters diverged.
         if let Err(error) = self.check_last_update(data, &current) {
+            // A checkpoint the epoch's last batch wrote holds those parameters.
+            if let Some((dir, steps)) = &self.last_checkpoint
+                && *steps == self.at.steps
+            {
+                crate::checkpoint::set_aside(dir, "diverged");
+                self.last_checkpoint = None;
+            }
             self.trace.batches.extend(current.records);
             return Err(error);
         }
