@@ -114,7 +114,8 @@ impl fmt::Display for Via {
         match self {
             Self::Host(why) => write!(
                 f,
-                "gradients summed by MPI on the host, in buckets of 25 MiB (not by NCCL: {why})"
+                "gradients summed by MPI on the host, in buckets of {} MiB (not by NCCL: {why})",
+                (BUCKET_VALUES * size_of::<f32>()) >> 20
             ),
             Self::Nccl => write!(f, "gradients summed on the cards by NCCL"),
         }
@@ -164,27 +165,23 @@ impl Collective {
     fn agree_via(&self, device: &Device) -> Via {
         #[cfg(all(feature = "cuda", feature = "mpi"))]
         {
-            // Each rank's card, or why it has none NCCL can use.
-            let mine = match super::nccl::card(device) {
-                Ok(card) => format!("card {card}"),
-                Err(why) => format!("none {why}"),
-            };
-            let all: Vec<String> = self
-                .gather(mine.as_bytes())
+            // Each rank's card, or why it has none NCCL can use, as JSON (`agree`'s way).
+            let mine = serde_json::to_vec(&super::nccl::card(device)).expect("strings are JSON");
+            let all: Vec<std::result::Result<String, String>> = self
+                .gather(&mine)
                 .iter()
-                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .map(|b| serde_json::from_slice(b).unwrap_or_else(|e| Err(e.to_string())))
                 .collect();
-            if let Some((rank, why)) = all
-                .iter()
-                .enumerate()
-                .find_map(|(rank, a)| Some((rank, a.strip_prefix("none ")?)))
-            {
-                return Via::Host(format!("rank {rank}: {why}"));
+            let mut cards = Vec::new();
+            for (rank, card) in all.into_iter().enumerate() {
+                match card {
+                    Err(why) => return Via::Host(format!("rank {rank}: {why}")),
+                    Ok(card) => cards.push(card),
+                }
             }
             // NCCL takes each card once ("Duplicate GPU detected").
-            for (rank, card) in all.iter().enumerate() {
-                if let Some(first) = all[..rank].iter().position(|other| other == card) {
-                    let card = card.trim_start_matches("card ");
+            for (rank, card) in cards.iter().enumerate() {
+                if let Some(first) = cards[..rank].iter().position(|other| other == card) {
                     return Via::Host(format!(
                         "ranks {first} and {rank} share {card}, and NCCL takes each card once"
                     ));

@@ -84,14 +84,20 @@ pub struct Footprint {
     pub activations: u128,
 }
 
+/// The values an example of shape `example` holds, saturating at `u128::MAX` rather than
+/// wrapping: sizes too large for any machine stay too large.
+pub fn values_in(example: &[usize]) -> u128 {
+    example
+        .iter()
+        .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
+        .unwrap_or(u128::MAX)
+}
+
 impl ModelSpec {
     /// An estimate of the numbers the network holds for examples of shape `example`,
     /// `outputs` outputs and batches of `batch`, computed without overflow.
     pub fn footprint(&self, example: &[usize], outputs: usize, batch: usize) -> Footprint {
-        let inputs = example
-            .iter()
-            .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
-            .unwrap_or(u128::MAX);
+        let inputs = values_in(example);
         let (parameters, widths) = match self {
             ModelSpec::Mlp(hidden) => {
                 let mut parameters = 0u128;

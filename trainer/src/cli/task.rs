@@ -233,10 +233,7 @@ impl Task {
             _ => self.batches(w),
         };
         // A batch waiting in the queue holds its examples and targets.
-        let example = example
-            .iter()
-            .try_fold(1u128, |n, &d| n.checked_mul(d as u128))
-            .unwrap_or(u128::MAX);
+        let example = super::model::values_in(&example);
         let one_batch = example
             .saturating_add(run.outputs as u128)
             .saturating_mul(w.batch_size as u128)
