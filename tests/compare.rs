@@ -171,7 +171,21 @@ fn compare_writes_everything(device: &str, batches: usize) {
             assert!(row["peak_pool_mb"].is_empty(), "flex has no device pool");
         }
     }
+    // One round: each policy's throughput over none's in it.
+    let none = summary.iter().find(|r| r["policy"] == "none").unwrap();
+    for row in &summary {
+        assert_eq!(row["reference"], "none");
+        let ratio = num(row, "batches_per_s") / num(none, "batches_per_s");
+        assert!(
+            (num(row, "relative_throughput") - ratio).abs() < 1e-6 * ratio,
+            "{row:?}"
+        );
+    }
     let markdown = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        markdown.contains("batches/s ÷ none's, by round"),
+        "{markdown}"
+    );
     assert!(
         markdown.contains("| barrier |") && markdown.contains("time per epoch (s)"),
         "{markdown}"

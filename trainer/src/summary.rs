@@ -46,6 +46,15 @@ pub struct PolicySummary {
     pub final_loss: f32,
     /// Batches per epoch divided by the median time per epoch.
     pub batches_per_s: f64,
+    /// The policy whose throughput [`PolicySummary::relative_throughput`] divides by: `none`
+    /// where it was compared, the first policy otherwise.
+    pub reference: PolicyKind,
+    /// This policy's throughput (batches over seconds, all epochs of a run) divided by the
+    /// reference's in the same round, the median over the rounds that ran both (NaN where none
+    /// did). A round's runs follow each other, so a change in the machine's speed between
+    /// rounds, which moves all of a round's runs alike, cancels here, where it does not in the
+    /// medians of the epochs' times.
+    pub relative_throughput: f64,
 }
 
 /// The median of `values` (NaN when empty).
@@ -58,6 +67,34 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     }
 }
 
+/// Batches over seconds, all of a run's epochs together (NaN for a run that timed nothing).
+fn throughput(run: &PolicyRun) -> f64 {
+    let batches: usize = run.trace.epochs.iter().map(|e| e.batches).sum();
+    let time: f64 = run.trace.epochs.iter().map(|e| e.time).sum();
+    if time > 0.0 {
+        batches as f64 / time
+    } else {
+        f64::NAN
+    }
+}
+
+/// `policy`'s throughput over `reference`'s, round by round; the median over the rounds that
+/// ran both.
+fn relative_throughput(runs: &[PolicyRun], policy: &PolicyKind, reference: &PolicyKind) -> f64 {
+    let ratios = runs
+        .iter()
+        .filter(|r| &r.policy == policy)
+        .filter_map(|mine| {
+            let theirs = runs
+                .iter()
+                .find(|r| &r.policy == reference && r.round == mine.round)?;
+            Some(throughput(mine) / throughput(theirs))
+        })
+        .filter(|ratio| ratio.is_finite())
+        .collect();
+    median(ratios)
+}
+
 /// One summary per policy, in the order the policies first appear in `runs`.
 pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
     let mut order: Vec<&PolicyKind> = Vec::new();
@@ -66,6 +103,11 @@ pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
             order.push(&run.policy);
         }
     }
+    let reference = order
+        .iter()
+        .find(|p| ***p == PolicyKind::NoSync)
+        .or(order.first())
+        .map(|p| (*p).clone());
     order
         .into_iter()
         .filter_map(|policy| {
@@ -94,6 +136,10 @@ pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
                 peak_pool_mb: pools.into_iter().reduce(f64::max),
                 final_loss: last_run.trace.batches.last().map_or(f32::NAN, |b| b.loss),
                 batches_per_s: batches / time,
+                relative_throughput: reference
+                    .as_ref()
+                    .map_or(f64::NAN, |r| relative_throughput(runs, policy, r)),
+                reference: reference.clone().expect("a policy at least"),
             })
         })
         .collect()
@@ -148,5 +194,48 @@ mod tests {
         assert_eq!(s[0].epochs, 3);
         assert!((s[0].batches_per_s - 10.0 / 3.0).abs() < 1e-12);
         assert_eq!(s[1].time_per_epoch, 4.0);
+    }
+
+    /// The machine slows down in round 1 for barrier's run and speeds up for none's third:
+    /// the medians of the epochs' times call barrier half as fast, the rounds' ratios a tenth
+    /// slower, which is what each round measured twice out of three.
+    #[test]
+    fn relative_throughput_divides_round_by_round_by_none() {
+        let run = |policy: &str, round, time| PolicyRun {
+            policy: PolicyKind::from_name(policy),
+            round,
+            trace: Trace {
+                batches: vec![],
+                epochs: vec![epoch(policy, time, 1.0), epoch(policy, time, 1.0)],
+            },
+        };
+        let runs = vec![
+            run("barrier", 0, 2.2),
+            run("none", 0, 2.0),
+            run("barrier", 1, 4.4),
+            run("none", 1, 2.0),
+            run("barrier", 2, 4.4),
+            run("none", 2, 4.0),
+            run("t+2", 5, 1.0),
+        ];
+        let s = summarize(&runs);
+        assert!(s.iter().all(|s| s.reference == PolicyKind::NoSync));
+        let pooled = s[1].time_per_epoch / s[0].time_per_epoch;
+        assert!((pooled - 2.0 / 4.4).abs() < 1e-12, "{pooled}");
+        assert!(
+            (s[0].relative_throughput - 2.0 / 2.2).abs() < 1e-12,
+            "{s:?}"
+        );
+        assert_eq!(s[1].relative_throughput, 1.0);
+        assert!(
+            s[2].relative_throughput.is_nan(),
+            "no round ran t+2 and none"
+        );
+        // Without none, the first policy is the reference.
+        let s = summarize(&runs[..1]);
+        assert_eq!(
+            (s[0].reference.clone(), s[0].relative_throughput),
+            (PolicyKind::from_name("barrier"), 1.0)
+        );
     }
 }

@@ -377,6 +377,9 @@ fn table(summaries: &[PolicySummary]) -> Vec<Vec<String>> {
         "batches/s",
     ];
     let mut rows = vec![header.map(str::to_string).to_vec()];
+    if let Some(first) = summaries.first() {
+        rows[0].push(format!("batches/s ÷ {}'s, by round", first.reference));
+    }
     for s in summaries {
         let pool = s
             .peak_pool_mb
@@ -390,6 +393,7 @@ fn table(summaries: &[PolicySummary]) -> Vec<Vec<String>> {
             pool,
             format!("{:.4}", s.final_loss),
             format!("{:.2}", s.batches_per_s),
+            format!("{:.3}", s.relative_throughput),
         ]);
     }
     rows
@@ -397,7 +401,10 @@ fn table(summaries: &[PolicySummary]) -> Vec<Vec<String>> {
 
 /// What the table's times and memory mean.
 const TABLE_NOTE: &str = "Time per epoch runs from the first issue to the end of the epoch's waitall; the \
-issue time ends when the frontend issued its last batch. Memory is the process's resident set, \
+issue time ends when the frontend issued its last batch. The last column divides a policy's \
+batches per second by the reference's in the same round and takes the median over the rounds: \
+a change in the machine's speed between rounds cancels there, not in the medians of the \
+epochs' times. Memory is the process's resident set, \
 measured in a fresh process per run; growth is relative to the start of the epoch.";
 
 /// The summary as a Markdown table a person reads.
