@@ -32,7 +32,7 @@ use ember::{Error, Result, StepAt};
 
 use crate::memory::rss_bytes;
 
-mod auto;
+pub mod auto;
 mod kind;
 pub use auto::Auto;
 pub use kind::{BUILT_INS, BuiltIn, PolicyKind, forms};

@@ -1,39 +1,51 @@
 //! `auto[:MB]` ([`Auto`]): a window that picks its own size while training.
 //!
-//! It starts as the barrier and times the frontend's pace: the seconds from one batch's
-//! release (the end of the policy's call before it) to the next, over [`PROBE`] intervals,
-//! each between two batches of one epoch once the window has filled (more batches released
-//! since it changed, or since the epoch began, than it holds); a window's timing may span
-//! epochs. An epoch too short to time the window at all ends the probing with what it timed. Then it doubles the
-//! window and times again, until doubling gains less than [`GAIN`] (1 %): the pace of unbounded
-//! issue is then within that of the last window, as a window past the backend's queue adds
-//! nothing. It keeps the smallest window whose pace is within 1 % of the best it timed: the
-//! throughput of running ahead, with the least memory that needs.
+//! It starts as the barrier and compares the window in force with twice that window by timing
+//! the frontend's pace: the seconds from one batch's release (the end of the policy's call
+//! before it) to the next, over blocks of [`BLOCK`] intervals, each between two batches of one
+//! epoch once the window has filled (more batches released since it changed, or since the epoch
+//! began, than it holds); a block may span epochs. The two windows take turns, the smaller one
+//! first and last (`k 2k k 2k k 2k k`), and each block of the doubled window is divided by the
+//! mean of the two blocks around it: a machine whose speed drifts, or jumps, during the
+//! comparison moves both alike, and the median of the [`PAIRS`] ratios ignores the pair a jump
+//! fell into. Timed one after the other, the windows were compared at different speeds of the
+//! machine: on a 2-vCPU EPYC the same policy's pace moved between 27 and 29.5 ms per batch
+//! within one run, which is more than the 1 % to be told apart.
+//!
+//! Where the doubled window's pace is at least [`GAIN`] (1 %) below the smaller one's, it
+//! compares that window with its double in turn; where not, it keeps the smaller one: the pace
+//! of unbounded issue is then within 1 % of it, as a window past the backend's queue adds
+//! nothing. That is the smallest window within 1 % of the best pace it saw: the throughput of
+//! running ahead, with the least memory that needs.
 //!
 //! It also never lets the process grow by more than its budget within an epoch (`auto:MB`;
 //! without one, the memory free when it starts, and no bound where the system does not say):
 //! it waits for the oldest batch while the growth since the epoch began is over it, as
-//! `memory:MB` does, and stops doubling where the batches in flight, at the most growth per
-//! batch in flight seen so far, would not fit. That estimate counts all the epoch's growth
-//! (the optimizer's first state, memory the allocator keeps), so it errs on the side of a
-//! smaller window.
+//! `memory:MB` does, and never tries a doubled window that, at the most growth per batch in
+//! flight seen so far, would not fit. That estimate counts all the epoch's growth (the
+//! optimizer's first state, memory the allocator keeps), so it errs on the side of a smaller
+//! window. An epoch too short to time a block at all ends the probing with the smaller window.
 //!
 //! Its state is not in checkpoints: a resumed run probes again from the barrier.
 //!
 //! Where it cannot decide well: it reads one pace, the frontend's, so it cannot tell a
 //! device queue from a host one; a backend that gives no progress until a readback (every
-//! completion is a batch's loss) shows its pace only through the waits; and timings on a busy
-//! machine vary by more than 1 %, so it may keep a window one step larger or smaller than a
-//! quiet machine would. Its choice is each batch's `window` in the trace and a counter in the
-//! profile.
+//! completion is a batch's loss) shows its pace only through the waits; and a machine whose
+//! pace varies by more than 1 % from one block to the next, in most of the pairs, may make it
+//! keep a window one step larger or smaller than a quiet machine would. Its choice is each
+//! batch's `window` in the trace and a counter in the profile.
 
 use std::time::Instant;
 
 use super::{InFlight, PolicyKind, Result, SyncPolicy};
 use crate::memory::available_bytes;
 
-/// Batches timed for each window.
-pub const PROBE: usize = 10;
+/// Intervals timed in each block.
+pub const BLOCK: usize = 8;
+/// Blocks of the doubled window in each comparison; the smaller window's surround them. Odd,
+/// so that the median is one of the ratios.
+pub const PAIRS: usize = 3;
+const _: () = assert!(PAIRS % 2 == 1);
 /// The least gain in pace that makes a doubling worth its memory.
 pub const GAIN: f64 = 0.01;
 /// The largest window it tries.
@@ -45,23 +57,28 @@ pub struct Auto {
     budget_mb: Option<f64>,
     /// The budget in bytes, read at the first batch where none was given.
     budget: Option<f64>,
+    /// The smaller window of the comparison under way; once settled, the window kept.
+    base: usize,
+    /// The window in force: `base`, or twice it in the comparison's odd blocks.
     window: usize,
     probing: bool,
     /// Batches released since the window last began to fill (when it changed, and at each
     /// epoch's start, after the waitall emptied it).
     seen: usize,
-    /// The last release, and the seconds and intervals timed so far at this window: only
+    /// The last release, and the seconds and intervals timed so far in this block: only
     /// intervals between two releases of one epoch, once the window was full.
     last: Option<Instant>,
     timed: f64,
     intervals: usize,
-    /// Intervals timed at this window in the current epoch.
+    /// Intervals timed in this block in the current epoch.
     this_epoch: usize,
-    /// Whether this window has been in force since the current epoch began: only such an
+    /// Whether this block has been under way since the current epoch began: only such an
     /// epoch that timed nothing shows that the epochs are too short for it.
     whole_epoch: bool,
-    /// Seconds per batch of each window timed, in order.
-    paces: Vec<(usize, f64)>,
+    /// Seconds per batch of each block of the comparison under way, the windows in turn.
+    blocks: Vec<f64>,
+    /// Each comparison made: the doubled window, and its pace over the smaller one's.
+    comparisons: Vec<(usize, f64)>,
     /// The most memory growth per batch in flight seen so far, in bytes.
     per_batch: f64,
 }
@@ -73,6 +90,7 @@ impl Auto {
         Self {
             budget_mb,
             budget: budget_mb.map(|mb| mb * 1024.0 * 1024.0),
+            base: 1,
             window: 1,
             probing: true,
             seen: 0,
@@ -81,7 +99,8 @@ impl Auto {
             intervals: 0,
             this_epoch: 0,
             whole_epoch: false,
-            paces: Vec::new(),
+            blocks: Vec::new(),
+            comparisons: Vec::new(),
             per_batch: 0.0,
         }
     }
@@ -91,9 +110,10 @@ impl Auto {
         self.window
     }
 
-    /// The windows timed so far, each with its seconds per batch.
-    pub fn paces(&self) -> &[(usize, f64)] {
-        &self.paces
+    /// The comparisons made so far: each doubled window, and its pace (seconds per batch)
+    /// over that of the window half its size, the median of the pairs.
+    pub fn comparisons(&self) -> &[(usize, f64)] {
+        &self.comparisons
     }
 
     /// Whether it has settled on its window.
@@ -101,35 +121,54 @@ impl Auto {
         !self.probing
     }
 
-    /// After a window's timing: double it, or settle.
-    fn next(&mut self, budget: f64) {
-        let gained = match self.paces.as_slice() {
-            [.., (_, before), (_, last)] => *last < before * (1.0 - GAIN),
-            _ => true,
-        };
-        let doubled = self.window * 2;
-        let fits = doubled as f64 * self.per_batch <= budget;
-        if gained && doubled <= LARGEST && fits {
-            self.window = doubled;
-            self.seen = 0;
-            self.timed = 0.0;
-            self.intervals = 0;
-            self.this_epoch = 0;
-            self.whole_epoch = false;
-        } else {
-            self.settle();
-        }
+    /// Whether a window of `window` fits the budget at the most growth per batch seen.
+    fn fits(&self, window: usize, budget: f64) -> bool {
+        window <= LARGEST && window as f64 * self.per_batch <= budget
     }
 
-    /// Keeps the smallest window timed within [`GAIN`] of the best pace (the window in force
-    /// where none was timed).
+    /// After a block's timing, `pace` seconds per batch: the next block, with the other
+    /// window, or the comparison's verdict.
+    fn block_timed(&mut self, pace: f64, budget: f64) {
+        self.blocks.push(pace);
+        let next = if self.blocks.len() < 2 * PAIRS + 1 {
+            // Odd blocks are the doubled window's.
+            match self.blocks.len() % 2 {
+                1 if self.fits(2 * self.base, budget) => 2 * self.base,
+                1 => return self.settle(),
+                _ => self.base,
+            }
+        } else {
+            let mut ratios: Vec<f64> = (0..PAIRS)
+                .map(|k| {
+                    let around = 0.5 * (self.blocks[2 * k] + self.blocks[2 * k + 2]);
+                    self.blocks[2 * k + 1] / around
+                })
+                .collect();
+            ratios.sort_by(f64::total_cmp);
+            let ratio = ratios[PAIRS / 2];
+            self.comparisons.push((2 * self.base, ratio));
+            self.blocks.clear();
+            // A NaN ratio (nothing timed) gains nothing.
+            if ratio >= 1.0 - GAIN || ratio.is_nan() {
+                return self.settle();
+            }
+            self.base *= 2;
+            if !self.fits(2 * self.base, budget) {
+                return self.settle();
+            }
+            self.base
+        };
+        self.window = next;
+        self.seen = 0;
+        self.timed = 0.0;
+        self.intervals = 0;
+        self.this_epoch = 0;
+        self.whole_epoch = false;
+    }
+
+    /// Keeps the smaller window of the comparison under way.
     fn settle(&mut self) {
-        let best = self.paces.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-        self.window = self
-            .paces
-            .iter()
-            .find(|p| p.1 <= best * (1.0 + GAIN))
-            .map_or(self.window, |p| p.0);
+        self.window = self.base;
         self.probing = false;
     }
 }
@@ -164,7 +203,7 @@ impl SyncPolicy for Auto {
         if batch == 0 {
             // An epoch's first batch comes after its waitall and metrics, which are no
             // window's pace, and the window fills again. An epoch too short to time this
-            // window at all ends the probing with what was timed.
+            // block at all ends the probing.
             if self.whole_epoch && self.this_epoch == 0 {
                 self.settle();
                 return Ok(());
@@ -181,9 +220,8 @@ impl SyncPolicy for Auto {
         }
         self.last = Some(now);
         self.seen += 1;
-        if self.intervals == PROBE {
-            self.paces.push((self.window, self.timed / PROBE as f64));
-            self.next(budget);
+        if self.intervals == BLOCK {
+            self.block_timed(self.timed / BLOCK as f64, budget);
         }
         Ok(())
     }
@@ -193,31 +231,70 @@ impl SyncPolicy for Auto {
 mod tests {
     use super::*;
 
-    /// Runs `next` on timed paces, as the probing does.
-    fn settle(paces: &[f64], per_batch: f64, budget: f64) -> Auto {
+    /// Feeds block paces to the probing, as the timing does, until it settles or the paces
+    /// end; `pace(window, block)` gives each block's seconds per batch.
+    fn probe(per_batch: f64, budget: f64, pace: impl Fn(usize, usize) -> f64) -> Auto {
         let mut auto = Auto::new(None);
         auto.per_batch = per_batch;
-        for &pace in paces {
-            assert!(!auto.settled(), "settled before {pace}");
-            auto.paces.push((auto.window, pace));
-            auto.next(budget);
+        for block in 0..1000 {
+            if auto.settled() {
+                break;
+            }
+            auto.block_timed(pace(auto.window, block), budget);
         }
+        assert!(auto.settled(), "{:?}", auto.comparisons());
         auto
     }
 
+    /// The barrier pays the issue on top of the compute, 4 %; from 2 on the pace is flat.
+    fn chapter(window: usize) -> f64 {
+        if window == 1 { 0.104 } else { 0.100 }
+    }
+
     #[test]
-    fn it_keeps_the_smallest_window_within_a_percent_of_the_best_pace() {
-        // The barrier pays the issue on top of the compute; from 2 on the pace is flat.
-        let auto = settle(&[0.100, 0.080, 0.0799], 0.0, f64::INFINITY);
-        assert!(auto.settled());
+    fn it_keeps_the_smallest_window_within_a_percent_of_the_doubled_ones_pace() {
+        let auto = probe(0.0, f64::INFINITY, |w, _| chapter(w));
         assert_eq!(auto.window(), 2);
-        assert_eq!(auto.paces().len(), 3);
+        let windows: Vec<usize> = auto.comparisons().iter().map(|c| c.0).collect();
+        assert_eq!(windows, [2, 4]);
         // Gains go on to 8, then stop.
-        let auto = settle(&[0.1, 0.08, 0.06, 0.05, 0.0499], 0.0, f64::INFINITY);
+        let auto = probe(0.0, f64::INFINITY, |w, _| 0.1 / w.min(8) as f64);
         assert_eq!(auto.window(), 8);
-        // A noisy last timing that is slower does not win.
-        let auto = settle(&[0.1, 0.08, 0.09], 0.0, f64::INFINITY);
-        assert_eq!(auto.window(), 2);
+        // A doubled window that is slower is not kept.
+        let auto = probe(0.0, f64::INFINITY, |w, _| if w == 1 { 0.1 } else { 0.11 });
+        assert_eq!((auto.window(), auto.comparisons().len()), (1, 1));
+    }
+
+    /// The machine slows by 3 % a block while it probes: timed one after the other, the
+    /// doubled window would look 3 % slower and the barrier would be kept. Taking turns, each
+    /// doubled block is set against the blocks around it.
+    #[test]
+    fn a_drifting_machine_does_not_decide_the_window() {
+        let drift = |block: usize| 1.03f64.powi(block as i32);
+        let auto = probe(0.0, f64::INFINITY, |w, block| chapter(w) * drift(block));
+        assert_eq!(auto.window(), 2, "{:?}", auto.comparisons());
+        let ratio = auto.comparisons()[0].1;
+        assert!((ratio - 0.100 / 0.104).abs() < 0.001, "{ratio}");
+        // Speeding up instead would make the barrier look 3 % slower than it is: still 2.
+        let auto = probe(0.0, f64::INFINITY, |w, block| chapter(w) / drift(block));
+        assert_eq!(auto.window(), 2, "{:?}", auto.comparisons());
+    }
+
+    /// One jump of 10 % in the machine's speed, within the first comparison, spoils one pair
+    /// of the three: the median ignores it, either way.
+    #[test]
+    fn one_jump_in_the_machines_speed_is_outvoted() {
+        for (at, by) in [(1, 1.1), (1, 1.0 / 1.1), (3, 1.1), (5, 1.0 / 1.1)] {
+            let auto = probe(0.0, f64::INFINITY, |w, block| {
+                chapter(w) * if block >= at { by } else { 1.0 }
+            });
+            assert_eq!(
+                auto.window(),
+                2,
+                "jump at {at} by {by}: {:?}",
+                auto.comparisons()
+            );
+        }
     }
 
     /// Epochs of 3 batches time the barrier (one interval an epoch, across epochs), and are
@@ -231,18 +308,22 @@ mod tests {
                 auto.before_issue(batch, &mut flight).unwrap();
             }
         }
-        assert!(auto.settled(), "{:?}", auto.paces());
+        assert!(auto.settled(), "{:?}", auto.blocks);
         assert_eq!(auto.window(), 1);
-        assert_eq!(auto.paces().len(), 1);
-        // A window that began late in an epoch is timed in the next: 12-batch epochs time the
-        // barrier within the first, and the window of 2 from the second on.
+        assert!(auto.comparisons().is_empty());
+        // A block that began late in an epoch is timed in the next: 12-batch epochs time the
+        // barrier's first block within the first, and the window of 2 from the second on.
         let mut auto = Auto::new(Some(1e6));
-        for _ in 0..3 {
+        for _ in 0..2 {
             for batch in 0..12 {
                 auto.before_issue(batch, &mut flight).unwrap();
             }
         }
-        assert!(auto.paces().len() >= 2, "{:?}", auto.paces());
+        assert!(
+            !auto.settled() && auto.blocks.len() >= 2,
+            "{:?}",
+            auto.blocks
+        );
         // Epochs of 2 time nothing: the barrier stays.
         let mut auto = Auto::new(Some(1e6));
         for _ in 0..3 {
@@ -250,18 +331,19 @@ mod tests {
                 auto.before_issue(batch, &mut flight).unwrap();
             }
         }
-        assert!(auto.settled() && auto.window() == 1 && auto.paces().is_empty());
+        assert!(auto.settled() && auto.window() == 1 && auto.blocks.is_empty());
     }
 
     #[test]
     fn it_never_doubles_past_its_memory_budget_or_the_largest_window() {
         // 10 MB a batch in flight and a 45 MB budget: 4 fits, 8 does not.
         let mb = 1024.0 * 1024.0;
-        let auto = settle(&[0.4, 0.2, 0.1], 10.0 * mb, 45.0 * mb);
-        assert!(auto.settled());
+        let halving = |w: usize, _| 1.0 / w as f64;
+        let auto = probe(10.0 * mb, 45.0 * mb, halving);
         assert_eq!(auto.window(), 4);
-        let halving: Vec<f64> = (0..7).map(|i| 1.0 / f64::from(1 << i)).collect();
-        let auto = settle(&halving, 0.0, f64::INFINITY);
+        let windows: Vec<usize> = auto.comparisons().iter().map(|c| c.0).collect();
+        assert_eq!(windows, [2, 4], "8 is never tried");
+        let auto = probe(0.0, f64::INFINITY, halving);
         assert_eq!(auto.window(), LARGEST);
     }
 }

@@ -9,6 +9,7 @@ use clap::Args;
 use ember::{DeviceName, Init, L2Loss, Replicas, SoftmaxCrossEntropyLoss};
 use ember_trainer::fit::{EarlyStopping, ReduceLrOnPlateau, Watched};
 use ember_trainer::metric::{VALID, column};
+use ember_trainer::policy::auto::{BLOCK, GAIN, LARGEST, PAIRS};
 use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
 
 use super::distributed::{self, Distributed, Job};
@@ -27,19 +28,24 @@ fn policy_help() -> String {
     for built_in in BUILT_INS {
         help.push_str(&format!("\n  {:<12}{}", built_in.name, built_in.rule));
     }
-    help.push_str(
-        "\n\nauto starts as the barrier and times the frontend's pace (seconds from one batch's \
-         release to the next, over 10 batches once the window has filled), then doubles the \
-         window while that gains at least 1% (up to 64), and keeps the smallest window within 1% \
-         of the best pace (an epoch too short to time a window ends the probing). Within an \
-         epoch it never lets the process grow past MB (default: the memory free at the start, \
-         and no bound where the system does not say), and stops doubling where a doubled \
-         window would not fit. A resumed run probes again. It reads only the \
-         frontend's pace: it cannot tell one device queue from another, a backend that reports \
-         no progress before a readback shows its pace only through the waits, and on a busy \
-         machine timings vary by more than 1%. The window it kept is each batch's `window` in \
-         --metrics and a counter in --profile.",
-    );
+    help.push_str(&format!(
+        "\n\nauto starts as the barrier and compares the window in force with its double by the \
+         frontend's pace (seconds from one batch's release to the next, in blocks of {BLOCK} \
+         batches once the window has filled). The two take turns, k 2k k 2k … k, and each block \
+         of 2k is divided by the mean of the blocks around it, so that a machine whose speed \
+         drifts moves both alike; the median of the {PAIRS} ratios decides. Where 2k is at least \
+         {gain}% faster it compares 2k with 4k (up to {LARGEST}); where not, it keeps k: the \
+         smallest window within {gain}% of the best pace (an epoch too short to time a block \
+         ends the probing). Within an epoch it never lets the process grow past MB (default: \
+         the memory free at the start, and no bound where the system does not say), and never \
+         tries a doubled window that would not fit. A resumed run probes again. It reads only \
+         the frontend's pace: it cannot tell one device queue from another, a backend that \
+         reports no progress before a readback shows its pace only through the waits, and a \
+         machine whose pace jumps by more than {gain}% in most pairs of blocks may make it keep \
+         a window one step off. The window it kept is each batch's `window` in --metrics and a \
+         counter in --profile.",
+        gain = GAIN * 100.0,
+    ));
     help
 }
 
