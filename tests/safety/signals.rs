@@ -176,3 +176,52 @@ fn a_signal_inside_an_epochs_last_group_stops_the_run_at_the_epochs_end() {
     succeeds(&strs(&resume));
     assert_eq!(tensors(&save), tensors(&reference));
 }
+
+/// `compare` keeps its runs' metrics in a scratch directory in `--out` until it reads them back:
+/// Ctrl-C ends the comparison at once with 130 and removes it; after a SIGKILL, which runs no
+/// code, the next comparison into the same `--out` removes what the killed one left. Before,
+/// `.ember-compare-PID/` stayed in `--out` after either.
+#[test]
+fn a_comparison_stopped_by_sigint_or_sigkill_leaves_no_scratch_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plots");
+    let compare = |batches: &str| {
+        let out = out.to_str().unwrap().to_string();
+        let flags = [
+            "compare",
+            "--device",
+            "flex",
+            "--batches",
+            batches,
+            "--batch-size",
+            "64",
+            "--features",
+            "64",
+            "--hidden",
+            "64",
+            "--out",
+            &out,
+        ];
+        flags.map(String::from)
+    };
+    for signal in ["INT", "KILL"] {
+        let mut child = spawn(&strs(&compare("3000")));
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // The second run has started: the first one's metrics are in the scratch directory.
+        read_until(&mut lines, "[2/3]");
+        assert!(
+            listing(&out).iter().any(|n| n.starts_with(".ember-tmp-")),
+            "the scratch directory is in --out: {:?}",
+            listing(&out)
+        );
+        run_kill(signal, child.id());
+        let status = child.wait().unwrap();
+        if signal == "INT" {
+            assert_eq!(status.code(), Some(130), "SIGINT");
+            no_temporaries(&out);
+        } else {
+            succeeds(&strs(&compare("4")));
+            no_temporaries(&out);
+        }
+    }
+}

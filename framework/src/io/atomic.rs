@@ -96,6 +96,39 @@ pub fn remove_temporaries() {
     }
 }
 
+/// A scratch directory beside a target, for files no reader should see: removed when dropped,
+/// when a signal stops the process at once ([`remove_temporaries`]), and, left by a killed
+/// process, by the next [`ScratchDir::beside`] the same target.
+pub struct ScratchDir(ScratchGuard);
+
+impl ScratchDir {
+    /// Creates `.ember-tmp-PID-N.NAME` beside `target` (NAME its file name), after removing
+    /// those that processes no longer running left there.
+    ///
+    /// # Errors
+    /// I/O errors naming the directory.
+    pub fn beside(target: &Path) -> Result<Self> {
+        remove_stale(target);
+        let path = temporary(target);
+        // Registered first: a signal while it is made removes it as well.
+        let guard = ScratchGuard::register(path.clone());
+        fs::create_dir(&path).map_err(|e| io(&path, e))?;
+        Ok(Self(guard))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        // Before the guard's own drop takes it off the list.
+        let _ = fs::remove_dir_all(&self.0.0);
+    }
+}
+
 /// A temporary in flight, registered until dropped.
 struct ScratchGuard(PathBuf);
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use clap::Args;
 use ember::DeviceName;
-use ember::io::write_atomic_bytes;
+use ember::io::{ScratchDir, write_atomic_bytes};
 use ember_trainer::plot::{MemoryFigure, SweepFigure, TimeFigure, TimelineFigure, render};
 use ember_trainer::profile::Profile;
 use ember_trainer::summary::{PolicyRun, PolicySummary, summarize};
@@ -139,12 +139,12 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
             configs.push(spec.clone());
         }
     }
-    let scratch = args
-        .out
-        .join(format!(".ember-compare-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
-    let runs = run_all(&configs, repeat, epochs, &workload, &scratch);
-    let _ = std::fs::remove_dir_all(&scratch);
+    // The runs' metrics, until read back: gone however the comparison ends (a Ctrl-C too,
+    // which ends it at once; the runs in flight end with it).
+    ember_trainer::signals::install()?;
+    let scratch = ScratchDir::beside(&args.out.join("compare"))?;
+    let runs = run_all(&configs, repeat, epochs, &workload, scratch.path());
+    drop(scratch);
     let runs = runs?;
 
     let subtitle = format!(
