@@ -205,6 +205,38 @@ fn one_experiment_runs_by_name() {
     );
 }
 
+/// The chapter's options may come before an experiment's name: `bench --list exercise-2` lists
+/// that one experiment (before, clap refused any option there, saying the experiment "cannot be
+/// used with" it). Given both ways, differently, or before `policies`, which does not take
+/// them, an option is an error naming it.
+#[test]
+fn options_before_an_experiments_name_are_its_own() {
+    let listed = succeeds(&["bench", "--list", "exercise-2"]);
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.starts_with("exercise-2\t"), "{listed}");
+    let both = fails_with(
+        &[
+            "bench",
+            "--repeat",
+            "2",
+            "exercise-2",
+            "--repeat",
+            "4",
+            "--list",
+        ],
+        "--repeat",
+    );
+    assert!(both.contains("as 2 and after it as 4"), "{both}");
+    let policies = fails_with(
+        &["bench", "--quick", "policies"],
+        "--quick before `policies`",
+    );
+    assert!(
+        policies.contains("ember bench policies --help"),
+        "{policies}"
+    );
+}
+
 #[test]
 fn bad_bench_options_are_named() {
     fails_with(&["bench", "--repeat", "0", "--quick"], "--repeat 0");

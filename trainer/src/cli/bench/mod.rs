@@ -1,8 +1,6 @@
 //! `ember bench`: experiments measured side by side in one run, with medians and ratios.
 
-use std::path::PathBuf;
-
-use anyhow::Context;
+use anyhow::{Context, bail};
 use clap::Args;
 use ember::device::wgpu::adapter as wgpu_adapter;
 use ember::{DeviceName, L2Loss};
@@ -12,57 +10,22 @@ use serde::{Deserialize, Serialize};
 use super::baseline::raw_burn_epoch;
 use super::chapter::{EXPERIMENTS, Experiment, Setup, hybridize, report};
 use super::child::{self, Child};
-use super::devices;
 use ember_trainer::policy::PolicyKind;
 
 use super::list::List;
 use super::workload::{Workload, WorkloadArgs, positive};
 
-/// Options of `ember bench`: with no experiment named, every experiment of the chapter.
+mod chapter_args;
+use chapter_args::ChapterArgs;
+
+/// Options of `ember bench`: with no experiment named, every experiment of the chapter. The
+/// chapter's options may come before an experiment's name as well as after it.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
 pub struct BenchArgs {
     #[command(subcommand)]
     command: Option<BenchCommand>,
     #[command(flatten)]
     chapter: ChapterArgs,
-}
-
-/// Devices, repeats and sizes of the chapter's experiments.
-#[derive(Debug, Clone, Args)]
-pub struct ChapterArgs {
-    #[arg(long, default_value = "auto", help = devices::help(
-        "Where the training loops (memory-footprint, exercise-2) run", false
-    ))]
-    device: DeviceName,
-    #[arg(long, default_value = "flex", help = devices::help(
-        "The book's CPU, the NumPy baseline", false
-    ))]
-    cpu: DeviceName,
-    #[arg(long, default_value = "auto", help = format!(
-        "The book's GPU: {}; `auto` here is wgpu when an adapter exists (a card, or \
-         lavapipe), else flex",
-        devices::names(false)
-    ))]
-    gpu: DeviceName,
-    /// Measurements per timing; medians are reported.
-    #[arg(long, default_value_t = 3)]
-    repeat: usize,
-    /// Small sizes, so that everything runs in seconds (for tests).
-    #[arg(long)]
-    quick: bool,
-    /// Also write chapter.md and its figures into this directory.
-    #[arg(long)]
-    report: Option<PathBuf>,
-    /// Also write the experiments' training runs (12.2.3's memory footprint and exercise 2:
-    /// every policy, every repeat) as Chrome's trace-event JSON here, one process a run, as
-    /// `ember train --profile` does. The other experiments time whole operations, not batches,
-    /// and are in the report's lines.
-    #[arg(long, value_name = "FILE")]
-    profile: Option<PathBuf>,
-    /// Print the experiments' keys and titles, one per line, and run nothing.
-    #[arg(long)]
-    list: bool,
 }
 
 /// What `ember bench` runs: one of the chapter's experiments (their subcommands come from
@@ -162,10 +125,26 @@ struct OneArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let other = match &args.command {
+        None | Some(BenchCommand::Experiment(..)) => None,
+        Some(BenchCommand::Policies(_)) => Some(POLICIES),
+        Some(BenchCommand::One(_)) => Some(ONE),
+        Some(BenchCommand::HybridizeChild(_)) => Some(HYBRIDIZE_CHILD),
+    };
+    let given = args.chapter.given();
+    if let Some(name) = other
+        && !given.is_empty()
+    {
+        bail!(
+            "{} before `{name}`: the chapter's experiments take these, `{name}` does not (see \
+             `ember bench {name} --help`)",
+            given.join(", ")
+        );
+    }
     match args.command {
         None => chapter(EXPERIMENTS, args.chapter),
         Some(BenchCommand::Experiment(experiment, chapter_args)) => {
-            chapter(&[experiment], chapter_args)
+            chapter(&[experiment], chapter_args.before(args.chapter)?)
         }
         Some(BenchCommand::Policies(args)) => policies(args),
         Some(BenchCommand::One(args)) => one(args),
