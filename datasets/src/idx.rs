@@ -202,6 +202,16 @@ pub fn read_pair(images: impl AsRef<Path>, labels: impl AsRef<Path>) -> Result<E
         }),
     })?;
     let features = x.dims[1] * x.dims[2];
+    if features == 0 {
+        return Err(DatasetError::Format {
+            path: images.to_path_buf(),
+            at: "header".to_string(),
+            message: format!(
+                "images of {} × {} pixels: an image needs at least one",
+                x.dims[1], x.dims[2]
+            ),
+        });
+    }
     Examples::classification(
         x.data.iter().map(|&p| f32::from(p) / 255.0).collect(),
         features,
@@ -295,6 +305,15 @@ mod tests {
                 err.contains(&*path.to_string_lossy())
                     && err.contains(place)
                     && err.contains(detail),
+                "{err}"
+            );
+        }
+        // Images of no pixels name the images file (they blamed the labels file).
+        for dims in [[2, 0, 28], [2, 28, 0]] {
+            let empty = write("no-pixels", &idx_bytes(&dims, &[]));
+            let err = read_pair(&empty, &labels).unwrap_err().to_string();
+            assert!(
+                err.contains("no-pixels") && !err.contains("labels") && err.contains("pixels"),
                 "{err}"
             );
         }
