@@ -200,3 +200,48 @@ fn a_pytorch_pickle_and_a_transposed_weight_are_named_as_such() {
     let err = fails_with(&cli, "is a directory");
     assert!(err.contains(dir.path().to_str().unwrap()), "{err}");
 }
+
+/// `export --load` reads the file's metadata first: a FIFO there waited for a writer forever,
+/// and a directory gave only the OS's "Is a directory", without naming --load. Both are now
+/// refused at once, naming --load and what the path is; `train --load` refused them already.
+#[test]
+fn export_refuses_a_fifo_or_a_directory_as_load_at_once_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = dir.path().join("net.onnx");
+    for (load, what) in [
+        (&fifo, "a FIFO"),
+        (&dir.path().to_path_buf(), "a directory"),
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args(["export", "--load"])
+            .arg(load)
+            .arg("--out")
+            .arg(&out)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if start.elapsed() > std::time::Duration::from_secs(30) {
+                child.kill().unwrap();
+                panic!("export --load {} still runs after 30 s", load.display());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("invalid --load {}", load.display())) && stderr.contains(what),
+            "{stderr}"
+        );
+        assert!(!out.exists());
+    }
+}

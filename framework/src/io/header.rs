@@ -55,6 +55,7 @@ fn not_safetensors(path: &Path, why: String) -> Error {
 /// [`Error::Io`] when it cannot be read; [`Error::ParameterFile`] when it is no safetensors
 /// file.
 pub fn metadata(path: &Path) -> Result<BTreeMap<String, String>> {
+    refuse_special(path)?;
     let mut file = fs::File::open(path).map_err(|source| Error::io(path, source))?;
     let (_, header) = read_header(&mut file, path)?;
     Ok(header
@@ -101,4 +102,20 @@ pub(super) fn sort_metadata(path: &Path) -> Result<()> {
     bytes.resize(n as usize, b' ');
     file.seek(SeekFrom::Start(8)).map_err(io)?;
     file.write_all(&bytes).map_err(io)
+}
+
+/// Parameters are read only from a regular file: a FIFO would wait for a writer, a device
+/// such as `/dev/zero` read forever.
+pub(super) fn refuse_special(path: &Path) -> Result<()> {
+    let meta = fs::metadata(path).map_err(|source| Error::io(path, source))?;
+    match meta.is_file() {
+        true => Ok(()),
+        false => Err(Error::ParameterFile {
+            path: path.to_path_buf(),
+            message: format!(
+                "it is {}; parameters are read only from regular files",
+                super::output::describe(&meta.file_type())
+            ),
+        }),
+    }
 }

@@ -47,7 +47,7 @@ use burn::store::{
 };
 use burn::tensor::{DType, Device};
 
-use super::{atomic, output};
+use super::atomic;
 use crate::error::{Error, Result};
 use crate::params::{ParamDict, collect_params};
 
@@ -112,7 +112,7 @@ pub fn save_parameters_with<M: Module>(
 /// is no safetensors file.
 pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Device) -> Result<M> {
     let path = path.as_ref();
-    refuse_special(path)?;
+    super::header::refuse_special(path)?;
     refuse_pickle(path)?;
     // A header that cannot be one (a NumPy file, a text file) is named as such, not as
     // whatever the reader trips on first.
@@ -245,22 +245,6 @@ pub fn non_finite<M: Module>(net: &M) -> Option<Error> {
         }
     }
     None
-}
-
-/// Parameters are read only from a regular file: a FIFO would wait for a writer, a device
-/// such as `/dev/zero` read forever.
-fn refuse_special(path: &Path) -> Result<()> {
-    let meta = fs::metadata(path).map_err(|source| Error::io(path, source))?;
-    match meta.is_file() {
-        true => Ok(()),
-        false => Err(file_error(
-            path,
-            format!(
-                "it is {}; parameters are read only from regular files",
-                output::describe(&meta.file_type())
-            ),
-        )),
-    }
 }
 
 fn refuse_pickle(path: &Path) -> Result<()> {

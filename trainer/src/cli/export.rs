@@ -68,12 +68,7 @@ fn from_file(path: &Path) -> anyhow::Result<Option<(ModelSpec, Vec<usize>, usize
     else {
         return Ok(None);
     };
-    let bad = |what: &str, value: &str| {
-        anyhow::anyhow!(
-            "invalid --load {}: its metadata's {what} is {value:?}",
-            path.display()
-        )
-    };
+    let bad = |what: &str, value: &str| anyhow::anyhow!("its metadata's {what} is {value:?}");
     let model = model.parse().map_err(|_| bad(MODEL, model))?;
     let input = input
         .split(',')
@@ -123,7 +118,9 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
         .input(format!("--load {}", args.load.display()), &args.load)
         .output(format!("--out {}", args.out.display()), &out)
         .check()?;
-    let (model, example, outputs, sizes) = match from_file(&args.load)? {
+    let recorded =
+        from_file(&args.load).with_context(|| format!("invalid --load {}", args.load.display()))?;
+    let (model, example, outputs, sizes) = match recorded {
         Some((recorded, example, outputs)) => {
             if let Some(given) = &args.model
                 && *given != recorded
