@@ -300,6 +300,11 @@ fn early_stop_ends_the_run_saying_why_and_bad_specs_are_refused() {
     let epochs = std::fs::read_to_string(dir.path().join("t.epochs.csv")).unwrap();
     assert_eq!(epochs.lines().count(), 1 + 2, "{epochs}");
     fails_with(&args(&TINY, &["--early-stop", "acc:0"]), "--early-stop");
+    // A patience past the largest count says so (it said "a whole number").
+    fails_with(
+        &args(&TINY, &["--early-stop", "loss:99999999999999999999"]),
+        "\"99999999999999999999\" is too large: at most",
+    );
     fails_with(
         &args(&TINY, &["--early-stop", "test_acc:3"]),
         "invalid --early-stop metric \"test_acc\": this run's epochs have loss",

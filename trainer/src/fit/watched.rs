@@ -132,6 +132,12 @@ fn spec<T: FromStr>(what: &'static str, spec: &str, third: T) -> Result<(String,
     }
     let patience = match patience.parse::<usize>() {
         Ok(p) if p > 0 => p,
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            return Err(invalid(format!(
+                "the patience {patience:?} is too large: at most {} epochs",
+                usize::MAX
+            )));
+        }
         _ => {
             return Err(invalid(format!(
                 "the patience {patience:?} must be a whole number of epochs, at least 1"
