@@ -9,7 +9,10 @@ use burn::prelude::*;
 use ember::{Block, Dense, Init, L2Loss, Optimizer, Sequential};
 use ember_datasets::Synthetic;
 use ember_trainer::checkpoint::{Checkpoint, Checkpointing};
-use ember_trainer::fit::{EarlyStopping, Fit, FitRun, ReduceLrOnPlateau, SyntheticEpochs};
+use ember_trainer::fit::{
+    Action, Callback, EarlyStopping, Fit, FitRun, ReduceLrOnPlateau, SyntheticEpochs,
+};
+use ember_trainer::trace::BatchRecord;
 
 /// The validation accuracy of each epoch, in turn: it stops improving after epoch 2.
 const ACCS: [f64; 10] = [0.5, 0.6, 0.6, 0.55, 0.6, 0.7, 0.8, 0.9, 0.9, 0.9];
@@ -99,4 +102,51 @@ fn reduce_lr_on_plateau_scales_the_rate_of_the_steps_after_it() {
     assert_eq!(&rates[..15], &[0.01; 15]);
     assert_eq!(&rates[15..], &[0.005; 3]);
     assert!(run.ended_early.is_none());
+}
+
+/// Stops the run at the end of the first batch it sees.
+struct StopAtABatchsEnd;
+
+impl Callback for StopAtABatchsEnd {
+    fn batch_end(&mut self, _: &BatchRecord) -> ember::Result<Action> {
+        Ok(Action::stop("a batch's end asked to stop"))
+    }
+}
+
+/// A run stopped by a batch's end has no later step to find that its last update diverged.
+/// With one update at a rate of 1e30 the parameters are finite (about 1e30) but give an
+/// infinite loss: the stop's checkpoint held them, and the run ended as a sound one. Now the
+/// stop checks the last update first, as an epoch's end does: the run fails naming the
+/// divergence, and no checkpoint is written. At a sound rate, the same stop writes its
+/// checkpoint and ends the run well.
+#[test]
+fn a_stop_at_a_batchs_end_checks_the_last_update_before_its_checkpoint() {
+    let device = Device::flex().autodiff();
+    let net = network(&device);
+    for (lr, diverges) in [(1e30, true), (0.01, false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let optimizer = Optimizer::new(&net, "sgd", lr).unwrap();
+        let outcome = Fit::new(net.clone(), L2Loss, optimizer, &device)
+            .epochs(2)
+            .callback(StopAtABatchsEnd)
+            .checkpoint(Checkpointing::new(dir.path()))
+            .run(&mut SyntheticEpochs::new(Synthetic::chapter(4, 3, 0), 3));
+        let latest = Checkpoint::latest(dir.path()).unwrap();
+        match outcome {
+            Err(error) => {
+                assert!(diverges, "{error}");
+                assert!(
+                    matches!(error.root(), ember::Error::NonFiniteAfterUpdate { .. }),
+                    "{error}"
+                );
+                assert!(latest.is_none(), "a checkpoint of diverged parameters");
+            }
+            Ok(run) => {
+                assert!(!diverges, "the diverged update was kept");
+                assert_eq!(run.trace.batches.len(), 1);
+                assert!(run.ended_early.is_some());
+                assert!(latest.is_some(), "the stop's checkpoint");
+            }
+        }
+    }
 }

@@ -116,20 +116,12 @@ where
             return Err(error);
         }
         // The epoch's end is an update's end: a signal that came while its last group was open
-        // stops the run here, with a checkpoint of every batch (the epoch's record is the
-        // resumed run's to write, as after a signal at the last batch).
+        // stops the run here.
         if self.stopped.is_none() && !self.halted {
             self.stopped = requested();
-            if self.stopped.is_some() {
-                self.checkpoint_within(&mut current)?;
-            }
         }
-        if self.stopped.is_some() || self.halted {
-            self.trace.batches.extend(current.records);
-            return Ok(true);
-        }
-        // Before anything saves them: the epoch's last update has no later step to find
-        // that its parameters diverged.
+        // Before anything saves them (a stop's checkpoint too): the last update has no later
+        // step to find that its parameters diverged.
         if let Err(error) = self.check_last_update(data, &current) {
             // A checkpoint the epoch's last batch wrote holds those parameters.
             if let Some((dir, steps)) = &self.last_checkpoint
@@ -140,6 +132,13 @@ where
             }
             self.trace.batches.extend(current.records);
             return Err(error);
+        }
+        if self.stopped.is_some() || self.halted {
+            // A stop, by a signal or a batch's end, in this epoch or at its end: a checkpoint
+            // of every batch so far (the epoch's record is the resumed run's to write).
+            self.checkpoint_within(&mut current)?;
+            self.trace.batches.extend(current.records);
+            return Ok(true);
         }
         // The next epoch starts at its first batch.
         self.at.epoch = epoch + 1;
@@ -284,9 +283,8 @@ where
             self.observe(current)?;
             if self.ended_early.is_some() && self.groups.closed() {
                 // A batch's end asked to stop: the batches in flight end, and the checkpoint is
-                // written here, as a signal's.
+                // written at the epoch's end, as a signal's.
                 self.halted = true;
-                self.settle(current)?;
                 break;
             }
             let issue_start = Instant::now();
@@ -376,18 +374,21 @@ where
         Ok(())
     }
 
-    /// After each issue that ends an update: a barrier and a checkpoint when one is due or a
-    /// signal came. Returns whether a signal stops the run.
+    /// After each issue that ends an update: a barrier and a checkpoint when one is due.
+    /// Returns whether a signal stops the run (its checkpoint is the epoch's end's).
     fn after_issue(&mut self, current: &mut Epoch) -> Result<bool> {
         if !self.groups.closed() {
             return Ok(false);
         }
         self.stopped = requested();
-        let due = self.update_ends_due();
-        if self.stopped.is_some() || due {
+        if self.stopped.is_some() {
+            // Its checkpoint is the epoch's end's, after the last update's check.
+            return Ok(true);
+        }
+        if self.update_ends_due() {
             self.settle(current)?;
         }
-        Ok(self.stopped.is_some())
+        Ok(false)
     }
 
     /// `waitall` in the middle of an epoch, every completion into its record (the callbacks
