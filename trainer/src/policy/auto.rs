@@ -10,7 +10,11 @@
 //! comparison moves both alike, and the median of the [`PAIRS`] ratios ignores the pair a jump
 //! fell into. Timed one after the other, the windows were compared at different speeds of the
 //! machine: on a 2-vCPU EPYC the same policy's pace moved between 27 and 29.5 ms per batch
-//! within one run, which is more than the 1 % to be told apart.
+//! within one run, which is more than the 1 % to be told apart. Where the [`PAIRS`] pairs
+//! disagree on whether the doubled window gains (some ratios below `1 − GAIN`, some not), it
+//! times two more and takes the median of [`MOST_PAIRS`]: on that EPYC the window of 4, which
+//! gains nothing there over 2, once came out 1 % faster by three pairs, and timing 8 next took
+//! the process 8.6 MB (4 batches) past the barrier's growth.
 //!
 //! Where the doubled window's pace is at least [`GAIN`] (1 %) below the smaller one's, it
 //! compares that window with its double in turn; where not, it keeps the smaller one: the pace
@@ -42,10 +46,13 @@ use crate::memory::available_bytes;
 
 /// Intervals timed in each block.
 pub const BLOCK: usize = 8;
-/// Blocks of the doubled window in each comparison; the smaller window's surround them. Odd,
-/// so that the median is one of the ratios.
+/// Blocks of the doubled window in a comparison whose pairs agree; the smaller window's
+/// surround them. Odd, so that the median is one of the ratios.
 pub const PAIRS: usize = 3;
-const _: () = assert!(PAIRS % 2 == 1);
+/// Blocks of the doubled window in a comparison whose first [`PAIRS`] disagree on whether it
+/// gains; odd too.
+pub const MOST_PAIRS: usize = 5;
+const _: () = assert!(PAIRS % 2 == 1 && MOST_PAIRS % 2 == 1 && MOST_PAIRS >= PAIRS);
 /// The least gain in pace that makes a doubling worth its memory.
 pub const GAIN: f64 = 0.01;
 /// The largest window it tries.
@@ -130,33 +137,24 @@ impl Auto {
     /// window, or the comparison's verdict.
     fn block_timed(&mut self, pace: f64, budget: f64) {
         self.blocks.push(pace);
-        let next = if self.blocks.len() < 2 * PAIRS + 1 {
-            // Odd blocks are the doubled window's.
-            match self.blocks.len() % 2 {
-                1 if self.fits(2 * self.base, budget) => 2 * self.base,
-                1 => return self.settle(),
-                _ => self.base,
+        // Odd blocks are the doubled window's; an odd count ends a pair.
+        let next = match (self.blocks.len() % 2, self.verdict()) {
+            (0, _) => self.base,
+            (_, None) if self.fits(2 * self.base, budget) => 2 * self.base,
+            (_, None) => return self.settle(),
+            (_, Some(ratio)) => {
+                self.comparisons.push((2 * self.base, ratio));
+                self.blocks.clear();
+                // A NaN ratio (nothing timed) gains nothing.
+                if ratio >= 1.0 - GAIN || ratio.is_nan() {
+                    return self.settle();
+                }
+                self.base *= 2;
+                if !self.fits(2 * self.base, budget) {
+                    return self.settle();
+                }
+                self.base
             }
-        } else {
-            let mut ratios: Vec<f64> = (0..PAIRS)
-                .map(|k| {
-                    let around = 0.5 * (self.blocks[2 * k] + self.blocks[2 * k + 2]);
-                    self.blocks[2 * k + 1] / around
-                })
-                .collect();
-            ratios.sort_by(f64::total_cmp);
-            let ratio = ratios[PAIRS / 2];
-            self.comparisons.push((2 * self.base, ratio));
-            self.blocks.clear();
-            // A NaN ratio (nothing timed) gains nothing.
-            if ratio >= 1.0 - GAIN || ratio.is_nan() {
-                return self.settle();
-            }
-            self.base *= 2;
-            if !self.fits(2 * self.base, budget) {
-                return self.settle();
-            }
-            self.base
         };
         self.window = next;
         self.seen = 0;
@@ -164,6 +162,30 @@ impl Auto {
         self.intervals = 0;
         self.this_epoch = 0;
         self.whole_epoch = false;
+    }
+
+    /// The comparison's verdict once its blocks end a pair: the doubled window's pace over
+    /// the smaller one's, the median of the pairs' ratios, after [`PAIRS`] pairs where they
+    /// all fall on one side of `1 − GAIN`, else after [`MOST_PAIRS`]; `None` while more pairs
+    /// are to be timed.
+    fn verdict(&self) -> Option<f64> {
+        let pairs = self.blocks.len() / 2;
+        if self.blocks.len() % 2 == 0 || pairs < PAIRS {
+            return None;
+        }
+        let mut ratios: Vec<f64> = (0..pairs)
+            .map(|k| {
+                let around = 0.5 * (self.blocks[2 * k] + self.blocks[2 * k + 2]);
+                self.blocks[2 * k + 1] / around
+            })
+            .collect();
+        let gains = ratios.iter().filter(|r| **r < 1.0 - GAIN).count();
+        let split = gains != 0 && gains != pairs;
+        if pairs % 2 == 0 || (split && pairs < MOST_PAIRS) {
+            return None;
+        }
+        ratios.sort_by(f64::total_cmp);
+        Some(ratios[pairs / 2])
     }
 
     /// Keeps the smaller window of the comparison under way.
@@ -295,6 +317,41 @@ mod tests {
                 auto.comparisons()
             );
         }
+    }
+
+    /// Three pairs that disagree on whether the doubled window gains are not enough: two more
+    /// pairs are timed and the median of five decides, either way.
+    #[test]
+    fn pairs_that_disagree_are_timed_twice_more() {
+        for (later, doubles) in [(0.97, true), (1.0, false)] {
+            // The first three pairs' ratios: 0.97, 1.0, 0.97, then `later` twice.
+            let ratios = [0.97, 1.0, 0.97, later, later];
+            let mut auto = Auto::new(None);
+            let mut blocks = 0;
+            while !auto.settled() && auto.comparisons().is_empty() {
+                let pace = match blocks % 2 {
+                    0 => 0.1,
+                    _ => 0.1 * ratios[blocks / 2],
+                };
+                auto.block_timed(pace, f64::INFINITY);
+                blocks += 1;
+            }
+            assert_eq!(blocks, 2 * MOST_PAIRS + 1, "{:?}", auto.comparisons());
+            let (doubled, ratio) = auto.comparisons()[0];
+            assert_eq!(doubled, 2);
+            assert!(
+                (ratio - if doubles { 0.97 } else { 1.0 }).abs() < 1e-12,
+                "{ratio}"
+            );
+            assert_eq!(auto.settled(), !doubles);
+        }
+        // Three pairs that agree decide at once.
+        let mut auto = Auto::new(None);
+        for pace in [0.1, 0.097, 0.1, 0.098, 0.1, 0.096, 0.1] {
+            assert!(auto.comparisons().is_empty());
+            auto.block_timed(pace, f64::INFINITY);
+        }
+        assert_eq!(auto.comparisons().len(), 1);
     }
 
     /// Epochs of 3 batches time the barrier (one interval an epoch, across epochs), and are

@@ -9,7 +9,7 @@ use clap::Args;
 use ember::{DeviceName, Init, L2Loss, Replicas, SoftmaxCrossEntropyLoss};
 use ember_trainer::fit::{EarlyStopping, ReduceLrOnPlateau, Watched};
 use ember_trainer::metric::{VALID, column};
-use ember_trainer::policy::auto::{BLOCK, GAIN, LARGEST, PAIRS};
+use ember_trainer::policy::auto::{BLOCK, GAIN, LARGEST, MOST_PAIRS, PAIRS};
 use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
 
 use super::distributed::{self, Distributed, Job};
@@ -33,7 +33,8 @@ fn policy_help() -> String {
          frontend's pace (seconds from one batch's release to the next, in blocks of {BLOCK} \
          batches once the window has filled). The two take turns, k 2k k 2k … k, and each block \
          of 2k is divided by the mean of the blocks around it, so that a machine whose speed \
-         drifts moves both alike; the median of the {PAIRS} ratios decides. Where 2k is at least \
+         drifts moves both alike; the median of the {PAIRS} ratios decides, or of {MOST_PAIRS} \
+         where the first {PAIRS} disagree on whether 2k gains. Where 2k is at least \
          {gain}% faster it compares 2k with 4k (up to {LARGEST}); where not, it keeps k: the \
          smallest window within {gain}% of the best pace (an epoch too short to time a block \
          ends the probing). Within an epoch it never lets the process grow past MB (default: \
