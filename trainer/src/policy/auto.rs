@@ -170,7 +170,7 @@ impl Auto {
     /// are to be timed.
     fn verdict(&self) -> Option<f64> {
         let pairs = self.blocks.len() / 2;
-        if self.blocks.len() % 2 == 0 || pairs < PAIRS {
+        if self.blocks.len().is_multiple_of(2) || pairs < PAIRS {
             return None;
         }
         let mut ratios: Vec<f64> = (0..pairs)
@@ -181,7 +181,7 @@ impl Auto {
             .collect();
         let gains = ratios.iter().filter(|r| **r < 1.0 - GAIN).count();
         let split = gains != 0 && gains != pairs;
-        if pairs % 2 == 0 || (split && pairs < MOST_PAIRS) {
+        if pairs.is_multiple_of(2) || (split && pairs < MOST_PAIRS) {
             return None;
         }
         ratios.sort_by(f64::total_cmp);
