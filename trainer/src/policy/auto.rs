@@ -13,8 +13,8 @@
 //! within one run, which is more than the 1 % to be told apart. Where the [`PAIRS`] pairs
 //! disagree on whether the doubled window gains (some ratios below `1 − GAIN`, some not), it
 //! times two more and takes the median of [`MOST_PAIRS`]: on that EPYC the window of 4, which
-//! gains nothing there over 2, once came out 1 % faster by three pairs, and timing 8 next took
-//! the process 8.6 MB (4 batches) past the barrier's growth.
+//! gains nothing there over 2, once came out 1 % faster by three pairs, and timing 8 next grew
+//! the process by 8.0 MB, nearly 4 batches, where the barrier grew it by 0.1.
 //!
 //! Where the doubled window's pace is at least [`GAIN`] (1 %) below the smaller one's, it
 //! compares that window with its double in turn; where not, it keeps the smaller one: the pace
