@@ -21,7 +21,9 @@ use std::sync::OnceLock;
 
 /// Products of fewer floating-point operations than this run on one thread. On 2 cores one
 /// thread does about 50 GFLOP/s and a team's wake-up costs about 0.04 ms, so two threads
-/// gain from about 4 MFLOP on.
+/// gain from about 4 MFLOP on. On a Zen 5 with AVX-512 and the backend's team kept awake, the
+/// team won per call down to 0.17 MFLOP, but whole epochs did not follow (LeNet 5 % slower
+/// with every product on the team, the MLP 2 % faster: bench/RESULTS.md, 2026-11-27).
 pub const ONE_THREAD_BELOW_FLOP: f64 = 4e6;
 
 /// OpenMP's functions in the runtime oneDNN was built with (already loaded with it).
