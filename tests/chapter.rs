@@ -214,22 +214,24 @@ fn options_before_an_experiments_name_are_its_own() {
     let listed = succeeds(&["bench", "--list", "exercise-2"]);
     assert_eq!(listed.lines().count(), 1, "{listed}");
     assert!(listed.starts_with("exercise-2\t"), "{listed}");
+    // Given both ways, even where the value after is the default, as typed.
     let both = fails_with(
         &[
             "bench",
             "--repeat",
-            "2",
+            "5",
             "exercise-2",
             "--repeat",
-            "4",
+            "3",
             "--list",
         ],
         "--repeat",
     );
-    assert!(both.contains("as 2 and after it as 4"), "{both}");
+    assert!(both.contains(r#"as "5" and after it as "3""#), "{both}");
+    // Before `policies`, even at the chapter's default value.
     let policies = fails_with(
-        &["bench", "--quick", "policies"],
-        "--quick before `policies`",
+        &["bench", "--repeat", "3", "policies"],
+        "--repeat before `policies`",
     );
     assert!(
         policies.contains("ember bench policies --help"),

@@ -3,8 +3,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::bail;
-use clap::Args;
+use clap::error::{Error, ErrorKind};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, FromArgMatches};
 use ember::DeviceName;
 
 use super::super::devices;
@@ -46,61 +47,108 @@ pub struct ChapterArgs {
     pub(super) list: bool,
 }
 
-impl ChapterArgs {
-    /// The options with none given.
-    fn defaults() -> Self {
-        let matches = Self::augment_args(clap::Command::new("bench")).get_matches_from(["bench"]);
-        <Self as clap::FromArgMatches>::from_arg_matches(&matches).expect("the defaults parse")
-    }
+/// The options' ids, as clap names them: their fields' names.
+const IDS: [&str; 8] = [
+    "device", "cpu", "gpu", "repeat", "quick", "report", "profile", "list",
+];
 
-    /// The options given before an experiment's name that differ from the defaults, by flag.
-    pub(super) fn given(&self) -> Vec<&'static str> {
-        let d = Self::defaults();
-        [
-            ("--device", self.device != d.device),
-            ("--cpu", self.cpu != d.cpu),
-            ("--gpu", self.gpu != d.gpu),
-            ("--repeat", self.repeat != d.repeat),
-            ("--quick", self.quick != d.quick),
-            ("--report", self.report != d.report),
-            ("--profile", self.profile != d.profile),
-            ("--list", self.list != d.list),
-        ]
-        .into_iter()
-        .filter_map(|(flag, given)| given.then_some(flag))
+/// The chapter's options given on the command line at the level `matches` parsed.
+pub(super) fn given(matches: &ArgMatches) -> Vec<&'static str> {
+    IDS.into_iter()
+        .filter(|id| matches.value_source(id) == Some(ValueSource::CommandLine))
         .collect()
-    }
+}
 
-    /// An experiment's own options (`self`), with each one it leaves at its default taken from
-    /// those given before its name: `ember bench --quick exercise-2` is `ember bench
-    /// exercise-2 --quick`. An option given both ways, differently, is an error naming it.
-    pub(super) fn before(self, before: ChapterArgs) -> anyhow::Result<Self> {
-        let d = Self::defaults();
-        fn pick<T: PartialEq + std::fmt::Debug>(
-            flag: &str,
-            after: T,
-            before: T,
-            default: T,
-        ) -> anyhow::Result<T> {
-            match (after == default, before == default) {
-                (_, true) => Ok(after),
-                (true, false) => Ok(before),
-                (false, false) if after == before => Ok(after),
-                (false, false) => bail!(
-                    "{flag} is given before the experiment's name as {before:?} and after it as {after:?}: \
-                     give it once"
-                ),
-            }
-        }
-        Ok(Self {
-            device: pick("--device", self.device, before.device, d.device)?,
-            cpu: pick("--cpu", self.cpu, before.cpu, d.cpu)?,
-            gpu: pick("--gpu", self.gpu, before.gpu, d.gpu)?,
-            repeat: pick("--repeat", self.repeat, before.repeat, d.repeat)?,
-            quick: pick("--quick", self.quick, before.quick, d.quick)?,
-            report: pick("--report", self.report, before.report, d.report)?,
-            profile: pick("--profile", self.profile, before.profile, d.profile)?,
-            list: pick("--list", self.list, before.list, d.list)?,
+/// `id`'s value as it was typed at the level `matches` parsed.
+fn typed(matches: &ArgMatches, id: &str) -> String {
+    matches
+        .get_raw(id)
+        .map(|values| {
+            values
+                .map(|v| v.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
         })
+        .unwrap_or_default()
+}
+
+/// An experiment's options: those given after its name (`after`, the experiment's matches),
+/// and those given only before it (`before`, the bench's): `ember bench --quick exercise-2` is
+/// `ember bench exercise-2 --quick`.
+///
+/// # Errors
+/// An option given both ways with other values, named, with both values as typed.
+pub(super) fn experiments(before: &ArgMatches, after: &ArgMatches) -> Result<ChapterArgs, Error> {
+    let mut args = ChapterArgs::from_arg_matches(after)?;
+    let earlier = ChapterArgs::from_arg_matches(before)?;
+    let later = given(after);
+    for id in given(before) {
+        if later.contains(&id) {
+            let (first, second) = (typed(before, id), typed(after, id));
+            if first != second {
+                return Err(Error::raw(
+                    ErrorKind::ArgumentConflict,
+                    format!(
+                        "--{id} is given before the experiment's name as {first:?} and after it \
+                         as {second:?}: give it once"
+                    ),
+                ));
+            }
+            continue;
+        }
+        match id {
+            "device" => args.device = earlier.device,
+            "cpu" => args.cpu = earlier.cpu,
+            "gpu" => args.gpu = earlier.gpu,
+            "repeat" => args.repeat = earlier.repeat,
+            "quick" => args.quick = earlier.quick,
+            "report" => args.report = earlier.report.clone(),
+            "profile" => args.profile = earlier.profile.clone(),
+            "list" => args.list = earlier.list,
+            other => unreachable!("{other} is not among IDS"),
+        }
+    }
+    Ok(args)
+}
+
+/// A subcommand of `bench` other than the chapter's experiments (`name`) refuses the chapter's
+/// options given before it, naming them.
+///
+/// # Errors
+/// The refusal, when any was given.
+pub(super) fn none_before(before: &ArgMatches, name: &str) -> Result<(), Error> {
+    let given = given(before);
+    if given.is_empty() {
+        return Ok(());
+    }
+    let flags: Vec<String> = given.iter().map(|id| format!("--{id}")).collect();
+    Err(Error::raw(
+        ErrorKind::ArgumentConflict,
+        format!(
+            "{} before `{name}`: the chapter's experiments take these, `{name}` does not (see \
+             `ember bench {name} --help`)",
+            flags.join(", ")
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every field of the options is in [`IDS`]: one added without it would never be taken
+    /// from before an experiment's name.
+    #[test]
+    fn ids_name_every_option() {
+        let command = ChapterArgs::augment_args(clap::Command::new("bench"));
+        let mut ids: Vec<&str> = command
+            .get_arguments()
+            .map(|a| a.get_id().as_str())
+            .filter(|id| *id != "help")
+            .collect();
+        ids.sort_unstable();
+        let mut expected = IDS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(ids, expected);
     }
 }

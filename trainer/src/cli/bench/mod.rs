@@ -1,6 +1,6 @@
 //! `ember bench`: experiments measured side by side in one run, with medians and ratios.
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::Args;
 use ember::device::wgpu::adapter as wgpu_adapter;
 use ember::{DeviceName, L2Loss};
@@ -75,17 +75,28 @@ impl clap::Subcommand for BenchCommand {
 }
 
 impl clap::FromArgMatches for BenchCommand {
+    /// `matches` are the bench's own, with the chapter's options given before the
+    /// subcommand's name; the subcommand's are inside.
     fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
         match matches.subcommand() {
-            Some((POLICIES, sub)) => Ok(Self::Policies(PoliciesArgs::from_arg_matches(sub)?)),
-            Some((ONE, sub)) => Ok(Self::One(OneArgs::from_arg_matches(sub)?)),
-            Some((HYBRIDIZE_CHILD, sub)) => Ok(Self::HybridizeChild(
-                hybridize::ChildArgs::from_arg_matches(sub)?,
-            )),
+            Some((POLICIES, sub)) => {
+                chapter_args::none_before(matches, POLICIES)?;
+                Ok(Self::Policies(PoliciesArgs::from_arg_matches(sub)?))
+            }
+            Some((ONE, sub)) => {
+                chapter_args::none_before(matches, ONE)?;
+                Ok(Self::One(OneArgs::from_arg_matches(sub)?))
+            }
+            Some((HYBRIDIZE_CHILD, sub)) => {
+                chapter_args::none_before(matches, HYBRIDIZE_CHILD)?;
+                Ok(Self::HybridizeChild(
+                    hybridize::ChildArgs::from_arg_matches(sub)?,
+                ))
+            }
             Some((name, sub)) => match EXPERIMENTS.iter().find(|e| e.key == name) {
                 Some(experiment) => Ok(Self::Experiment(
                     experiment,
-                    ChapterArgs::from_arg_matches(sub)?,
+                    chapter_args::experiments(matches, sub)?,
                 )),
                 None => Err(clap::Error::raw(
                     clap::error::ErrorKind::InvalidSubcommand,
@@ -125,26 +136,10 @@ struct OneArgs {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let other = match &args.command {
-        None | Some(BenchCommand::Experiment(..)) => None,
-        Some(BenchCommand::Policies(_)) => Some(POLICIES),
-        Some(BenchCommand::One(_)) => Some(ONE),
-        Some(BenchCommand::HybridizeChild(_)) => Some(HYBRIDIZE_CHILD),
-    };
-    let given = args.chapter.given();
-    if let Some(name) = other
-        && !given.is_empty()
-    {
-        bail!(
-            "{} before `{name}`: the chapter's experiments take these, `{name}` does not (see \
-             `ember bench {name} --help`)",
-            given.join(", ")
-        );
-    }
     match args.command {
         None => chapter(EXPERIMENTS, args.chapter),
         Some(BenchCommand::Experiment(experiment, chapter_args)) => {
-            chapter(&[experiment], chapter_args.before(args.chapter)?)
+            chapter(&[experiment], chapter_args)
         }
         Some(BenchCommand::Policies(args)) => policies(args),
         Some(BenchCommand::One(args)) => one(args),
