@@ -136,9 +136,10 @@ where
         if self.stopped.is_some() || self.halted {
             // A stop, by a signal or a batch's end, in this epoch or at its end: a checkpoint
             // of every batch so far (the epoch's record is the resumed run's to write).
-            self.checkpoint_within(&mut current)?;
+            let written = self.checkpoint_within(&mut current);
+            // The batches stay in the trace, for what a failed run still writes.
             self.trace.batches.extend(current.records);
-            return Ok(true);
+            return written.map(|()| true);
         }
         // The next epoch starts at its first batch.
         self.at.epoch = epoch + 1;
