@@ -220,6 +220,9 @@ fn a_comparison_stopped_by_sigint_or_sigkill_leaves_no_scratch_behind() {
             assert_eq!(status.code(), Some(130), "SIGINT");
             no_temporaries(&out);
         } else {
+            // The orphaned run finishes its batch on SIGTERM (PR_SET_PDEATHSIG) and writes
+            // its metrics into the scratch directory: let it end first.
+            std::thread::sleep(std::time::Duration::from_secs(2));
             succeeds(&strs(&compare("4")));
             no_temporaries(&out);
         }

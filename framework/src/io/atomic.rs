@@ -183,7 +183,10 @@ fn remove_stale_matching(dir: &Path, matches: impl Fn(&str) -> bool) {
             .is_some_and(|(n, name)| n.parse::<u64>().is_ok() && matches(name));
         if ours && pid.parse::<u32>().is_ok_and(|pid| !running(pid)) {
             let path = entry.path();
-            let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
+            // Twice: a child of the dead process may still have written into it meanwhile.
+            let _ = fs::remove_dir_all(&path)
+                .or_else(|_| fs::remove_dir_all(&path))
+                .or_else(|_| fs::remove_file(&path));
         }
     }
 }

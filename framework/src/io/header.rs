@@ -52,8 +52,8 @@ fn not_safetensors(path: &Path, why: String) -> Error {
 /// The string metadata of the safetensors file at `path` (empty when it has none).
 ///
 /// # Errors
-/// [`Error::Io`] when it cannot be read; [`Error::ParameterFile`] when it is no safetensors
-/// file.
+/// [`Error::Io`] when it cannot be read; [`Error::ParameterFile`] when it is not a regular file
+/// (a FIFO would wait for a writer) or no safetensors file.
 pub fn metadata(path: &Path) -> Result<BTreeMap<String, String>> {
     refuse_special(path)?;
     let mut file = fs::File::open(path).map_err(|source| Error::io(path, source))?;
