@@ -279,7 +279,14 @@ fn auto_keeps_the_window_it_records_and_moves_by_doublings() {
     for w in windows.windows(2).filter(|w| w[0] != w[1]) {
         assert!(w[1] == 2 * w[0] || w[0] == 2 * w[1], "{w:?} in {windows:?}");
     }
-    assert_eq!(*windows.last().unwrap(), auto.window());
+    // The last batch's record holds the window it was issued under; a block that ended at
+    // that batch changed the window after it, by one doubling or halving.
+    let last = *windows.last().unwrap();
+    assert!(
+        [last, 2 * last, last / 2].contains(&auto.window()),
+        "{last} then {}",
+        auto.window()
+    );
     if auto.settled() {
         // It keeps the smaller window of its last comparison, or the doubled one when that
         // gained and was the last to fit.

@@ -196,9 +196,9 @@ mod tests {
         assert_eq!(s[1].time_per_epoch, 4.0);
     }
 
-    /// The machine slows down in round 1 for barrier's run and speeds up for none's third:
-    /// the medians of the epochs' times call barrier half as fast, the rounds' ratios a tenth
-    /// slower, which is what each round measured twice out of three.
+    /// The machine slows down for barrier's run in round 1 and for both runs of round 2: the
+    /// medians of the epochs' times call barrier half as fast as none, the rounds' ratios a
+    /// tenth slower, which is what rounds 0 and 2 measured.
     #[test]
     fn relative_throughput_divides_round_by_round_by_none() {
         let run = |policy: &str, round, time| PolicyRun {

@@ -402,8 +402,9 @@ fn table(summaries: &[PolicySummary]) -> Vec<Vec<String>> {
 /// What the table's times and memory mean.
 const TABLE_NOTE: &str = "Time per epoch runs from the first issue to the end of the epoch's waitall; the \
 issue time ends when the frontend issued its last batch. The last column divides a policy's \
-batches per second by the reference's in the same round and takes the median over the rounds: \
-a change in the machine's speed between rounds cancels there, not in the medians of the \
+batches per second over each run (all its batches over all its epochs' time) by the reference's \
+(none's, or the first policy's without none) in the same round, and takes the median over the \
+rounds: a change in the machine's speed between rounds cancels there, not in the medians of the \
 epochs' times. Memory is the process's resident set, \
 measured in a fresh process per run; growth is relative to the start of the epoch.";
 

@@ -19,8 +19,9 @@
 //! Where the doubled window's pace is at least [`GAIN`] (1 %) below the smaller one's, it
 //! compares that window with its double in turn; where not, it keeps the smaller one: the pace
 //! of unbounded issue is then within 1 % of it, as a window past the backend's queue adds
-//! nothing. That is the smallest window within 1 % of the best pace it saw: the throughput of
-//! running ahead, with the least memory that needs.
+//! nothing. That is the smallest window whose pace is within 1 % of its double's: the throughput
+//! of running ahead, with the least memory that needs. Where the budget stops a comparison, it
+//! keeps the smaller window without that evidence.
 //!
 //! It also never lets the process grow by more than its budget within an epoch (`auto:MB`;
 //! without one, the memory free when it starts, and no bound where the system does not say):
@@ -302,8 +303,9 @@ mod tests {
         assert_eq!(auto.window(), 2, "{:?}", auto.comparisons());
     }
 
-    /// One jump of 10 % in the machine's speed, within the first comparison, spoils one pair
-    /// of the three: the median ignores it, either way.
+    /// One jump of 10 % in the machine's speed, within the first comparison, spoils one pair:
+    /// the median of the three, or of five where the pairs then disagree, ignores it, either
+    /// way.
     #[test]
     fn one_jump_in_the_machines_speed_is_outvoted() {
         for (at, by) in [(1, 1.1), (1, 1.0 / 1.1), (3, 1.1), (5, 1.0 / 1.1)] {

@@ -31,12 +31,12 @@ fn policy_help() -> String {
     help.push_str(&format!(
         "\n\nauto starts as the barrier and compares the window in force with its double by the \
          frontend's pace (seconds from one batch's release to the next, in blocks of {BLOCK} \
-         batches once the window has filled). The two take turns, k 2k k 2k … k, and each block \
+         such intervals once the window has filled). The two take turns, k 2k k 2k … k, and each block \
          of 2k is divided by the mean of the blocks around it, so that a machine whose speed \
          drifts moves both alike; the median of the {PAIRS} ratios decides, or of {MOST_PAIRS} \
          where the first {PAIRS} disagree on whether 2k gains. Where 2k is at least \
          {gain}% faster it compares 2k with 4k (up to {LARGEST}); where not, it keeps k: the \
-         smallest window within {gain}% of the best pace (an epoch too short to time a block \
+         smallest window within {gain}% of its double's pace (an epoch too short to time a block \
          ends the probing). Within an epoch it never lets the process grow past MB (default: \
          the memory free at the start, and no bound where the system does not say), and never \
          tries a doubled window that would not fit. A resumed run probes again. It reads only \
