@@ -174,3 +174,51 @@ fn temporaries_that_killed_processes_left_are_removed_by_the_next_write() {
         "another target's temporary is left to its own writer"
     );
 }
+
+/// `--save` that fails at the run's end (its directory removed while the run trained) no
+/// longer loses what was trained: it goes to a free name beside it, else in the working
+/// directory, and the error says where; the exit status stays 1. Before, the parameters were
+/// gone.
+#[test]
+fn a_save_that_fails_at_the_end_keeps_what_was_trained_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ember"))
+        .current_dir(dir.path())
+        .args([
+            "train",
+            "--device",
+            "flex",
+            "--batches",
+            "400",
+            "--batch-size",
+            "128",
+            "--features",
+            "256",
+            "--hidden",
+            "512",
+            "--epochs",
+            "5",
+            "--save",
+            "sub/x.safetensors",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    read_until(&mut lines, "epoch 1:");
+    std::fs::remove_dir_all(&sub).unwrap();
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{rest:?}\n{stderr}");
+    assert!(
+        stderr.contains("what the run trained went to x.rescued.safetensors instead"),
+        "{stderr}"
+    );
+    let kept = std::fs::read(dir.path().join("x.rescued.safetensors")).unwrap();
+    let file = safetensors::SafeTensors::deserialize(&kept).unwrap();
+    assert!(file.names().contains(&"0.weight"), "{:?}", file.names());
+}

@@ -105,6 +105,7 @@ mod model;
 mod output_paths;
 mod precision;
 mod recipe;
+mod rescue_file;
 mod resume_flags;
 mod serve;
 mod summary;

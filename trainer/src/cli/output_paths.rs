@@ -14,6 +14,7 @@ use ember_trainer::trace::Trace;
 
 use super::clash::Files;
 use super::model::Net;
+use super::rescue_file::{beside, save_elsewhere};
 use super::workload::DataSpec;
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
@@ -400,7 +401,19 @@ fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<St
                 path.display(),
                 left_as_it_was(path)
             )),
-            Err(e) => failures.push(format!("--save {}: {e}", path.display())),
+            // What it trained is kept elsewhere, and the message says where.
+            Err(e) => failures.push(match save_elsewhere(net, path, &recorded) {
+                Ok(place) => format!(
+                    "--save {}: {e}; what the run trained went to {} instead",
+                    path.display(),
+                    place.display()
+                ),
+                Err(errors) => format!(
+                    "--save {}: {e}; what the run trained could not be kept anywhere ({})",
+                    path.display(),
+                    errors.join("; ")
+                ),
+            }),
         }
     }
     if let Some(path) = metrics {
@@ -426,22 +439,6 @@ fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<St
         }
     }
     failures
-}
-
-/// A name beside `path` that nothing holds: `model.rescued.safetensors`, then
-/// `model.rescued.2.safetensors`, and so on.
-fn beside(path: &Path, what: &str) -> PathBuf {
-    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-    let extension = path
-        .extension()
-        .map_or(String::new(), |e| format!(".{}", e.to_string_lossy()));
-    (1..)
-        .map(|n| match n {
-            1 => path.with_file_name(format!("{stem}.{what}{extension}")),
-            n => path.with_file_name(format!("{stem}.{what}.{n}{extension}")),
-        })
-        .find(|p| std::fs::symlink_metadata(p).is_err())
-        .expect("a free name")
 }
 
 /// What became of an output that was not written: an old file, or none.
