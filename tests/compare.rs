@@ -263,4 +263,59 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
     }
     assert!(!fresh.exists(), "a refused run creates nothing");
     assert_eq!(std::fs::read(&file).unwrap(), b"keep me");
+
+    // Refused after --out was made (a clash between two outputs, a round count past what the
+    // machine counts): the directories it made are removed again (they stayed).
+    let nested = dir.path().join("n1/n2/n3");
+    let twice = dir.path().join("q.html");
+    let later: [(Vec<&str>, &str); 2] = [
+        (
+            vec![
+                "--out",
+                nested.to_str().unwrap(),
+                "--html",
+                twice.to_str().unwrap(),
+                "--profile",
+                twice.to_str().unwrap(),
+            ],
+            "are the same file",
+        ),
+        (
+            vec![
+                "--out",
+                nested.to_str().unwrap(),
+                "--repeat",
+                "6148914691236517206",
+            ],
+            "more runs than this machine counts",
+        ),
+    ];
+    for (args, needle) in later {
+        let mut all = vec!["compare"];
+        all.extend(small);
+        all.extend(&args);
+        let out = ember(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(needle),
+            "{args:?}:\n{stderr}"
+        );
+        assert!(!dir.path().join("n1").exists(), "{args:?} left its --out");
+    }
+    // A policy whose name is longer than a file name may be (`auto:1e-300` prints its budget
+    // in full) runs as `train --sync` does: the runs' files are named by their number.
+    let mut all = vec!["compare"];
+    all.extend(small);
+    all.extend([
+        "--out",
+        fresh.to_str().unwrap(),
+        "--policies",
+        "auto:1e-300",
+    ]);
+    let out = ember(&all);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -95,6 +95,27 @@ const WRITTEN: [&str; 11] = [
 ];
 
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
+    // The highest directory of --out that does not exist yet: one that a refused or failed
+    // comparison made, and left empty, is removed again.
+    let made = args
+        .out
+        .ancestors()
+        .take_while(|dir| !dir.as_os_str().is_empty() && std::fs::symlink_metadata(dir).is_err())
+        .last()
+        .map(Path::to_path_buf);
+    let out = args.out.clone();
+    let compared = compare(args);
+    if let (Err(_), Some(top)) = (&compared, made) {
+        for dir in out.ancestors().take_while(|dir| dir.starts_with(&top)) {
+            if std::fs::remove_dir(dir).is_err() {
+                break;
+            }
+        }
+    }
+    compared
+}
+
+fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
     let repeat = positive("repeat", args.repeat)?;
     let epochs = positive("epochs", args.epochs)?;
@@ -299,14 +320,20 @@ pub(super) fn run_all(
     workload: &Workload,
     scratch: &Path,
 ) -> anyhow::Result<Vec<PolicyRun>> {
-    let total = configs.len() * repeat;
+    let Some(total) = configs.len().checked_mul(repeat) else {
+        bail!(
+            "--repeat {repeat}: {repeat} rounds of {} runs is more runs than this machine counts",
+            configs.len()
+        );
+    };
     let workload_args = workload.to_args();
     let mut runs = Vec::new();
     for round in 0..repeat {
         for k in 0..configs.len() {
             let spec = &configs[(k + round) % configs.len()];
             let name = spec.to_string();
-            let metrics = scratch.join(format!("{}-{round}.jsonl", name.replace([':', '+'], "_")));
+            // By its number: a policy's own name may be longer than a file's (`auto:1e-300`).
+            let metrics = scratch.join(format!("run-{}.jsonl", runs.len()));
             say!("[{}/{total}] {name}, round {}", runs.len() + 1, round + 1);
             let args = ["train", "--sync", &name, "--epochs", &epochs.to_string()]
                 .map(OsString::from)
