@@ -259,6 +259,40 @@ fn bad_bench_options_are_named() {
     );
     // bench's own flag is named (it blamed --out, which bench does not have).
     assert!(stderr.contains("invalid --report"), "{stderr}");
+    // Every experiment's figure is checked before any runs (a FIFO there failed the report
+    // after the runs), and --profile may not be one of them (the figure replaced the
+    // profile, exit 0).
+    let report = dir.path().join("report");
+    std::fs::create_dir(&report).unwrap();
+    let fifo = report.join("barriers.png");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let report_arg = report.to_str().unwrap();
+    let stderr = fails_with(
+        &["bench", "barriers", "--quick", "--report", report_arg],
+        "is a FIFO",
+    );
+    assert!(!stderr.contains("drawing the figure"), "{stderr}");
+    std::fs::remove_file(&fifo).unwrap();
+    let figure = report.join("barriers.svg");
+    fails_with(
+        &[
+            "bench",
+            "barriers",
+            "--quick",
+            "--report",
+            report_arg,
+            "--profile",
+            figure.to_str().unwrap(),
+        ],
+        "'s barriers.svg: give it a path of its own",
+    );
+    assert!(!figure.exists());
 }
 
 /// `bench --profile`: the training loops' runs (exercise 2's barrier, t+2 and none, each

@@ -125,8 +125,8 @@ pub(super) fn none_before(before: &ArgMatches, name: &str) -> Result<(), Error> 
     Err(Error::raw(
         ErrorKind::ArgumentConflict,
         format!(
-            "{} before `{name}`: the chapter's experiments take these, `{name}` does not (see \
-             `ember bench {name} --help`)",
+            "{} before `{name}`: options before a name there are the chapter experiments'; \
+             give `{name}` its own after its name (see `ember bench {name} --help`)",
             flags.join(", ")
         ),
     ))

@@ -166,16 +166,28 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
     .resolve()?;
     let train = args.device.resolve()?;
     let train_reason = train.reason.clone();
+    // The report's files, checked before any experiment runs: chapter.md and each
+    // experiment's figure.
+    let report_files: Vec<String> = std::iter::once("chapter.md".to_string())
+        .chain(
+            experiments
+                .iter()
+                .flat_map(|e| [format!("{}.png", e.key), format!("{}.svg", e.key)]),
+        )
+        .collect();
+    let report_files: Vec<&str> = report_files.iter().map(String::as_str).collect();
     if let Some(dir) = &args.report {
-        super::compare::prepare_out("--report", dir, &["chapter.md"])?;
+        super::compare::prepare_out("--report", dir, &report_files)?;
     }
     if let Some(path) = &args.profile {
         ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
         if let Some(dir) = &args.report
-            && ember::io::identity(path) == ember::io::identity(&dir.join("chapter.md"))
+            && let Some(file) = report_files
+                .iter()
+                .find(|file| ember::io::identity(path) == ember::io::identity(&dir.join(file)))
         {
             anyhow::bail!(
-                "--profile {} is --report {}'s chapter.md: give it a path of its own",
+                "--profile {} is --report {}'s {file}: give it a path of its own",
                 path.display(),
                 dir.display()
             );
