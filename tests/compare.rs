@@ -221,6 +221,13 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         "--hidden",
         "4",
     ];
+    // `compare` on the small workload with `args`: its output.
+    let compare = |args: &[&str]| {
+        let mut all = vec!["compare"];
+        all.extend(small);
+        all.extend(args);
+        ember(&all)
+    };
     let cases: [(Vec<&str>, &str); 5] = [
         (
             vec![
@@ -249,10 +256,7 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         ),
     ];
     for (args, needle) in cases {
-        let mut all = vec!["compare"];
-        all.extend(small);
-        all.extend(&args);
-        let out = ember(&all);
+        let out = compare(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} should fail");
         assert!(
@@ -291,10 +295,7 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         ),
     ];
     for (args, needle) in later {
-        let mut all = vec!["compare"];
-        all.extend(small);
-        all.extend(&args);
-        let out = ember(&all);
+        let out = compare(&args);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(
             !out.status.success() && stderr.contains(needle),
@@ -304,15 +305,12 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
     }
     // A policy whose name is longer than a file name may be (`auto:1e-300` prints its budget
     // in full) runs as `train --sync` does: the runs' files are named by their number.
-    let mut all = vec!["compare"];
-    all.extend(small);
-    all.extend([
+    let out = compare(&[
         "--out",
         fresh.to_str().unwrap(),
         "--policies",
         "auto:1e-300",
     ]);
-    let out = ember(&all);
     assert!(
         out.status.success(),
         "{}",

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::common::cli::{TINY, args, ember, fails_with, succeeds, text};
-use super::runs::{read_until, spawn};
+use super::runs::{read_until, spawn, spawn_in};
 
 fn run(program: &str, args: &[&str]) {
     let status = Command::new(program).args(args).status().unwrap();
@@ -184,9 +184,9 @@ fn a_save_that_fails_at_the_end_keeps_what_was_trained_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
     let sub = dir.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ember"))
-        .current_dir(dir.path())
-        .args([
+    let mut child = spawn_in(
+        dir.path(),
+        &[
             "train",
             "--device",
             "flex",
@@ -202,11 +202,8 @@ fn a_save_that_fails_at_the_end_keeps_what_was_trained_elsewhere() {
             "5",
             "--save",
             "sub/x.safetensors",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+    );
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     read_until(&mut lines, "epoch 1:");
     std::fs::remove_dir_all(&sub).unwrap();

@@ -7,6 +7,7 @@ use burn::prelude::*;
 use ember::{Block, Dense, Init, Sequential};
 
 use super::common::cli::fails_with;
+use super::runs::spawn;
 
 /// Writes `tensors` (name, dtype, shape, bytes) as a safetensors file.
 fn write_safetensors(path: &Path, tensors: &[(String, safetensors::Dtype, Vec<usize>, Vec<u8>)]) {
@@ -218,15 +219,13 @@ fn export_refuses_a_fifo_or_a_directory_as_load_at_once_naming_it() {
         (&fifo, "a FIFO"),
         (&dir.path().to_path_buf(), "a directory"),
     ] {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
-            .args(["export", "--load"])
-            .arg(load)
-            .arg("--out")
-            .arg(&out)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn(&[
+            "export",
+            "--load",
+            load.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         let start = std::time::Instant::now();
         while child.try_wait().unwrap().is_none() {
             if start.elapsed() > std::time::Duration::from_secs(30) {

@@ -6,7 +6,13 @@ use std::process::{Child, Command, Stdio};
 
 /// Spawns ember with `args`, its output piped.
 pub fn spawn(args: &[&str]) -> Child {
+    spawn_in(Path::new("."), args)
+}
+
+/// [`spawn`] with `dir` as its working directory.
+pub fn spawn_in(dir: &Path, args: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_ember"))
+        .current_dir(dir)
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
