@@ -103,11 +103,14 @@ pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
             order.push(&run.policy);
         }
     }
-    let reference = order
+    let Some(reference) = order
         .iter()
         .find(|p| ***p == PolicyKind::NoSync)
         .or(order.first())
-        .map(|p| (*p).clone());
+        .map(|p| (*p).clone())
+    else {
+        return Vec::new();
+    };
     order
         .into_iter()
         .filter_map(|policy| {
@@ -136,10 +139,8 @@ pub fn summarize(runs: &[PolicyRun]) -> Vec<PolicySummary> {
                 peak_pool_mb: pools.into_iter().reduce(f64::max),
                 final_loss: last_run.trace.batches.last().map_or(f32::NAN, |b| b.loss),
                 batches_per_s: batches / time,
-                relative_throughput: reference
-                    .as_ref()
-                    .map_or(f64::NAN, |r| relative_throughput(runs, policy, r)),
-                reference: reference.clone().expect("a policy at least"),
+                relative_throughput: relative_throughput(runs, policy, &reference),
+                reference: reference.clone(),
             })
         })
         .collect()

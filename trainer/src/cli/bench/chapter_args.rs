@@ -11,7 +11,7 @@ use ember::DeviceName;
 use super::super::devices;
 
 /// Devices, repeats and sizes of the chapter's experiments.
-#[derive(Debug, Clone, PartialEq, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct ChapterArgs {
     #[arg(long, default_value = "auto", help = devices::help(
         "Where the training loops (memory-footprint, exercise-2) run", false
@@ -80,7 +80,7 @@ fn typed(matches: &ArgMatches, id: &str) -> String {
 /// An option given both ways with other values, named, with both values as typed.
 pub(super) fn experiments(before: &ArgMatches, after: &ArgMatches) -> Result<ChapterArgs, Error> {
     let mut args = ChapterArgs::from_arg_matches(after)?;
-    let earlier = ChapterArgs::from_arg_matches(before)?;
+    let mut earlier = ChapterArgs::from_arg_matches(before)?;
     let later = given(after);
     for id in given(before) {
         if later.contains(&id) {
@@ -102,8 +102,8 @@ pub(super) fn experiments(before: &ArgMatches, after: &ArgMatches) -> Result<Cha
             "gpu" => args.gpu = earlier.gpu,
             "repeat" => args.repeat = earlier.repeat,
             "quick" => args.quick = earlier.quick,
-            "report" => args.report = earlier.report.clone(),
-            "profile" => args.profile = earlier.profile.clone(),
+            "report" => args.report = earlier.report.take(),
+            "profile" => args.profile = earlier.profile.take(),
             "list" => args.list = earlier.list,
             other => unreachable!("{other} is not among IDS"),
         }
