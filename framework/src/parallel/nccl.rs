@@ -15,8 +15,6 @@ use std::cell::RefCell;
 use std::sync::Arc;
 
 use burn::backend::Cube;
-use burn::module::{Module, ModuleVisitor, Param};
-use burn::optim::GradientsParams;
 use burn::tensor::{DType, Device, Tensor};
 use burn_cubecl::cubecl::cuda::CudaRuntime;
 use burn_cubecl::{CubeBackend, CubeDevice};
@@ -49,31 +47,6 @@ pub(super) fn card(device: &Device) -> std::result::Result<String, String> {
 
 fn failed(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::Distributed(format!("NCCL: {what}: {e:?}"))
-}
-
-/// `net`'s gradients, taken out of `grads` and concatenated into one tensor of their own on
-/// `device`, in the module's parameter order (zeros where a trainable parameter has none);
-/// `None` for a network without trainable parameters.
-pub(super) fn flatten<M: Module>(
-    net: &M,
-    grads: GradientsParams,
-    device: &Device,
-) -> (GradientsParams, Option<Tensor<1>>) {
-    let mut parts = OnDevice {
-        grads,
-        device: device.clone(),
-        parts: Vec::new(),
-    };
-    net.visit(&mut parts);
-    let flat = (!parts.parts.is_empty()).then(|| Tensor::cat(parts.parts, 0));
-    (parts.grads, flat)
-}
-
-/// Puts the sums in `flat` back into `grads`, cut into `net`'s parameters' shapes.
-pub(super) fn cut<M: Module>(net: &M, grads: GradientsParams, flat: Tensor<1>) -> GradientsParams {
-    let mut cut = Cut { grads, flat, at: 0 };
-    net.visit(&mut cut);
-    cut.grads
 }
 
 /// Sums `flat` over the ranks, in place, on this rank's card. `flat` must be a buffer of its
@@ -180,49 +153,5 @@ impl DevicePtrMut<f32> for Buffer {
     fn device_ptr_mut<'a>(&'a mut self, _: &'a CudaStream) -> (CUdeviceptr, SyncOnDrop<'a>) {
         // The host waited for burn's writes before, and waits for NCCL's after.
         (self.ptr, SyncOnDrop::Sync(None))
-    }
-}
-
-/// Takes each trainable parameter's gradient (zeros where it has none) out of `grads`,
-/// flattened, on the device: `mpi.rs`'s `Flatten` without the readback.
-struct OnDevice {
-    grads: GradientsParams,
-    device: Device,
-    parts: Vec<Tensor<1>>,
-}
-
-impl ModuleVisitor for OnDevice {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        if !param.is_require_grad() {
-            return;
-        }
-        let grad = super::take_gradient(&mut self.grads, param, &self.device);
-        let len = grad.shape().num_elements();
-        self.parts.push(grad.reshape([len]));
-    }
-}
-
-/// Cuts the summed gradients out of `flat` into `grads`, parameter by parameter, in the same
-/// order: `mpi.rs`'s `Unflatten` on the device.
-struct Cut {
-    grads: GradientsParams,
-    flat: Tensor<1>,
-    at: usize,
-}
-
-impl ModuleVisitor for Cut {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        if !param.is_require_grad() {
-            return;
-        }
-        let shape = param.val().shape();
-        let len = shape.num_elements();
-        let grad: Tensor<D> = self
-            .flat
-            .clone()
-            .slice(self.at..self.at + len)
-            .reshape(shape);
-        self.at += len;
-        self.grads.register(param.id, grad);
     }
 }

@@ -151,8 +151,8 @@ impl Collective {
     ) -> Result<GradientsParams> {
         #[cfg(all(feature = "cuda", feature = "mpi"))]
         {
-            use crate::parallel::nccl;
-            let (grads, flat) = nccl::flatten(net, grads, device);
+            use crate::parallel::{flat, nccl};
+            let (grads, flat) = flat::flatten(net, grads, device);
             let values = flat.as_ref().map_or(0, |f| f.dims()[0]);
             if !self.checked {
                 self.check_sizes(values)?;
@@ -164,7 +164,7 @@ impl Collective {
             self.exchanged.seconds += nccl::sum_in_place(&flat, self.rank, self.size)?;
             self.exchanged.sums += 1;
             self.exchanged.values += values as u64;
-            Ok(nccl::cut(net, grads, flat))
+            Ok(flat::cut(net, grads, flat))
         }
         #[cfg(not(all(feature = "cuda", feature = "mpi")))]
         {
