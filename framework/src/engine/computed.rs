@@ -3,6 +3,7 @@
 use burn::tensor::Tensor;
 
 use crate::block::Block;
+use crate::error::{Error, Result};
 
 /// A unit's result. The engine reads back one scalar per **fence** (its mean), each queued
 /// right behind the unit's kernels on the fence's device: the unit is done when every read
@@ -24,6 +25,15 @@ pub trait Computed: Send + 'static {
     /// The value, given the mean of each fence as read back (in the order of
     /// [`Computed::fences`]).
     fn value(self, means: &[f32]) -> Self::Value;
+
+    /// Run on the worker once the unit has returned, before the value leaves it: what a value
+    /// whose tensors another thread will compute with needs done first. Nothing by default.
+    ///
+    /// # Errors
+    /// A device that failed while finishing the worker's work.
+    fn settle(&self) -> Result<()> {
+        Ok(())
+    }
 }
 
 impl<const D: usize> Computed for Tensor<D> {
@@ -39,7 +49,14 @@ impl<const D: usize> Computed for Tensor<D> {
     }
 }
 
-/// A network (any [`Block`]) handed back by a unit, as it stands after every earlier unit.
+/// A network (any [`Block`]) handed back by a unit, as it stands after every earlier unit:
+/// its devices have finished every kernel the worker launched before it is handed over.
+///
+/// The caller computes with it on its own thread (an evaluation, a file written), and on a
+/// CUDA card each thread issues on a stream of its own: the worker's kernels that write the
+/// network in place run on the worker's stream, and cubecl makes another stream wait for them
+/// only for buffers allocated since it last waited for that stream. Waiting here leaves
+/// nothing of the worker's in flight under the caller's reads.
 impl<B: Block + 'static> Computed for B {
     type Value = B;
 
@@ -50,6 +67,26 @@ impl<B: Block + 'static> Computed for B {
     fn value(self, _means: &[f32]) -> B {
         self
     }
+
+    fn settle(&self) -> Result<()> {
+        settle(self)
+    }
+}
+
+/// Waits until every device `module` lives on has run every kernel launched so far: what a
+/// unit that hands tensors of the worker's to another thread calls first (see the
+/// [`Computed`] impl for a [`Block`], which does).
+///
+/// # Errors
+/// [`Error::Device`] naming the device that failed.
+pub fn settle<M: burn::module::Module>(module: &M) -> Result<()> {
+    for device in module.devices() {
+        device.sync().map_err(|e| Error::Device {
+            device: format!("{device:?}"),
+            reason: format!("finishing the work queued on it: {e:?}"),
+        })?;
+    }
+    Ok(())
 }
 
 /// Any other host value, for a type this crate does not know: `Host(snapshot)`.

@@ -56,7 +56,7 @@ use std::time::Instant;
 
 use burn::tensor::Device;
 
-pub use computed::{Computed, Host};
+pub use computed::{Computed, Host, settle};
 pub use handle::{Completed, Handle, PoolSample};
 pub(crate) use watcher::block_on;
 
@@ -126,6 +126,7 @@ impl<S: Send + 'static> Engine<S> {
         let job = Job {
             run: Box::new(move |state: &mut S| {
                 let output = work(state)?;
+                output.settle()?;
                 Ok(Watch::start(output.fences(), deliver(output, delivered)))
             }),
             fail: {
@@ -340,6 +341,89 @@ mod tests {
         let data = snapshot.wait().unwrap();
         assert_eq!(data.try_to_vec::<f32>().unwrap(), vec![2.0; 4]);
         assert!(snapshot.wait_completed().unwrap().devices.is_empty());
+    }
+
+    /// Replaces each matrix `w` of a module by `w` multiplied `times` times by a fixed matrix
+    /// that keeps its scale: a long update, queued on the device.
+    struct Products(usize);
+
+    impl burn::module::ModuleMapper for Products {
+        fn map_float<const D: usize>(
+            &mut self,
+            param: burn::module::Param<Tensor<D>>,
+        ) -> burn::module::Param<Tensor<D>> {
+            let times = self.0;
+            param.map(|w| {
+                let dims = w.dims();
+                if D != 2 || dims[0] != dims[1] {
+                    return w;
+                }
+                let n = dims[0];
+                let device = w.device();
+                let mix = Tensor::<2>::eye(n, &device)
+                    .mul_scalar(0.5)
+                    .add_scalar(0.5 / n as f64);
+                let mut m: Tensor<2> = w.reshape([n, n]);
+                for _ in 0..times {
+                    m = m.matmul(mix.clone());
+                }
+                m.reshape(dims)
+            })
+        }
+    }
+
+    /// A network a unit hands back has been computed when its handle completes: the caller
+    /// computes with it on its own thread (an evaluation, a file written), and on a CUDA card
+    /// that thread issues on a stream of its own, which cubecl makes wait for the worker's
+    /// in-place writes only in part (issue 61). On lavapipe, which runs wgpu's kernels on the
+    /// CPU: a unit queues a long update of the weights, the next hands the network back, and
+    /// reading its weights on this thread then finds nothing of that update left to wait for.
+    #[test]
+    fn a_network_handed_back_has_been_computed_when_its_handle_completes() {
+        use crate::{Block, Dense, Init};
+        use burn::module::Module;
+
+        let device = Device::wgpu(burn::tensor::DeviceKind::DefaultDevice);
+        let n = 768;
+        let net = Dense::new(n)
+            .in_units(n)
+            .initialize(Init::default(), &device)
+            .infer_shape(Tensor::<2>::zeros([1, n], &device))
+            .unwrap();
+        let engine = Engine::new(net, None);
+        // The kernels compiled and the memory reserved before the clock starts.
+        engine
+            .issue(|net: &mut Dense| {
+                *net = net.clone().map(&mut Products(1));
+                Ok(())
+            })
+            .wait()
+            .unwrap();
+        let d = device.clone();
+        engine
+            .issue(move |_: &mut Dense| d.sync().map_err(|e| Error::Execution(format!("{e:?}"))))
+            .wait()
+            .unwrap();
+        let started = Instant::now();
+        engine.issue(|net: &mut Dense| {
+            *net = net.clone().map(&mut Products(24));
+            Ok(())
+        });
+        let snapshot = engine.issue(|net: &mut Dense| Ok(net.clone())).wait().unwrap();
+        let handed = started.elapsed();
+        let reading = Instant::now();
+        let weight = snapshot.linear().expect("created").weight.val();
+        let values = weight.into_data().try_to_vec::<f32>().unwrap();
+        let read = reading.elapsed();
+        assert!(values.iter().all(|v| v.is_finite()));
+        // Before: the handle completed at once (a network had no fence) and the read waited for
+        // the whole update; now the handle waits for it and the read is a copy.
+        assert!(
+            read * 4 < handed,
+            "the handle completed {handed:?} after the update was queued, and the read then \
+             took {read:?}: the update was still running under the read"
+        );
+        engine.finish().unwrap();
     }
 
     #[test]

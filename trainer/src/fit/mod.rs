@@ -675,6 +675,12 @@ where
             }
             return Err(error);
         }
+        // The network goes to this thread, which saves it: nothing of the worker's may still
+        // be in flight under its reads (see `ember::engine::settle`).
+        frontend
+            .engine
+            .issue(|b: &mut Backend<B, L>| ember::engine::settle(&b.net))
+            .wait()?;
         let backend = frontend.engine.finish()?;
         for callback in &mut frontend.callbacks {
             callback.train_end(&frontend.trace)?;

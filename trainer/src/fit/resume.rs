@@ -80,6 +80,9 @@ where
 {
     let (net, optimizer, metrics) = engine
         .issue(|b: &mut Backend<B, L>| {
+            // The file is written on this thread: nothing of the worker's may still be in
+            // flight under its reads (see `ember::engine::settle`).
+            ember::engine::settle(&b.net)?;
             Ok(Host((
                 b.net.clone(),
                 b.optimizer.clone(),
