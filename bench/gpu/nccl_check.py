@@ -101,9 +101,13 @@ def main():
         failures.append("the job did not say where it summed the gradients")
     if a.expect and taken not in (a.expect, "unknown"):
         failures.append(f"the gradients were summed on the {taken} path, not {a.expect}: {via}")
+    figures = f"largest difference {worst:.3g} over {count} parameters, tolerance {a.tolerance:g}"
     if failures:
-        sys.exit("; ".join(failures))
+        print(f"verdict: one rank through {taken} against one plain process: did not hold "
+              f"({'; '.join(failures)}; {figures})")
+        sys.exit(1)
     print(f"same update through the {taken} path")
+    print(f"verdict: one rank through {taken} against one plain process: held ({figures})")
 
 
 if __name__ == "__main__":

@@ -18,16 +18,13 @@ T2_MEMORY_BATCHES = 2  # t+2's device memory within 2 batches of the barrier's
 AUTO_THROUGHPUT = 0.03  # auto within 3 % of none's batches per second (issue 42)
 AUTO_MEMORY_BATCHES = 3  # auto's memory within 3 batches of the barrier's (issue 42)
 PEER_RATIO = 1.0  # ember / PyTorch at most this, per workload
-SECTIONS = ["Steps", "The card and `auto`", "Kernel tuning", "The chapter's 11 experiments",
-            "Sync policies compared", "Beside PyTorch and JAX", "The ResNet's test accuracy",
-            "Profile of the slowest ratio", "Ranks through NCCL", "Verdicts"]
-# run.sh's steps that look for where the ResNet's test accuracy falls on cuda, and what each is.
-RESNET_CHECK = [
-    ("resnet-cuda", "trained on cuda, two epochs at lr 0.05"),
-    ("resnet-restat-flex", "its parameters, then one epoch at lr 1e-30 on flex (weights kept, "
-     "BatchNorm's statistics estimated again)"),
-    ("resnet-restat-cuda", "the same on cuda"),
-]
+SECTIONS = ["Steps", "Correctness", "The card and `auto`", "Kernel tuning",
+            "The chapter's 11 experiments", "Sync policies compared", "Beside PyTorch and JAX",
+            "Profile of the slowest ratio", "Verdicts"]
+# Part 1's checks: (their folder, what each wrote, the step that ran it).
+CHECKS = [("resnet", "resnet.md", "resnet-check", "The ResNet's test accuracy"),
+          ("nccl", None, "nccl-check", "Ranks through NCCL"),
+          ("bf16", "bf16.md", "bf16-check", "bf16 against f32")]
 
 
 def read(path):
@@ -159,21 +156,41 @@ def peers(out):
     return (lines or ["The peers did not run."]), ratios
 
 
-def resnet_check(out):
-    """Each ResNet check step's epoch lines (train loss, test accuracy), as printed."""
+def tuning(out):
+    """Each part's tuning table (tuneP/tune.md), under the part's name."""
     lines = []
-    for name, what in RESNET_CHECK:
-        text = read(out / f"{name}.log").splitlines()
-        epochs = [l for l in text if l.startswith("epoch") and "test_acc" in l]
-        if text:
-            lines += [f"- {name}: {what}:"] + [f"  - `{l}`" for l in epochs or ["(no epoch line)"]]
-    return lines or ["The ResNet check did not run."]
+    for table in sorted(out.glob("tune*/tune.md")):
+        lines += [f"### {table.parent.name}", "", table.read_text(errors="replace").strip(), ""]
+    return lines or ["bench/gpu/tune.py wrote nothing."]
 
 
-def nccl(out):
-    """Part 4's check (bench/gpu/nccl_check.py): its lines after the commands, as printed."""
-    text = [l for l in read(out / "nccl-check.log").splitlines() if not l.startswith("$")]
-    return [f"- {l}" for l in text] or ["Part 4 (`--part 4 --bundle .gpu-mpi`) did not run."]
+def correctness(out, rows):
+    """Part 1's checks: each one's tables and verdict lines as its script wrote them, and
+    [verdict line] over all of them ('verdict: NAME: held|did not hold|not judged (...)')."""
+    lines, verdicts = [], []
+    status = {r["step"]: r["status"] for r in rows}
+    for folder, report, step, title in CHECKS:
+        if step not in status:
+            lines += [f"### {title}", "", f"{step} was not run (part 1 was not).", ""]
+            continue
+        if status[step].startswith("skipped"):
+            lines += [f"### {title}", "", f"{step}: {status[step]}.", ""]
+            verdicts.append(f"verdict: {title}: not judged ({status[step]})")
+            continue
+        if report:
+            text = read(out / folder / report).strip()
+        else:  # nccl_check.py prints its findings: its lines after the commands; run.sh's
+            # launcher.log says how Open MPI's launcher started
+            said = [l for l in read(out / "launcher.log").splitlines() if l.startswith("launcher:")]
+            said += [l for l in read(out / f"{step}.log").splitlines()
+                     if l.strip() and not l.startswith("$")]
+            text = "\n".join(f"- {l}" for l in said)
+        if not text:
+            text = read(out / f"{step}.log").strip()[-1500:]
+        lines += [f"### {title}", "", text or f"{step} did not run.", ""]
+        found = [l.lstrip("- ") for l in text.splitlines() if l.lstrip("- ").startswith("verdict:")]
+        verdicts += found or [f"verdict: {title}: did not hold ({step} printed no verdict)"]
+    return lines, verdicts
 
 
 def main():
@@ -186,13 +203,14 @@ def main():
     chapter_lines, held = chapter(out)
     compare_lines, judged = compare(out)
     peer_lines, ratios = peers(out)
-    resnet_lines = resnet_check(out)
+    check_lines, checks = correctness(out, rows)
     # run.sh writes profile/; a profile taken by hand beside it goes in profile-NAME/.
     profiles = [read(f).strip() for f in sorted(out.glob("profile*/profile.md"))]
     profile = "\n\n".join(profiles) or "No profile was written."
     profile = "\n".join(("##" + l) if l.startswith("#") else l for l in profile.splitlines())
 
-    verdicts = [f"- The chapter's claims on {d}: held in {h} of {n}." for d, h, n in held]
+    verdicts = [f"- {v.removeprefix('verdict: ')}" for v in checks]
+    verdicts += [f"- The chapter's claims on {d}: held in {h} of {n}." for d, h, n in held]
     verdicts += [f"- {'met' if ok else 'NOT met'}: {d}: {text}." for d, text, ok in judged]
     verdicts += [f"- {'met' if r <= PEER_RATIO else 'NOT met'}: {log}, {w}: ember / PyTorch "
                  f"{r:.3f} (goal at most {PEER_RATIO})" for log, w, r in ratios]
@@ -202,13 +220,12 @@ def main():
     body = {
         "Steps": step_lines,
         "The card and `auto`": card(out),
-        "Kernel tuning": [read(out / "tune/tune.md").strip() or "bench/gpu/tune.py wrote nothing."],
+        "Correctness": check_lines,
+        "Kernel tuning": tuning(out),
         "The chapter's 11 experiments": chapter_lines,
         "Sync policies compared": compare_lines,
         "Beside PyTorch and JAX": peer_lines,
-        "The ResNet's test accuracy": resnet_lines,
         "Profile of the slowest ratio": [profile],
-        "Ranks through NCCL": nccl(out),
         "Verdicts": verdicts,
     }
     text = ["# ember's GPU suite", "", f"Mode: {a.mode or 'unknown'}. Written by bench/gpu/run.sh "
@@ -219,7 +236,7 @@ def main():
     # The report's tables and verdicts alone, for the README's "On a GPU".
     (out / "summary.md").write_text("\n".join(
         ["## Verdicts", ""] + verdicts + ["", "## Beside PyTorch and JAX", ""] + peer_lines
-        + ["", "## The ResNet's test accuracy", ""] + resnet_lines))
+        + ["", "## Correctness", ""] + check_lines))
 
 
 if __name__ == "__main__":
