@@ -67,6 +67,38 @@ fn runs_killed_at_several_points_resume_to_the_same_bits_as_a_run_never_stopped(
     }
 }
 
+/// A resumed run's optimizer state is restored where the run trains, never on burn's default
+/// device: burn-optim creates it on `Device::default()`, which in a build with `cuda` is the
+/// card, so resuming an Adam run on flex panicked on a machine without a driver (issue 62).
+/// `BURN_DEVICE` sets that default; naming a backend this build lacks makes burn panic the
+/// moment anything reaches for it, which is what the CUDA build met.
+#[test]
+fn a_resume_with_optimizer_state_touches_no_device_it_was_not_asked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let checkpoints = dir.path().join("ck");
+    let ck = checkpoints.to_str().unwrap();
+    let save = dir.path().join("m.safetensors");
+    let run = args(&TINY, &["--optimizer", "adam", "--checkpoint", ck]);
+    succeeds(&run);
+    let resume = args(
+        &TINY,
+        &["--optimizer", "adam", "--epochs", "2", "--resume", ck, "--save"],
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(&resume)
+        .arg(&save)
+        .env("BURN_DEVICE", "cuda")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = super::common::cli::text(&out);
+    assert!(
+        out.status.success() && !stderr.contains("panicked"),
+        "{stdout}{stderr}"
+    );
+    assert!(stdout.contains("resuming"), "{stdout}");
+    assert!(save.is_file());
+}
+
 #[test]
 fn a_resume_with_other_flags_is_refused_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();

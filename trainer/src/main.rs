@@ -10,6 +10,13 @@ fn main() -> std::process::ExitCode {
         // SAFETY: no other thread exists yet this early in main.
         unsafe { std::env::set_var("XDG_RUNTIME_DIR", std::env::temp_dir()) };
     }
+    // burn puts what it makes without being given a device on its default one: the optimizer
+    // state a checkpoint restores (burn-optim's `load_record`) lands there until the first step
+    // moves it to each parameter's device. In a build with `cuda` that default is the card, so
+    // resuming an Adam run on flex opened CUDA, and panicked on a machine without a driver
+    // (issue 62). ember names every device it computes on, so burn's default is the CPU's.
+    // SAFETY: as above, no other thread exists yet.
+    unsafe { std::env::set_var("BURN_DEVICE", "flex") };
     // glibc's settings reach only threads that have not allocated yet: set them before any.
     ember::kernels::keep_freed_memory();
     cli::run()

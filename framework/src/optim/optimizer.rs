@@ -177,6 +177,12 @@ impl Optimizer {
     /// Reads back what [`Optimizer::save_state`] wrote. Each parameter's state goes to the
     /// parameter of the same id, so the network must come from the same checkpoint.
     ///
+    /// burn creates the state on its default device (`burn::tensor::Device::default()`, which
+    /// the environment variable `BURN_DEVICE` names; in a build with `cuda`, the card), and the
+    /// next step moves each parameter's to that parameter's device. A program that trains on
+    /// another device sets `BURN_DEVICE=flex` before it starts a thread, as `ember` does, so
+    /// that a card it was not asked for is never opened.
+    ///
     /// # Errors
     /// [`Error::Io`] naming the file when it cannot be read or is no optimizer state.
     pub fn load_state(mut self, path: &std::path::Path) -> Result<Self> {
