@@ -195,6 +195,21 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
         "refused before training:\n{stdout}"
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // Outputs too: rank 0 writes the job's, so a --save that only rank 1 was given was
+    // dropped in silence, exit 0 (issue 62); so were other --sync values and CPU kernels.
+    let save = dir.path().join("m13.safetensors");
+    let with_save = [&rank("0.1")[..], &["--save", save.to_str().unwrap()]].concat();
+    let out = output(two_ranks(&rank("0.1"), &with_save));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("rank 1 has --save"), "{stderr}");
+    let out = output(two_ranks(
+        &[&rank("0.1")[..], &["--sync", "none"]].concat(),
+        &rank("0.1"),
+    ));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("--sync"), "{stderr}");
 }
 
 /// Ranks resumed from two checkpoints of the same step, from runs at other rates, would train

@@ -35,8 +35,10 @@ impl Run<'_> {
         let description = self.description();
         if let Some(job) = self.job {
             let (checkpoint, resume) = (&self.outputs.checkpoint, &self.outputs.resume);
+            let mut settings = description.clone();
+            settings.extend(self.alike.clone());
             job.agree(
-                &description,
+                &settings,
                 self.epochs,
                 progress.batches,
                 checkpoint,

@@ -1,6 +1,7 @@
 //! `ember train`: the chapter's MLP on the chapter's synthetic data, or a model of `--model`
 //! on Fashion-MNIST, a CSV table or NumPy arrays.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::bail;
@@ -158,6 +159,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
 
 /// `ember train`, as this process alone or as a rank of `job`.
 fn train(args: TrainArgs, job: Option<&Job>) -> anyhow::Result<()> {
+    let alike = job.map(|_| ranks_alike(&args));
     let workload = Workload::try_from(args.workload)?;
     let policy_kind = args.sync.clone();
     let policy = args.sync.build()?;
@@ -268,6 +270,7 @@ fn train(args: TrainArgs, job: Option<&Job>) -> anyhow::Result<()> {
         replicas,
         outputs: &outputs,
         job,
+        alike: alike.unwrap_or_default(),
     };
     match (loss, task) {
         (LossName::L2, Task::Synthetic) => run.synthetic(),
@@ -307,4 +310,26 @@ struct Run<'a> {
     outputs: &'a OutputPaths,
     /// The job this process is a rank of, under `--distributed`.
     job: Option<&'a Job>,
+    /// In a job, what every rank must have alike besides what a resume matches
+    /// ([`ranks_alike`]).
+    alike: BTreeMap<String, String>,
+}
+
+/// What the ranks of a job must be started with alike, besides what a resume must match: the
+/// outputs as given (rank 0 writes them, and another rank's would be dropped in silence), the
+/// sync policy, and the CPU's kernels (`EMBER_CPU_KERNELS`), which change a rank's arithmetic.
+fn ranks_alike(args: &TrainArgs) -> BTreeMap<String, String> {
+    let path = |p: &Option<PathBuf>| p.as_ref().map_or("none".to_string(), |p| p.display().to_string());
+    BTreeMap::from([
+        ("--save".to_string(), path(&args.save)),
+        ("--save-best".to_string(), path(&args.save_best)),
+        ("--metrics".to_string(), path(&args.metrics)),
+        ("--profile".to_string(), path(&args.profile)),
+        ("--tensorboard".to_string(), path(&args.tensorboard)),
+        ("--sync".to_string(), args.sync.to_string()),
+        (
+            ember::kernels::ENV.to_string(),
+            std::env::var(ember::kernels::ENV).unwrap_or_else(|_| "unset".to_string()),
+        ),
+    ])
 }
