@@ -9,6 +9,8 @@ mod data;
 mod devices;
 #[path = "cli/distributed.rs"]
 mod distributed;
+#[path = "cli/distributed_alike.rs"]
+mod distributed_alike;
 #[path = "cli/gpu_suite.rs"]
 mod gpu_suite;
 #[path = "cli/html.rs"]

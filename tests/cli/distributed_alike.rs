@@ -1,0 +1,93 @@
+//! A job's ranks started otherwise than one another refuse before training, naming the flag:
+//! what a resume must match, and the outputs, the policy and the CPU's kernels besides.
+
+use super::common::cli::text;
+use super::distributed::{chapter_job, job_succeeds, output, table, two_ranks};
+
+#[test]
+fn ranks_started_with_other_flags_refuse_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = table(dir.path(), 60);
+    let base = [
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--classes",
+        "3",
+        "--batch-size",
+        "10",
+        "--distributed",
+        "mpi",
+    ];
+    // Rank 0 with one rate, rank 1 with another.
+    let rank = |lr| [&base[..], &["--lr", lr]].concat();
+    let out = output(two_ranks(&rank("0.1"), &rank("0.2")));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("rank 1 has --lr 0.2, rank 0 has --lr 0.1"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains("epoch 1"),
+        "refused before training:\n{stdout}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Outputs too: rank 0 writes the job's, so a --save that only rank 1 was given was
+    // dropped in silence, exit 0 (issue 62); so were other --sync values and CPU kernels.
+    let save = dir.path().join("m13.safetensors");
+    let with_save = [&rank("0.1")[..], &["--save", save.to_str().unwrap()]].concat();
+    let out = output(two_ranks(&rank("0.1"), &with_save));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("rank 1 has --save"), "{stderr}");
+    let out = output(two_ranks(
+        &[&rank("0.1")[..], &["--sync", "none"]].concat(),
+        &rank("0.1"),
+    ));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("--sync"), "{stderr}");
+}
+
+/// Ranks resumed from two checkpoints of the same step, from runs at other rates, would train
+/// from other parameters: refused before training, naming the checkpoint (before, only the
+/// step was compared, and the job trained on with its replicas apart, exit 0).
+#[test]
+fn ranks_resumed_from_other_checkpoints_of_one_step_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let tiny = [
+        "--batches",
+        "4",
+        "--batch-size",
+        "16",
+        "--features",
+        "8",
+        "--hidden",
+        "4",
+    ];
+    for (ck, lr) in [(a, "0.1"), (b, "0.5")] {
+        let mut args = chapter_job(ck, "4", &tiny);
+        args.extend_from_slice(&["--lr", lr]);
+        job_succeeds(2, &args);
+    }
+    let mut resume_a = chapter_job(a, "4", &tiny);
+    resume_a.extend_from_slice(&["--epochs", "2", "--resume", a]);
+    let mut resume_b = chapter_job(b, "4", &tiny);
+    resume_b.extend_from_slice(&["--epochs", "2", "--resume", b]);
+    let out = output(two_ranks(&resume_a, &resume_b));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("rank 1 has the checkpoint resumed step 4 (model.bpk"),
+        "{stderr}"
+    );
+    assert!(
+        !stdout.contains("epoch 2"),
+        "refused before training:\n{stdout}"
+    );
+}
