@@ -65,10 +65,15 @@ fn lr_find_prints_the_sweep_and_the_suggestion_and_draws_it() {
 
 #[test]
 fn bad_sweep_values_are_refused_naming_the_flag_before_any_work() {
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
         (&["--min-lr", "0"], "invalid --min-lr 0"),
         (&["--min-lr", "-0.001"], "invalid --min-lr -0.001"),
         (&["--min-lr", "nan"], "invalid --min-lr NaN"),
+        // 0 in single precision: the sweep suggested --lr 8.86e-52 from it (issue 62).
+        (
+            &["--min-lr", "1e-60", "--max-lr", "1e-50"],
+            "invalid --min-lr 1e-60: must be above 0 in single precision",
+        ),
         (&["--max-lr", "1e-9"], "invalid --max-lr 0.000000001"),
         (&["--max-lr", "inf"], "invalid --max-lr inf"),
         (&["--steps", "1"], "invalid --steps 1"),

@@ -12,7 +12,7 @@ use super::common::params::{max_difference, values};
 
 #[test]
 fn bad_recipe_values_are_errors_naming_the_flag() {
-    let cases: [(&[&str], &str); 16] = [
+    let cases: [(&[&str], &str); 19] = [
         (&["--optimizer", "lion"], "invalid --optimizer \"lion\""),
         (
             &["--optimizer", "adam", "--momentum", "0.9"],
@@ -45,6 +45,11 @@ fn bad_recipe_values_are_errors_naming_the_flag() {
         (&["--clip-norm", "0"], "invalid --clip-norm 0"),
         (&["--clip-norm", "nan"], "invalid --clip-norm NaN"),
         (&["--clip-value", "-1"], "invalid --clip-value -1"),
+        // Values that are 0 in single precision, where training computes: they trained
+        // nothing and exited 0 (issue 62).
+        (&["--lr", "1e-50"], "invalid --lr 1e-50: must be above 0 in single precision"),
+        (&["--clip-value", "1e-46"], "invalid --clip-value 1e-46: must be above 0 in single"),
+        (&["--clip-norm", "1e-300"], "it is 0 there"),
         (&["--accumulate", "0"], "invalid --accumulate 0"),
         (&["--accumulate", "-2"], "invalid --accumulate -2"),
     ];

@@ -14,7 +14,7 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::Tensor;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How gradients are clipped.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -35,7 +35,7 @@ impl Clipping {
     /// Clipping to a global norm of at most `max_norm`.
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] naming `max_norm` when it is not a finite number above 0.
+    /// [`crate::Error::InvalidValue`] naming `max_norm` when it is not a finite number above 0.
     pub fn global_norm(max_norm: f64) -> Result<Self> {
         Self::NONE.with_global_norm(max_norm)
     }
@@ -43,7 +43,7 @@ impl Clipping {
     /// Clamping every element to [−value, value].
     ///
     /// # Errors
-    /// [`Error::InvalidValue`] naming `value` when it is not a finite number above 0.
+    /// [`crate::Error::InvalidValue`] naming `value` when it is not a finite number above 0.
     pub fn value(value: f64) -> Result<Self> {
         Self::NONE.with_value(value)
     }
@@ -103,14 +103,7 @@ impl fmt::Display for Clipping {
 }
 
 fn checked(name: &'static str, value: f64) -> Result<f64> {
-    if !(value.is_finite() && value > 0.0) {
-        return Err(Error::InvalidValue {
-            name,
-            value: value.to_string(),
-            reason: "must be a finite number above 0".to_string(),
-        });
-    }
-    Ok(value)
+    super::positive(name, value)
 }
 
 /// The sum of every gradient's squared elements, on the device.

@@ -218,14 +218,7 @@ impl OptimizerKind {
     /// # Errors
     /// [`Error::InvalidValue`] for SGD or a value not above 0.
     pub fn with_epsilon(mut self, value: f64) -> Result<Self> {
-        if !(value.is_finite() && value > 0.0 && (value as f32) > 0.0) {
-            return Err(invalid(
-                "eps",
-                value,
-                "must be a finite number above 0, in single precision too",
-            ));
-        }
-        let value = single("eps", value, f64::INFINITY)?;
+        let value = super::positive("eps", value)?;
         match &mut self {
             OptimizerKind::Adam { epsilon, .. }
             | OptimizerKind::AdamW { epsilon, .. }

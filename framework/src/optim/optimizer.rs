@@ -81,13 +81,7 @@ impl Optimizer {
     ) -> Result<Self> {
         let kind = optimizer.into_optimizer()?;
         kind.check()?;
-        if !(learning_rate.is_finite() && learning_rate > 0.0) {
-            return Err(Error::InvalidValue {
-                name: "learning rate",
-                value: learning_rate.to_string(),
-                reason: "must be a finite number above 0".to_string(),
-            });
-        }
+        let learning_rate = super::positive("learning rate", learning_rate)?;
         Ok(Self {
             kind,
             learning_rate,

@@ -205,16 +205,13 @@ fn factor(spec: &str, text: &str) -> Result<f64> {
     Ok(factor)
 }
 
-/// A finite number above 0.
+/// A finite number above 0, in single precision too ([`super::positive`]).
 fn positive(spec: &str, what: &str, text: &str) -> Result<f64> {
     let value: f64 = number(spec, what, text)?;
-    if !(value.is_finite() && value > 0.0) {
-        return Err(invalid(
-            spec,
-            format!("{what} {text} must be a finite number above 0"),
-        ));
-    }
-    Ok(value)
+    super::positive("the schedule's value", value).map_err(|e| match e {
+        Error::InvalidValue { reason, .. } => invalid(spec, format!("{what} {text} {reason}")),
+        e => e,
+    })
 }
 
 /// A count of epochs, at least 1.

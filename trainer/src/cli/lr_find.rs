@@ -87,10 +87,12 @@ pub struct LrFindArgs {
 /// The sweep of the flags, each value checked and named by its flag.
 fn sweep(args: &LrFindArgs) -> anyhow::Result<LrSweep> {
     let (min, max) = (args.min_lr, args.max_lr);
-    if !(min.is_finite() && min > 0.0) {
-        bail!("invalid --min-lr {min}: must be a finite number above 0");
+    for (flag, value) in [("--min-lr", min), ("--max-lr", max)] {
+        if let Err(ember::Error::InvalidValue { reason, .. }) = ember::optim::positive(flag, value) {
+            bail!("invalid {flag} {}: {reason}", super::flags::number(value));
+        }
     }
-    if !(max.is_finite() && max > min) {
+    if max <= min {
         bail!("invalid --max-lr {max}: must be a finite number above --min-lr {min}");
     }
     let sweep = LrSweep::new(min, max, args.steps)

@@ -8,7 +8,7 @@ use clap::Args;
 use ember::optim::{Clipping, OPTIMIZERS, Schedule};
 use ember::{Error, OptimizerKind, Precision};
 
-use super::flags::Flag;
+use super::flags::{Flag, number};
 use super::workload::Workload;
 
 /// The optimizer, its options, the schedule and clipping, as given.
@@ -175,12 +175,12 @@ impl TryFrom<&RecipeArgs> for Recipe {
         let mut clipping = Clipping::NONE;
         if let Some(norm) = args.clip_norm {
             clipping = clipping.with_global_norm(norm).map_err(|e| {
-                anyhow::anyhow!("invalid {} {norm}: {}", Flag::CLIP_NORM, reason(e))
+                anyhow::anyhow!("invalid {} {}: {}", Flag::CLIP_NORM, number(norm), reason(e))
             })?;
         }
         if let Some(value) = args.clip_value {
             clipping = clipping.with_value(value).map_err(|e| {
-                anyhow::anyhow!("invalid {} {value}: {}", Flag::CLIP_VALUE, reason(e))
+                anyhow::anyhow!("invalid {} {}: {}", Flag::CLIP_VALUE, number(value), reason(e))
             })?;
         }
         let accumulate = match args.accumulate {

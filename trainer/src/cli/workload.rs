@@ -158,8 +158,10 @@ impl TryFrom<WorkloadArgs> for Workload {
 
     fn try_from(args: WorkloadArgs) -> anyhow::Result<Self> {
         let hidden = args.hidden.as_ref().map_or(vec![2048, 512], list::sizes);
-        if !(args.lr.is_finite() && args.lr > 0.0) {
-            bail!("invalid --lr {}: must be a finite number above 0", args.lr);
+        if let Err(ember::Error::InvalidValue { reason, .. }) =
+            ember::optim::positive("--lr", args.lr)
+        {
+            bail!("invalid --lr {}: {reason}", super::flags::number(args.lr));
         }
         let data = args.data.clone();
         let recipe = Recipe::try_from(&args.recipe)?;

@@ -108,14 +108,9 @@ impl LrSweep {
                 reason: reason.to_string(),
             })
         };
-        if !(self.min_lr.is_finite() && self.min_lr > 0.0) {
-            return invalid(
-                "min_lr",
-                self.min_lr.to_string(),
-                "must be a finite number above 0",
-            );
-        }
-        if !(self.max_lr.is_finite() && self.max_lr > self.min_lr) {
+        ember::optim::positive("min_lr", self.min_lr)?;
+        ember::optim::positive("max_lr", self.max_lr)?;
+        if self.max_lr <= self.min_lr {
             return invalid(
                 "max_lr",
                 self.max_lr.to_string(),
