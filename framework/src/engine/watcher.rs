@@ -41,11 +41,13 @@ impl Watch {
             fences
                 .into_iter()
                 .map(|fence| {
+                    // Where it fails, the device is named: a remote one names its server.
+                    let device = fence.device();
                     let mut readback: Readback =
                         Box::pin(async move {
                             fence.detach().mean().into_data_async().await.map_err(|e| {
                                 Error::Readback {
-                                    what: "a unit's fence".to_string(),
+                                    what: format!("a unit's fence on {device:?}"),
                                     reason: e.to_string(),
                                 }
                             })

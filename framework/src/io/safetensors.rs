@@ -219,6 +219,32 @@ fn check_names_and_shapes(
     }
 }
 
+/// Reads every parameter of `net` back from its device without a panic where the device is
+/// gone (a remote server that died): `Err` names the first that could not be read. What a
+/// run that failed checks before it writes anything: burn-store's reads panic there, once per
+/// tensor and place tried.
+///
+/// # Errors
+/// [`Error::Readback`] naming the parameter and the device's reason.
+pub fn readable<M: Module>(net: &M) -> Result<()> {
+    struct Read(Option<Error>);
+    impl burn::module::ModuleVisitor for Read {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<D>>) {
+            if self.0.is_none()
+                && let Err(e) = param.val().try_to_data()
+            {
+                self.0 = Some(Error::Readback {
+                    what: format!("a parameter of shape {:?}", param.val().dims()),
+                    reason: e.to_string(),
+                });
+            }
+        }
+    }
+    let mut read = Read(None);
+    net.visit(&mut read);
+    read.0.map_or(Ok(()), Err)
+}
+
 /// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
 /// safetensors reader can take: say so rather than report a malformed header.
 /// The first NaN or infinity among `net`'s parameters, as [`Error::NonFiniteParameter`]

@@ -14,7 +14,7 @@ use ember_trainer::trace::Trace;
 
 use super::clash::Files;
 use super::model::Net;
-use super::rescue_file::{beside, save_elsewhere};
+use super::rescue_file::save_elsewhere;
 use super::workload::DataSpec;
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
@@ -364,7 +364,7 @@ pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
 /// Where a run's parameters' metadata and its trace go: what [`write`] needs beside the
 /// network, owned, for [`rescue`] too.
 #[derive(Clone)]
-struct Traces {
+pub(super) struct Traces {
     recorded: BTreeMap<String, String>,
     metrics: Option<PathBuf>,
     profile: Option<PathBuf>,
@@ -372,7 +372,7 @@ struct Traces {
 }
 
 impl OutputPaths {
-    fn traces(&self) -> Traces {
+    pub(super) fn traces(&self) -> Traces {
         Traces {
             recorded: self.recorded.clone(),
             metrics: self.metrics.clone(),
@@ -384,7 +384,7 @@ impl OutputPaths {
 
 /// `--save`, `--metrics` and `--profile`, each written whatever became of the others; the
 /// failures, one per output.
-fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<String> {
+pub(super) fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<String> {
     let Traces {
         recorded,
         metrics,
@@ -442,93 +442,10 @@ fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<St
 }
 
 /// What became of an output that was not written: an old file, or none.
-fn left_as_it_was(path: &Path) -> &'static str {
+pub(super) fn left_as_it_was(path: &Path) -> &'static str {
     match path.exists() {
         true => "the file keeps its old content",
         false => "no file was made",
     }
 }
 
-/// What `ember train` does when its run fails after training began (`Fit::rescue`): the
-/// network as the last completed step left it goes to `--save` (unless it diverged: NaN is
-/// never written over a file), the trace so far to `--metrics`, and where resuming can work,
-/// the way to go on; the run's error follows, and the exit status is non-zero.
-pub fn rescue(
-    outputs: &OutputPaths,
-    (flag, value): (String, String),
-) -> impl FnOnce(&Net, &Trace, &ember::Error) + 'static {
-    let save = outputs.save.clone();
-    let traces = outputs.traces();
-    let checkpoints = outputs.checkpoint.as_ref().map(|c| c.dir.clone());
-    let resumed = outputs.resume.as_ref().map(|c| c.dir.clone());
-    move |net, trace, error| {
-        let at = trace.batches.last().map_or(String::new(), |b| {
-            format!(" after batch {} of epoch {}", b.batch + 1, b.epoch + 1)
-        });
-        // Parameters that gave a NaN or infinite loss are no model: the file keeps its old
-        // content.
-        // A run the user stopped (a second signal cut a checkpoint short) is not saved either.
-        let stopped = ember_trainer::signals::requested();
-        let save = match (save, error.diverged() || stopped.is_some()) {
-            (Some(path), true) => {
-                say_err!(
-                    "error: --save {} not written: {}; {}",
-                    path.display(),
-                    match stopped {
-                        Some(signal) => format!("the run was stopped by {signal}"),
-                        None => "the run diverged".to_string(),
-                    },
-                    left_as_it_was(&path)
-                );
-                None
-            }
-            // A file that was there before the run may be worth more than a run cut short:
-            // what it trained goes beside it.
-            (Some(path), false) if path.is_file() => {
-                let beside = beside(&path, "rescued");
-                say_err!(
-                    "error: --save {} keeps its old content: the run failed, so what it \
-                     trained goes beside it, to {}",
-                    path.display(),
-                    beside.display()
-                );
-                Some(beside)
-            }
-            (save, _) => save,
-        };
-        say!("the run failed{at}: writing what it had trained");
-        for failure in write(net, trace, save.as_ref(), traces) {
-            say_err!("error: {failure}");
-        }
-        let Some(dir) = checkpoints else { return };
-        match Checkpoint::latest(&dir) {
-            // It diverged again from the checkpoint it resumed, before writing another: that
-            // checkpoint's parameters may be past saving at any rate.
-            Ok(Some(last)) if error.diverged() && resumed.as_ref() == Some(&last.dir) => say!(
-                "it diverged again from {}, the checkpoint it resumed: go on from it at a much \
-                 lower rate with --resume {} {flag}R (this run had {flag}{value}), or train again \
-                 from the start in a new directory",
-                last.dir.display(),
-                dir.display()
-            ),
-            // Its parameters gave a finite loss: checkpoints are kept only then.
-            Ok(Some(last)) if error.diverged() => say!(
-                "its last checkpoint is {}, from before the parameters diverged: go on from it \
-                 at a lower learning rate with --resume {} {flag}R (this run had {flag}{value})",
-                last.dir.display(),
-                dir.display()
-            ),
-            Ok(Some(last)) => say!(
-                "its last checkpoint is {}: go on with --resume {}",
-                last.dir.display(),
-                dir.display()
-            ),
-            _ if error.diverged() => say!(
-                "no checkpoint in {} holds parameters that gave a finite loss: train again at a \
-                 lower learning rate (this run had {flag}{value})",
-                dir.display()
-            ),
-            _ => say!("no checkpoint of it is complete in {}", dir.display()),
-        }
-    }
-}

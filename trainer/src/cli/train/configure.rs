@@ -11,7 +11,7 @@ use ember_trainer::tensorboard::TensorBoard;
 use super::Run;
 use crate::cli::book_lines::BookLines;
 use crate::cli::model::Net;
-use crate::cli::output_paths::rescue;
+use crate::cli::rescue_file::rescue;
 use crate::cli::resume_flags;
 
 impl Run<'_> {
