@@ -80,18 +80,17 @@ pub fn rescue(
         let unreadable = save
             .as_ref()
             .and_then(|_| ember::io::safetensors::readable(net).err());
-        let save = match (save, error.diverged() || stopped.is_some()) {
-            (Some(path), _) if unreadable.is_some() => {
+        let save = match (save, unreadable, error.diverged() || stopped.is_some()) {
+            (Some(path), Some(unreadable), _) => {
                 say_err!(
                     "error: --save {} not written: what the run trained cannot be read back \
-                     from its device ({}); {}",
+                     from its device ({unreadable}); {}",
                     path.display(),
-                    unreadable.as_ref().expect("matched"),
                     left_as_it_was(&path)
                 );
                 None
             }
-            (Some(path), true) => {
+            (Some(path), None, true) => {
                 say_err!(
                     "error: --save {} not written: {}; {}",
                     path.display(),
@@ -105,7 +104,7 @@ pub fn rescue(
             }
             // A file that was there before the run may be worth more than a run cut short:
             // what it trained goes beside it.
-            (Some(path), false) if path.is_file() => {
+            (Some(path), None, false) if path.is_file() => {
                 let beside = beside(&path, "rescued");
                 say_err!(
                     "error: --save {} keeps its old content: the run failed, so what it \
@@ -115,7 +114,7 @@ pub fn rescue(
                 );
                 Some(beside)
             }
-            (save, _) => save,
+            (save, _, _) => save,
         };
         say!("the run failed{at}: writing what it had trained");
         for failure in write(net, trace, save.as_ref(), traces) {
