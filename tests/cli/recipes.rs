@@ -47,8 +47,14 @@ fn bad_recipe_values_are_errors_naming_the_flag() {
         (&["--clip-value", "-1"], "invalid --clip-value -1"),
         // Values that are 0 in single precision, where training computes: they trained
         // nothing and exited 0 (issue 62).
-        (&["--lr", "1e-50"], "invalid --lr 1e-50: must be above 0 in single precision"),
-        (&["--clip-value", "1e-46"], "invalid --clip-value 1e-46: must be above 0 in single"),
+        (
+            &["--lr", "1e-50"],
+            "invalid --lr 1e-50: must be above 0 in single precision",
+        ),
+        (
+            &["--clip-value", "1e-46"],
+            "invalid --clip-value 1e-46: must be above 0 in single",
+        ),
         (&["--clip-norm", "1e-300"], "it is 0 there"),
         (&["--accumulate", "0"], "invalid --accumulate 0"),
         (&["--accumulate", "-2"], "invalid --accumulate -2"),

@@ -82,7 +82,15 @@ fn a_resume_with_optimizer_state_touches_no_device_it_was_not_asked_for() {
     succeeds(&run);
     let resume = args(
         &TINY,
-        &["--optimizer", "adam", "--epochs", "2", "--resume", ck, "--save"],
+        &[
+            "--optimizer",
+            "adam",
+            "--epochs",
+            "2",
+            "--resume",
+            ck,
+            "--save",
+        ],
     );
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
         .args(&resume)

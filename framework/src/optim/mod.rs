@@ -60,7 +60,10 @@ mod tests {
             (f64::NAN, "above 0"),
         ] {
             let err = positive("learning rate", value).unwrap_err().to_string();
-            assert!(err.contains("learning rate") && err.contains(said), "{value}: {err}");
+            assert!(
+                err.contains("learning rate") && err.contains(said),
+                "{value}: {err}"
+            );
         }
     }
 }

@@ -124,18 +124,29 @@ mod tests {
         let mut again = Vec::new();
         net.visit(&mut Collect(&back, &mut again, &mut Vec::new()));
         assert_eq!(again, expected);
-        assert_eq!(order.len(), 4, "weights and biases of two layers: {order:?}");
+        assert_eq!(
+            order.len(),
+            4,
+            "weights and biases of two layers: {order:?}"
+        );
     }
 
     /// Each trainable parameter's gradient, as values, in the visit's order.
-    struct Collect<'a>(&'a GradientsParams, &'a mut Vec<Vec<f32>>, &'a mut Vec<Vec<usize>>);
+    struct Collect<'a>(
+        &'a GradientsParams,
+        &'a mut Vec<Vec<f32>>,
+        &'a mut Vec<Vec<usize>>,
+    );
 
     impl burn::module::ModuleVisitor for Collect<'_> {
         fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
             if !param.is_require_grad() {
                 return;
             }
-            let grad = self.0.get::<D>(param.id).expect("a gradient for every parameter");
+            let grad = self
+                .0
+                .get::<D>(param.id)
+                .expect("a gradient for every parameter");
             self.2.push(grad.dims().to_vec());
             self.1.push(values(grad));
         }

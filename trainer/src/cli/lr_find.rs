@@ -88,7 +88,8 @@ pub struct LrFindArgs {
 fn sweep(args: &LrFindArgs) -> anyhow::Result<LrSweep> {
     let (min, max) = (args.min_lr, args.max_lr);
     for (flag, value) in [("--min-lr", min), ("--max-lr", max)] {
-        if let Err(ember::Error::InvalidValue { reason, .. }) = ember::optim::positive(flag, value) {
+        if let Err(ember::Error::InvalidValue { reason, .. }) = ember::optim::positive(flag, value)
+        {
             bail!("invalid {flag} {}: {reason}", super::flags::number(value));
         }
     }

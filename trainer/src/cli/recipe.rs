@@ -175,12 +175,22 @@ impl TryFrom<&RecipeArgs> for Recipe {
         let mut clipping = Clipping::NONE;
         if let Some(norm) = args.clip_norm {
             clipping = clipping.with_global_norm(norm).map_err(|e| {
-                anyhow::anyhow!("invalid {} {}: {}", Flag::CLIP_NORM, number(norm), reason(e))
+                anyhow::anyhow!(
+                    "invalid {} {}: {}",
+                    Flag::CLIP_NORM,
+                    number(norm),
+                    reason(e)
+                )
             })?;
         }
         if let Some(value) = args.clip_value {
             clipping = clipping.with_value(value).map_err(|e| {
-                anyhow::anyhow!("invalid {} {}: {}", Flag::CLIP_VALUE, number(value), reason(e))
+                anyhow::anyhow!(
+                    "invalid {} {}: {}",
+                    Flag::CLIP_VALUE,
+                    number(value),
+                    reason(e)
+                )
             })?;
         }
         let accumulate = match args.accumulate {

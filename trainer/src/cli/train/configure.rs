@@ -37,13 +37,7 @@ impl Run<'_> {
             let (checkpoint, resume) = (&self.outputs.checkpoint, &self.outputs.resume);
             let mut settings = description.clone();
             settings.extend(self.alike.clone());
-            job.agree(
-                &settings,
-                self.epochs,
-                progress.batches,
-                checkpoint,
-                resume,
-            )?;
+            job.agree(&settings, self.epochs, progress.batches, checkpoint, resume)?;
         }
         let mut fit = fit
             .replicas(self.replicas)

@@ -319,7 +319,10 @@ struct Run<'a> {
 /// outputs as given (rank 0 writes them, and another rank's would be dropped in silence), the
 /// sync policy, and the CPU's kernels (`EMBER_CPU_KERNELS`), which change a rank's arithmetic.
 fn ranks_alike(args: &TrainArgs) -> BTreeMap<String, String> {
-    let path = |p: &Option<PathBuf>| p.as_ref().map_or("none".to_string(), |p| p.display().to_string());
+    let path = |p: &Option<PathBuf>| {
+        p.as_ref()
+            .map_or("none".to_string(), |p| p.display().to_string())
+    };
     BTreeMap::from([
         ("--save".to_string(), path(&args.save)),
         ("--save-best".to_string(), path(&args.save_best)),
