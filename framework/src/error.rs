@@ -96,6 +96,19 @@ pub enum Error {
         /// What the connection attempt said.
         reason: String,
     },
+    /// A remote device left a wait unanswered for longer than
+    /// [`answer_within`](crate::device::remote::answer_within): its server stopped answering.
+    #[error(
+        "{device} gave no answer within {seconds} s while {doing}: its server has stopped answering"
+    )]
+    Silent {
+        /// The device as given (`remote:ws://host:3000`).
+        device: String,
+        /// The bound it exceeded, in seconds.
+        seconds: f64,
+        /// What ember waited for (a unit's fence read back, the work queued on it).
+        doing: String,
+    },
     /// wgpu was asked for on a machine without a wgpu adapter.
     #[error("no wgpu adapter found on this machine (no Vulkan, Metal or DX12 driver)")]
     NoWgpuAdapter,

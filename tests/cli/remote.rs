@@ -1,7 +1,7 @@
 //! `ember serve` and `remote:` devices: they train as local ones, a lost server is an error
 //! naming the batch and the device, and a build without them says which build has them.
 
-use super::common::cli::{fails_with, succeeds};
+use super::common::cli::{TINY, args, fails_with, succeeds, text};
 
 /// `ember serve` processes on 127.0.0.1, stopped when dropped.
 struct Servers(Vec<std::process::Child>);
@@ -46,6 +46,44 @@ fn serve(count: usize) -> (Servers, String) {
         devices.push(format!("remote:ws://{address}"));
     }
     (servers, devices.join(","))
+}
+
+/// `ember train` in `dir` on `device` for 100,000 batches of 64, with a checkpoint every 20
+/// batches in `ck` and `--save save`, then `more`; its outputs piped.
+#[cfg(feature = "remote")]
+fn spawn_train(
+    dir: &std::path::Path,
+    (device, ck, save): (&str, &std::path::Path, &std::path::Path),
+    more: &[&str],
+) -> std::process::Child {
+    let (ck, save) = (ck.to_str().unwrap(), save.to_str().unwrap());
+    std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .current_dir(dir)
+        .args(["train", "--devices", device, "--batches", "100000"])
+        .args([
+            "--batch-size",
+            "64",
+            "--checkpoint",
+            ck,
+            "--checkpoint-every",
+            "20",
+        ])
+        .args(["--save", save])
+        .args(more)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits (up to 120 s) until the checkpoint directory `ck` holds step 20.
+#[cfg(feature = "remote")]
+fn wait_for_step_20(ck: &std::path::Path) {
+    let start = std::time::Instant::now();
+    while !ck.join("step-0000000020").is_dir() {
+        assert!(start.elapsed().as_secs() < 120, "no checkpoint after 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 #[test]
@@ -176,53 +214,29 @@ fn serve_on_port_0_names_the_port_it_took() {
 fn a_run_whose_only_device_dies_writes_nothing_it_cannot_read_and_does_not_panic() {
     let dir = tempfile::tempdir().unwrap();
     let old = dir.path().join("old.safetensors");
-    let tiny = ["--batches", "4", "--batch-size", "32", "--features", "8", "--hidden", "4"];
-    succeeds(&[&["train", "--device", "flex", "--save", old.to_str().unwrap()], &tiny[..]].concat());
+    succeeds(&args(&TINY, &["--save", old.to_str().unwrap()]));
     let before = std::fs::read(&old).unwrap();
     let ck = dir.path().join("ck");
     let (mut servers, device) = serve(1);
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
-        .current_dir(dir.path())
-        .args([
-            "train",
-            "--devices",
-            &device,
-            "--batches",
-            "100000",
-            "--batch-size",
-            "64",
-            "--checkpoint",
-            ck.to_str().unwrap(),
-            "--checkpoint-every",
-            "20",
-            "--save",
-            old.to_str().unwrap(),
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let run = spawn_train(dir.path(), (&device, &ck, &old), &[]);
     // The server goes once a checkpoint is written.
-    let start = std::time::Instant::now();
-    while !ck.join("step-0000000020").is_dir() {
-        assert!(start.elapsed().as_secs() < 120, "no checkpoint after 120 s");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    wait_for_step_20(&ck);
     let mut lost = servers.0.remove(0);
     lost.kill().unwrap();
     lost.wait().unwrap();
     let out = run.wait_with_output().unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
+    let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
         stderr.contains("not written: what the run trained cannot be read back from its device"),
         "{stderr}"
     );
-    assert_eq!(std::fs::read(&old).unwrap(), before, "--save keeps its old content");
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        before,
+        "--save keeps its old content"
+    );
     let rescued: Vec<_> = std::fs::read_dir(dir.path())
         .unwrap()
         .flatten()
@@ -230,4 +244,67 @@ fn a_run_whose_only_device_dies_writes_nothing_it_cannot_read_and_does_not_panic
         .collect();
     assert!(rescued.is_empty(), "{rescued:?}");
     assert!(stdout.contains("its last checkpoint is"), "{stdout}");
+}
+
+/// A server that stops answering (here stopped with SIGSTOP, as a machine swapped out or
+/// behind a dead link) keeps its connection open. The client waited for it forever, and a
+/// SIGTERM only promised to finish the batch in flight (issue 62). Now the run fails within
+/// `--remote-timeout`, naming the device; `--save` keeps its old content, the checkpoint
+/// written before is named, and the trace so far is written.
+#[cfg(feature = "remote")]
+#[test]
+fn a_server_that_stops_answering_ends_the_run_within_the_bound_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join("old.safetensors");
+    std::fs::write(&old, b"old").unwrap();
+    let ck = dir.path().join("ck");
+    let metrics = dir.path().join("m.csv");
+    let (servers, device) = serve(1);
+    let more = ["--remote-timeout", "3", "--sync", "window:3", "--metrics"];
+    let metrics_path = metrics.to_str().unwrap();
+    let run = spawn_train(
+        dir.path(),
+        (&device, &ck, &old),
+        &[&more[..], &[metrics_path]].concat(),
+    );
+    wait_for_step_20(&ck);
+    let server = servers.0[0].id().to_string();
+    let signal = |name: &str, pid: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, pid])
+            .status();
+        assert!(sent.unwrap().success(), "kill {name} {pid}");
+    };
+    signal("-STOP", &server);
+    let stopped = std::time::Instant::now();
+    // A watchdog: the test ends the client itself rather than hang with it.
+    let client = run.id();
+    let watchdog = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &client.to_string()])
+            .status();
+    });
+    let out = run.wait_with_output().unwrap();
+    let waited = stopped.elapsed();
+    signal("-CONT", &server);
+    drop(watchdog);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        waited.as_secs() < 30,
+        "ended {waited:?} after the server stopped: {stderr}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains(&format!("{device} gave no answer within 3 s")),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&old).unwrap(),
+        b"old",
+        "--save keeps its old content"
+    );
+    assert!(stdout.contains("its last checkpoint is"), "{stdout}");
+    assert!(metrics.is_file(), "{stdout}");
 }

@@ -9,6 +9,10 @@
 //! removes the temporary files of the writes in flight ([`ember::io::remove_temporaries`])
 //! and exits at once with 128 + the signal's number. Without `install`, signals keep their
 //! default action and `fit` never sees a request.
+//!
+//! Where a remote device is open, its server may never answer the batches in flight: the
+//! first signal then gives the run [`answer_within`](ember::device::remote::answer_within) (and
+//! a tenth more) to stop by itself, and stops it at once after that, as a second signal would.
 
 use std::fmt;
 use std::io::Write;
@@ -73,24 +77,27 @@ pub fn install() -> ember::Result<()> {
                             .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
                             .is_ok();
                         if first && RUNS.load(Ordering::SeqCst) > 0 {
+                            let remote = ember::device::remote::any_opened();
                             // Never a panic here: with stderr full, the stop goes on quietly.
                             let _ = writeln!(
                                 std::io::stderr(),
                                 "{}: finishing the batches in flight, then stopping (again to \
-                                 stop at once)",
-                                Signal(signal)
+                                 stop at once){}",
+                                Signal(signal),
+                                if remote {
+                                    format!(
+                                        "; a remote device has {} s to answer",
+                                        flags_seconds(ember::device::remote::answer_within())
+                                    )
+                                } else {
+                                    String::new()
+                                }
                             );
+                            if remote {
+                                stop_unless_done(Signal(signal));
+                            }
                         } else {
-                            let _ = writeln!(
-                                std::io::stderr(),
-                                "{}: stopped at once; a file being written keeps its old content",
-                                Signal(signal)
-                            );
-                            ember::io::remove_temporaries();
-                            // `_exit`: no destructors or exit handlers run while other
-                            // threads are inside oneDNN (`process::exit` ran them, and a
-                            // signal early in a run crashed the process with SIGSEGV).
-                            signal_hook::low_level::exit(i32::from(Signal(signal).exit_code()));
+                            stop_at_once(Signal(signal), "stopped at once");
                         }
                     }
                 })
@@ -99,6 +106,43 @@ pub fn install() -> ember::Result<()> {
         })
         .clone()
         .map_err(|e| ember::Error::Execution(format!("cannot handle SIGINT/SIGTERM: {e}")))
+}
+
+/// Removes the temporary files of the writes in flight and exits with 128 + the signal's
+/// number, saying `why` first.
+fn stop_at_once(signal: Signal, why: &str) -> ! {
+    let _ = writeln!(
+        std::io::stderr(),
+        "{signal}: {why}; a file being written keeps its old content"
+    );
+    ember::io::remove_temporaries();
+    // `_exit`: no destructors or exit handlers run while other threads are inside oneDNN
+    // (`process::exit` ran them, and a signal early in a run crashed the process with
+    // SIGSEGV).
+    signal_hook::low_level::exit(i32::from(signal.exit_code()))
+}
+
+/// Stops the process at once unless it ended within a remote device's bound (and a tenth).
+fn stop_unless_done(signal: Signal) {
+    let bound = ember::device::remote::answer_within();
+    let _ = std::thread::Builder::new()
+        .name("ember-stop-bound".to_string())
+        .spawn(move || {
+            std::thread::sleep(bound + bound / 10);
+            stop_at_once(
+                signal,
+                &format!(
+                    "the run did not stop within {} s: {} gave no answer; stopped at once",
+                    flags_seconds(bound),
+                    ember::device::remote::names().join(", ")
+                ),
+            );
+        });
+}
+
+/// Seconds as the user would write them.
+fn flags_seconds(bound: std::time::Duration) -> String {
+    format!("{}", bound.as_secs_f64())
 }
 
 /// The signal that asked the runs to stop, if one did.

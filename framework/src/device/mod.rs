@@ -17,6 +17,7 @@ pub mod cuda;
 mod list;
 mod name;
 mod open;
+pub mod remote;
 pub mod wgpu;
 
 pub use list::{DeviceList, DeviceSpec};

@@ -92,6 +92,7 @@ pub(super) fn remote_device(as_given: &str, address: &str) -> Result<PickedDevic
             device: as_given.to_string(),
             reason: e.to_string(),
         })?;
+    super::remote::opened(&device, as_given.to_string());
     Ok(PickedDevice {
         name: DeviceName::Remote,
         device,

@@ -1,8 +1,10 @@
 //! The completion handle of one issued unit: Gluon's `wait_to_read` on what the unit returned.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use crate::device::remote;
 use crate::error::{Error, Result};
 
 /// Device memory as burn's pool reports it, sampled when a unit completes.
@@ -34,21 +36,87 @@ struct Slot<V> {
     pool: Option<Option<PoolSample>>,
 }
 
+/// An engine's progress: how many units completed, and since when the devices have owed it
+/// an answer (the last completion, or the issue that ended a time with nothing in flight).
+/// Where a remote device is open, a wait that sees no progress for its bound ends.
+#[derive(Debug)]
+pub(super) struct Progress {
+    completed: AtomicU64,
+    since: Mutex<Instant>,
+    /// Set once a wait ended on a silent device: the worker may be stuck on it for good.
+    silent: AtomicBool,
+}
+
+impl Progress {
+    pub(super) fn new() -> Self {
+        Self {
+            completed: AtomicU64::new(0),
+            since: Mutex::new(Instant::now()),
+            silent: AtomicBool::new(false),
+        }
+    }
+
+    fn since(&self) -> MutexGuard<'_, Instant> {
+        self.since.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Unit `index` is being issued: with nothing in flight, the devices owe an answer from now.
+    pub(super) fn issuing(&self, index: u64) {
+        if self.completed.load(Ordering::SeqCst) >= index {
+            *self.since() = Instant::now();
+        }
+    }
+
+    fn completed_one(&self, silent: bool) {
+        self.completed.fetch_add(1, Ordering::SeqCst);
+        *self.since() = Instant::now();
+        if silent {
+            self.silent.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Whether a wait ended on a silent remote device.
+    pub(super) fn went_silent(&self) -> bool {
+        self.silent.load(Ordering::SeqCst)
+    }
+
+    /// When a waiter gives up, where a remote device is open: the bound after the last
+    /// progress, and a tenth more, so that the watcher, which knows which device it waits on,
+    /// names it first.
+    fn deadline(&self) -> Option<Instant> {
+        remote::any_opened().then(|| {
+            let bound = remote::answer_within();
+            *self.since() + bound + (bound / 10).max(Duration::from_millis(100))
+        })
+    }
+
+    /// The error of a waiter that gave up.
+    fn silent_error(&self) -> Error {
+        self.silent.store(true, Ordering::SeqCst);
+        remote::silent(
+            &remote::names().join(", "),
+            "finishing the work queued on it",
+        )
+    }
+}
+
 /// Where a unit's result lands: written once by the engine, read by every waiter.
 #[derive(Debug)]
 pub(super) struct Completion<V> {
     slot: Mutex<Slot<V>>,
     ready: Condvar,
+    progress: Arc<Progress>,
 }
 
 impl<V: Clone> Completion<V> {
-    pub(super) fn new() -> Self {
+    pub(super) fn new(progress: Arc<Progress>) -> Self {
         Self {
             slot: Mutex::new(Slot {
                 result: None,
                 pool: None,
             }),
             ready: Condvar::new(),
+            progress,
         }
     }
 
@@ -62,9 +130,14 @@ impl<V: Clone> Completion<V> {
 
     pub(super) fn complete(&self, result: Result<Completed<V>>) {
         let mut slot = self.lock();
+        if slot.result.is_some() {
+            return;
+        }
         if result.is_err() {
             slot.pool = Some(None);
         }
+        let silent = matches!(&result, Err(e) if matches!(e.root(), Error::Silent { .. }));
+        self.progress.completed_one(silent);
         slot.result = Some(result);
         drop(slot);
         self.ready.notify_all();
@@ -84,8 +157,35 @@ impl<V: Clone> Completion<V> {
         }
     }
 
+    /// Blocks until the unit's result is in, or, where a remote device is open, until the
+    /// engine made no progress for the bound.
+    fn wait_result<T>(&self, mut ready: impl FnMut(&Slot<V>) -> Option<Result<T>>) -> Result<T> {
+        let mut slot = self.lock();
+        loop {
+            if let Some(result) = ready(&slot) {
+                return result;
+            }
+            slot = match self.progress.deadline() {
+                None => self
+                    .ready
+                    .wait(slot)
+                    .unwrap_or_else(|poison| poison.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return Err(self.progress.silent_error());
+                    }
+                    self.ready
+                        .wait_timeout(slot, deadline - now)
+                        .unwrap_or_else(|poison| poison.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
     pub(super) fn wait(&self) -> Result<Completed<V>> {
-        self.wait_for(|slot| slot.result.clone())
+        self.wait_result(|slot| slot.result.clone())
     }
 }
 
@@ -100,7 +200,7 @@ pub(super) trait Waitable: Send + Sync {
 
 impl<V: Clone + Send> Waitable for Completion<V> {
     fn wait_done(&self) -> Result<()> {
-        self.wait_for(|slot| {
+        self.wait_result(|slot| {
             slot.result
                 .as_ref()
                 .map(|r| r.as_ref().map(drop).map_err(Error::clone))

@@ -61,7 +61,7 @@ pub use handle::{Completed, Handle, PoolSample};
 pub(crate) use watcher::block_on;
 
 use crate::error::{Error, Result, panic_text};
-use handle::{Completion, Waitable};
+use handle::{Completion, Progress, Waitable};
 use watcher::{Deliver, Watch, completion_watcher, pool_sampler};
 
 /// A unit of work for the worker: `run` runs it and starts its readbacks, `fail` completes its
@@ -83,6 +83,7 @@ pub struct Engine<S: Send + 'static> {
     sampler: Option<JoinHandle<()>>,
     next_index: std::cell::Cell<u64>,
     last: std::cell::RefCell<Option<Arc<dyn Waitable>>>,
+    progress: Arc<Progress>,
 }
 
 impl<S: Send + 'static> Engine<S> {
@@ -111,6 +112,7 @@ impl<S: Send + 'static> Engine<S> {
             sampler: Some(sampler),
             next_index: std::cell::Cell::new(0),
             last: std::cell::RefCell::new(None),
+            progress: Arc::new(Progress::new()),
         }
     }
 
@@ -121,7 +123,8 @@ impl<S: Send + 'static> Engine<S> {
     ) -> Handle<O::Value> {
         let index = self.next_index.get();
         self.next_index.set(index + 1);
-        let completion = Arc::new(Completion::<O::Value>::new());
+        self.progress.issuing(index);
+        let completion = Arc::new(Completion::<O::Value>::new(self.progress.clone()));
         let delivered = completion.clone();
         let job = Job {
             run: Box::new(move |state: &mut S| {
@@ -184,6 +187,17 @@ impl<S: Send + 'static> Engine<S> {
 
     fn shutdown(&mut self) -> Result<S> {
         self.jobs.take();
+        if self.progress.went_silent() && !self.stops_soon() {
+            // The worker waits on a server that stopped answering, maybe for good: leave it
+            // (and the threads fed by it) to the process's end rather than wait with it.
+            self.worker.take();
+            self.watcher.take();
+            self.sampler.take();
+            return Err(crate::device::remote::silent(
+                &crate::device::remote::names().join(", "),
+                "finishing the work queued on it",
+            ));
+        }
         let state = self.worker.take().map(|worker| {
             worker
                 .join()
@@ -196,6 +210,20 @@ impl<S: Send + 'static> Engine<S> {
             let _ = sampler.join();
         }
         state.unwrap_or_else(|| Err(Error::Panic("the engine was already stopped".to_string())))
+    }
+}
+
+impl<S: Send + 'static> Engine<S> {
+    /// Whether the worker stops within a second (it had nothing left to run).
+    fn stops_soon(&self) -> bool {
+        let start = Instant::now();
+        while start.elapsed() < std::time::Duration::from_secs(1) {
+            if self.worker.as_ref().is_none_or(JoinHandle::is_finished) {
+                return true;
+            }
+            thread::sleep(std::time::Duration::from_millis(10));
+        }
+        false
     }
 }
 
@@ -409,7 +437,10 @@ mod tests {
             *net = net.clone().map(&mut Products(24));
             Ok(())
         });
-        let snapshot = engine.issue(|net: &mut Dense| Ok(net.clone())).wait().unwrap();
+        let snapshot = engine
+            .issue(|net: &mut Dense| Ok(net.clone()))
+            .wait()
+            .unwrap();
         let handed = started.elapsed();
         let reading = Instant::now();
         let weight = snapshot.linear().expect("created").weight.val();

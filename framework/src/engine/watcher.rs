@@ -1,6 +1,11 @@
 //! Readbacks and the threads that wait on them: the completion watcher publishes units in
 //! issue order as their devices finish, and the pool sampler asks the device for its memory.
+//!
+//! A remote device answers within [`answer_within`] of the watcher's turning to the unit (the
+//! one before it is done by then), or the unit fails with [`Error::Silent`] naming it; every
+//! later unit on that device fails at once with the same error, since its server is gone.
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,13 +17,15 @@ use std::time::Instant;
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::handle::{PoolSample, Waitable};
+use crate::device::remote::{self, answer_within};
 use crate::error::{Error, Result};
 
 type Readback = Pin<Box<dyn Future<Output = Result<TensorData>> + Send>>;
 
-/// One fence of a unit: its readback, or what it read and when, once done.
+/// One fence of a unit: its readback (with the name of its device when that is remote), or
+/// what it read and when, once done.
 enum Part {
-    Pending(Readback),
+    Pending(Readback, Option<String>),
     Done(Result<TensorData>, Instant),
 }
 
@@ -43,11 +50,13 @@ impl Watch {
                 .map(|fence| {
                     // Where it fails, the device is named: a remote one names its server.
                     let device = fence.device();
+                    let remote = remote::name(&device);
+                    let named = remote.clone().unwrap_or_else(|| format!("{device:?}"));
                     let mut readback: Readback =
                         Box::pin(async move {
                             fence.detach().mean().into_data_async().await.map_err(|e| {
                                 Error::Readback {
-                                    what: format!("a unit's fence on {device:?}"),
+                                    what: format!("a unit's result on {named}"),
                                     reason: e.to_string(),
                                 }
                             })
@@ -57,7 +66,7 @@ impl Watch {
                         .poll(&mut Context::from_waker(Waker::noop()))
                     {
                         Poll::Ready(data) => Part::Done(data, Instant::now()),
-                        Poll::Pending => Part::Pending(readback),
+                        Poll::Pending => Part::Pending(readback, remote),
                     }
                 })
                 .collect();
@@ -68,8 +77,10 @@ impl Watch {
 /// Publishes completions in issue order, blocking on each device readback in turn, then asks
 /// the sampler for the device pool.
 pub(super) fn completion_watcher(items: Receiver<Watch>, sampler: Sender<Arc<dyn Waitable>>) {
+    // The remote devices that were silent for the whole bound.
+    let mut silent = BTreeSet::new();
     for Watch { parts, deliver } in items {
-        let parts = block_on_all(parts);
+        let parts = block_on_all(parts, &mut silent);
         let several = parts.len() > 1;
         let read: Vec<Result<(f32, Instant)>> = parts
             .into_iter()
@@ -153,17 +164,31 @@ pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
 }
 
 /// Drives every pending readback to completion on this thread, parking between polls, and
-/// notes when each finished: devices finish in their own order.
-fn block_on_all(parts: Vec<Part>) -> Vec<(Result<TensorData>, Instant)> {
+/// notes when each finished: devices finish in their own order. A remote device in `silent`,
+/// or one that gives no answer within the bound, fails its readback (and joins `silent`).
+fn block_on_all(
+    parts: Vec<Part>,
+    silent: &mut BTreeSet<String>,
+) -> Vec<(Result<TensorData>, Instant)> {
     let waker = Waker::from(Arc::new(Unpark(thread::current())));
     let mut cx = Context::from_waker(&waker);
     let mut parts = parts;
+    let deadline = Instant::now() + answer_within();
     loop {
+        let mut remote_pending = false;
         for part in &mut parts {
-            if let Part::Pending(readback) = part
-                && let Poll::Ready(data) = readback.as_mut().poll(&mut cx)
-            {
-                *part = Part::Done(data, Instant::now());
+            if let Part::Pending(readback, remote) = part {
+                if let Poll::Ready(data) = readback.as_mut().poll(&mut cx) {
+                    *part = Part::Done(data, Instant::now());
+                } else if let Some(name) = remote.as_ref() {
+                    if silent.contains(name) || Instant::now() >= deadline {
+                        silent.insert(name.clone());
+                        let error = remote::silent(name, "reading a unit's result back");
+                        *part = Part::Done(Err(error), Instant::now());
+                    } else {
+                        remote_pending = true;
+                    }
+                }
             }
         }
         if parts.iter().all(|part| matches!(part, Part::Done(..))) {
@@ -171,10 +196,14 @@ fn block_on_all(parts: Vec<Part>) -> Vec<(Result<TensorData>, Instant)> {
                 .into_iter()
                 .filter_map(|part| match part {
                     Part::Done(data, at) => Some((data, at)),
-                    Part::Pending(_) => None,
+                    Part::Pending(..) => None,
                 })
                 .collect();
         }
-        thread::park();
+        if remote_pending {
+            thread::park_timeout(deadline.saturating_duration_since(Instant::now()));
+        } else {
+            thread::park();
+        }
     }
 }

@@ -224,12 +224,33 @@ fn check_names_and_shapes(
 /// run that failed checks before it writes anything: burn-store's reads panic there, once per
 /// tensor and place tried.
 ///
+/// A remote device has [`answer_within`](crate::device::remote::answer_within) to hand them
+/// all over.
+///
 /// # Errors
-/// [`Error::Readback`] naming the parameter and the device's reason.
-pub fn readable<M: Module>(net: &M) -> Result<()> {
+/// [`Error::Readback`] naming the parameter and the device's reason; [`Error::Silent`] for a
+/// remote device that did not answer in time.
+pub fn readable<M: Module + 'static>(net: &M) -> Result<()> {
+    let remote = net.devices().iter().find_map(crate::device::remote::name);
+    match remote {
+        Some(device) => {
+            let net = net.clone();
+            crate::device::remote::within(&device, "reading the parameters back", move || {
+                read_all(&net)
+            })?
+        }
+        None => read_all(net),
+    }
+}
+
+/// [`readable`]'s reads, on this thread.
+fn read_all<M: Module>(net: &M) -> Result<()> {
     struct Read(Option<Error>);
     impl burn::module::ModuleVisitor for Read {
-        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<burn::tensor::Tensor<D>>) {
+        fn visit_float<const D: usize>(
+            &mut self,
+            param: &burn::module::Param<burn::tensor::Tensor<D>>,
+        ) {
             if self.0.is_none()
                 && let Err(e) = param.val().try_to_data()
             {

@@ -123,6 +123,11 @@ struct Cli {
     /// the library is installed) or `flex` (burn-flex's own). Overrides EMBER_CPU_KERNELS.
     #[arg(long, global = true, value_name = "onednn|flex")]
     cpu_kernels: Option<ember::kernels::Kernels>,
+    /// How long a remote device (`remote:ws://HOST:PORT`) may leave ember waiting for an
+    /// answer before the run fails naming it: a server that was stopped or hangs keeps its
+    /// connection open. A signal during such a wait ends the run within this bound too.
+    #[arg(long, global = true, value_name = "SECONDS", default_value = "60")]
+    remote_timeout: f64,
 }
 
 // Parsed once a process: the size of `train`'s flags costs nothing worth a box.
@@ -167,6 +172,17 @@ pub fn run() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    let bound = std::time::Duration::try_from_secs_f64(cli.remote_timeout)
+        .map_err(|_| ember::Error::InvalidValue {
+            name: "--remote-timeout",
+            value: flags::number(cli.remote_timeout),
+            reason: "a number of seconds is expected".to_string(),
+        })
+        .and_then(ember::device::remote::set_answer_within);
+    if let Err(err) = bound {
+        say_err!("error: {err}");
+        return ExitCode::FAILURE;
     }
     let result = match cli.command {
         Command::Devices => devices::run(),

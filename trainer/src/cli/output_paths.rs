@@ -331,7 +331,7 @@ impl Drop for OutputPaths {
 /// (its checkpoint holds them), and ends with the signal's exit status.
 pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
     let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
-    let failures = write(&run.net, &run.trace, save, outputs.traces());
+    let failures = write(Some(&run.net), &run.trace, save, outputs.traces());
     if let Some(signal) = run.stopped {
         if let Some(path) = &outputs.save {
             say!(
@@ -384,7 +384,12 @@ impl OutputPaths {
 
 /// `--save`, `--metrics` and `--profile`, each written whatever became of the others; the
 /// failures, one per output.
-pub(super) fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces) -> Vec<String> {
+pub(super) fn write(
+    net: Option<&Net>,
+    trace: &Trace,
+    save: Option<&PathBuf>,
+    to: Traces,
+) -> Vec<String> {
     let Traces {
         recorded,
         metrics,
@@ -392,7 +397,7 @@ pub(super) fn write(net: &Net, trace: &Trace, save: Option<&PathBuf>, to: Traces
         devices,
     } = to;
     let mut failures = Vec::new();
-    if let Some(path) = save {
+    if let (Some(path), Some(net)) = (save, net) {
         match io::safetensors::save_parameters_with(net, path, &recorded) {
             Ok(()) => say!("parameters saved to {}", path.display()),
             // A diverged network is never written over the user's file.
@@ -448,4 +453,3 @@ pub(super) fn left_as_it_was(path: &Path) -> &'static str {
         false => "no file was made",
     }
 }
-

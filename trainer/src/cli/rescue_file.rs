@@ -62,7 +62,7 @@ pub fn save_elsewhere(
 pub fn rescue(
     outputs: &OutputPaths,
     (flag, value): (String, String),
-) -> impl FnOnce(&Net, &Trace, &ember::Error) + 'static {
+) -> impl FnOnce(Option<&Net>, &Trace, &ember::Error) + 'static {
     let save = outputs.save.clone();
     let traces = outputs.traces();
     let checkpoints = outputs.checkpoint.as_ref().map(|c| c.dir.clone());
@@ -75,11 +75,19 @@ pub fn rescue(
         // content.
         // A run the user stopped (a second signal cut a checkpoint short) is not saved either.
         let stopped = ember_trainer::signals::requested();
-        // Parameters on a device that is gone (a remote server that died) cannot be read:
-        // nothing is tried, beside --save or anywhere else.
-        let unreadable = save
-            .as_ref()
-            .and_then(|_| ember::io::safetensors::readable(net).err());
+        // Parameters on a device that is gone (a remote server that died) cannot be read, and
+        // a worker stuck on a server that stopped answering never hands them over: nothing is
+        // tried, beside --save or anywhere else.
+        let unreadable = match (&save, net, error.root()) {
+            (None, _, _) => None,
+            (Some(_), _, ember::Error::Silent { device, .. }) => {
+                Some(format!("{device} stopped answering"))
+            }
+            (Some(_), None, _) => Some("the backend worker stopped".to_string()),
+            (Some(_), Some(net), _) => ember::io::safetensors::readable(net)
+                .err()
+                .map(|e| e.to_string()),
+        };
         let save = match (save, unreadable, error.diverged() || stopped.is_some()) {
             (Some(path), Some(unreadable), _) => {
                 say_err!(

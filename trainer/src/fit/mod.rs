@@ -148,7 +148,7 @@ pub struct Fit<'a, B, L> {
 }
 
 /// What [`Fit::rescue`] is given.
-type Rescue<'a, B> = Box<dyn FnOnce(&B, &Trace, &ember::Error) + 'a>;
+type Rescue<'a, B> = Box<dyn FnOnce(Option<&B>, &Trace, &ember::Error) + 'a>;
 
 impl<'a, B, L> Fit<'a, B, L>
 where
@@ -487,8 +487,10 @@ where
     /// evaluation, a checkpoint or the data failing): `rescue` gets it as the last completed
     /// step left it, with the trace so far and the error, before [`Fit::run`] returns the
     /// error. `ember train` writes `--save` and `--metrics` there, so that a failure never
-    /// loses what was trained (and never writes parameters that diverged).
-    pub fn rescue(mut self, rescue: impl FnOnce(&B, &Trace, &ember::Error) + 'a) -> Self {
+    /// loses what was trained (and never writes parameters that diverged). The network is
+    /// `None` when it cannot be had: the backend worker panicked, or waits on a remote device
+    /// that stopped answering.
+    pub fn rescue(mut self, rescue: impl FnOnce(Option<&B>, &Trace, &ember::Error) + 'a) -> Self {
         self.rescue = Some(Box::new(rescue));
         self
     }
@@ -669,9 +671,9 @@ where
         if let Err(error) = trained {
             if let Some(rescue) = self.rescue
                 && frontend.at.steps > 0
-                && let Some(backend) = frontend.engine.salvage()
             {
-                rescue(&backend.net, &frontend.trace, &error);
+                let backend = frontend.engine.salvage();
+                rescue(backend.as_ref().map(|b| &b.net), &frontend.trace, &error);
             }
             return Err(error);
         }

@@ -1,0 +1,143 @@
+//! How long a remote device may keep ember waiting. A server that stops answering (stopped,
+//! swapped out, behind a dead link) leaves its TCP connection open, so burn-remote waits for
+//! its answer forever. ember bounds every wait on a remote device it can bound: a unit's
+//! readback (the engine's watcher), finishing the work queued on a device ([`settle`]), reading
+//! a network back before it is written. A device silent for longer is an
+//! [`Error::Silent`](crate::Error::Silent) naming it.
+//!
+//! The bound is [`answer_within`], 60 s unless [`set_answer_within`] changed it (`ember train
+//! --remote-timeout`). Local devices have none: a kernel that runs long is not a silent server.
+//!
+//! [`settle`]: crate::engine::settle
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use burn::tensor::Device;
+
+use crate::error::{Error, Result};
+
+/// The bound, in milliseconds.
+static ANSWER_WITHIN_MS: AtomicU64 = AtomicU64::new(60_000);
+/// Every remote device opened in this process, with its name as given (`remote:ws://…`).
+static OPENED: Mutex<Vec<(Device, String)>> = Mutex::new(Vec::new());
+
+/// How long a remote device may leave a wait unanswered before it is an error.
+pub fn answer_within() -> Duration {
+    Duration::from_millis(ANSWER_WITHIN_MS.load(Ordering::SeqCst))
+}
+
+/// Sets [`answer_within`] for every wait from now on.
+///
+/// # Errors
+/// [`Error::InvalidValue`] for a bound under 1 ms or over a day.
+pub fn set_answer_within(bound: Duration) -> Result<()> {
+    if bound < Duration::from_millis(1) || bound > Duration::from_secs(86_400) {
+        return Err(Error::InvalidValue {
+            name: "--remote-timeout",
+            value: format!("{}", bound.as_secs_f64()),
+            reason: "a remote device's bound is 0.001 s to 86400 s (a day)".to_string(),
+        });
+    }
+    ANSWER_WITHIN_MS.store(bound.as_millis() as u64, Ordering::SeqCst);
+    Ok(())
+}
+
+/// Notes an opened remote device under its name, for [`name`].
+#[cfg_attr(not(feature = "remote"), allow(dead_code))]
+pub(super) fn opened(device: &Device, as_given: String) {
+    let mut opened = OPENED.lock().unwrap_or_else(|p| p.into_inner());
+    if !opened.iter().any(|(d, _)| d == device) {
+        opened.push((device.clone(), as_given));
+    }
+}
+
+/// The name of `device` as given (`remote:ws://127.0.0.1:3000`) when it is a remote device
+/// ember opened; `None` for any other. burn's autodiff wrapping makes no difference.
+pub fn name(device: &Device) -> Option<String> {
+    OPENED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(d, _)| d == device)
+        .map(|(_, name)| name.clone())
+}
+
+/// The names of the remote devices this process opened, in order.
+pub fn names() -> Vec<String> {
+    OPENED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .map(|(_, name)| name.clone())
+        .collect()
+}
+
+/// Whether this process opened a remote device.
+pub fn any_opened() -> bool {
+    !OPENED.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+}
+
+/// The error for `device`, silent for the whole bound while ember was `doing` something.
+pub fn silent(device: &str, doing: &str) -> Error {
+    Error::Silent {
+        device: device.to_string(),
+        seconds: answer_within().as_secs_f64(),
+        doing: doing.to_string(),
+    }
+}
+
+/// Runs `call`, which waits on the remote device `device`, on a thread of its own, and gives
+/// up after [`answer_within`]: the thread is left waiting on the silent server.
+///
+/// # Errors
+/// [`Error::Silent`] when `call` did not return in time; [`Error::Thread`] when its thread
+/// cannot start.
+pub fn within<T: Send + 'static>(
+    device: &str,
+    doing: &str,
+    call: impl FnOnce() -> T + Send + 'static,
+) -> Result<T> {
+    let (sent, answer) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("ember-remote-wait".to_string())
+        .spawn(move || {
+            let _ = sent.send(call());
+        })
+        .map_err(|source| Error::Thread {
+            what: format!("a wait on {device}"),
+            source: std::sync::Arc::new(source),
+        })?;
+    answer
+        .recv_timeout(answer_within())
+        .map_err(|_| silent(device, doing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_past_the_bound_is_an_error_naming_the_device_and_a_prompt_one_is_its_value() {
+        let device = "remote:ws://127.0.0.1:1";
+        assert_eq!(within(device, "adding", || 1 + 1).unwrap(), 2);
+        let bound = answer_within();
+        set_answer_within(Duration::from_millis(50)).unwrap();
+        let start = std::time::Instant::now();
+        let err = within(device, "reading a parameter back", || {
+            std::thread::sleep(Duration::from_secs(5));
+        })
+        .unwrap_err();
+        let waited = start.elapsed();
+        set_answer_within(bound).unwrap();
+        assert!(waited < Duration::from_secs(2), "{waited:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains(device) && text.contains("reading a parameter back"),
+            "{text}"
+        );
+        assert!(set_answer_within(Duration::ZERO).is_err());
+    }
+}
