@@ -21,6 +21,8 @@ mod lr_find;
 mod metrics;
 #[path = "cli/models.rs"]
 mod models;
+#[path = "cli/nothing_trained.rs"]
+mod nothing_trained;
 #[path = "cli/precision.rs"]
 mod precision;
 #[path = "cli/profile.rs"]

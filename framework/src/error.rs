@@ -346,3 +346,13 @@ pub(crate) fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "unknown panic".to_string())
 }
+
+/// A number as a message shows it: as Rust writes it, unless that is longer than a dozen
+/// characters (1e-50 written out is 52), then in scientific notation.
+pub fn number(value: f64) -> String {
+    let plain = value.to_string();
+    match plain.len() {
+        0..=12 => plain,
+        _ => format!("{value:e}"),
+    }
+}

@@ -91,3 +91,30 @@ fn ranks_resumed_from_other_checkpoints_of_one_step_refuse() {
         "refused before training:\n{stdout}"
     );
 }
+
+/// A rank started without `--distributed` trained alone, and a rank with it waited in MPI_Init
+/// for it, sometimes until killed (issue 62); two ranks without it trained the same run twice
+/// into the same `--save`. Now a process that a launcher started as one rank of several
+/// refuses without `--distributed mpi`, and the job ends at once.
+#[test]
+fn a_rank_without_distributed_refuses_and_the_job_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let save = dir.path().join("same.safetensors");
+    let tiny = super::common::cli::args(
+        &super::common::cli::TINY,
+        &["--save", save.to_str().unwrap()],
+    );
+    let with = [&tiny[..], &["--distributed", "mpi"]].concat();
+    for (first, second) in [(&tiny, &tiny), (&with, &tiny)] {
+        let start = std::time::Instant::now();
+        let out = output(two_ranks(first, second));
+        let (stdout, stderr) = text(&out);
+        assert!(!out.status.success(), "{stdout}{stderr}");
+        assert!(
+            stderr.contains("rank 1 of 2 that a launcher (mpirun) started, without --distributed"),
+            "{stderr}"
+        );
+        assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
+        assert!(!save.exists(), "{stdout}");
+    }
+}

@@ -140,3 +140,28 @@ fn a_full_stdout_or_stderr_is_an_exit_status_not_a_panic() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
 }
+
+/// `--help` and `--version` to a full stdout exited 0, where every command reports it
+/// (issue 62).
+#[test]
+fn help_and_version_to_a_full_stdout_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["--help"][..],
+        &["--version"],
+        &["train", "--help"],
+        &["help"],
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args(args)
+            .stdout(full(dir.path()))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("standard output could not be written"),
+            "{stderr}"
+        );
+    }
+}

@@ -293,18 +293,26 @@ fn within(name: &'static str, value: f64, low: f64, high: f64) -> Result<f64> {
         } else {
             format!("must be a finite number, {low} or more")
         };
-        return Err(invalid(name, value, &range));
+        return Err(invalid(name, crate::error::number(value), &range));
     }
     single(name, value + 0.0, high)
 }
 
-/// `value` if single precision keeps it finite and below `high`.
+/// `value` if single precision keeps it finite and below `high`, and above 0 where it is (a
+/// weight decay of 1e-50 is none at all there: 0 says so).
 fn single(name: &'static str, value: f64, high: f64) -> Result<f64> {
     let rounded = f64::from(value as f32);
+    if value > 0.0 && rounded == 0.0 {
+        return Err(invalid(
+            name,
+            crate::error::number(value),
+            "it is 0 in single precision, which the optimizer runs in; give 0 for none",
+        ));
+    }
     if !(rounded.is_finite() && rounded < high) {
         return Err(invalid(
             name,
-            value,
+            crate::error::number(value),
             &format!("it is {rounded} in single precision, which the optimizer runs in"),
         ));
     }

@@ -38,7 +38,7 @@ pub fn positive(name: &'static str, value: f64) -> Result<f64> {
     };
     Err(Error::InvalidValue {
         name,
-        value: value.to_string(),
+        value: crate::error::number(value),
         reason,
     })
 }

@@ -9,15 +9,7 @@ use std::fmt;
 use super::list;
 use super::workload::{Workload, WorkloadArgs};
 
-/// A flag's number as a message shows it: as Rust writes it, unless that is longer than a
-/// dozen characters (1e-50 written out is 52), then in scientific notation.
-pub fn number(value: f64) -> String {
-    let plain = value.to_string();
-    match plain.len() {
-        0..=12 => plain,
-        _ => format!("{value:e}"),
-    }
-}
+pub use ember::error::number;
 
 /// One flag of the workload.
 pub struct Flag {

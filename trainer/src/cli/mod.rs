@@ -163,7 +163,21 @@ enum Command {
 
 /// Parses the arguments, runs the command, prints the error chain on failure.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help, --version and a usage error: clap's own exit ignores a failed write.
+        Err(parsed) => {
+            if let Err(e) = parsed.print() {
+                let stream = match parsed.use_stderr() {
+                    true => "standard error",
+                    false => "standard output",
+                };
+                say_err!("error: {stream} could not be written: {e}");
+                return ExitCode::FAILURE;
+            }
+            return ExitCode::from(u8::try_from(parsed.exit_code()).unwrap_or(2));
+        }
+    };
     match cli.cpu_kernels {
         Some(kernels) => ember::kernels::set_kernels(kernels),
         None => {

@@ -145,8 +145,10 @@ impl TryFrom<&RecipeArgs> for Recipe {
                     takes(&optimizer)
                 );
             }
-            optimizer = set(optimizer, value)
-                .map_err(|e| anyhow::anyhow!("invalid {flag} {value}: {}", reason(e)))?;
+            optimizer = set(optimizer, value).map_err(|e| {
+                let value = super::flags::number(value);
+                anyhow::anyhow!("invalid {flag} {value}: {}", reason(e))
+            })?;
         }
         if let Some(nesterov) = args.nesterov {
             if !optimizer.options().contains(&Flag::NESTEROV.name) {

@@ -212,6 +212,15 @@ impl TryFrom<WorkloadArgs> for Workload {
                 devices.len()
             );
         }
+        if args.classes == Some(1) {
+            bail!(
+                "invalid --{} 1: softmax cross-entropy over one class is 0 whatever the network \
+                 outputs, so it would train nothing; give 2 or more classes, or leave --{} out \
+                 to regress the targets",
+                Flag::CLASSES.name,
+                Flag::CLASSES.name
+            );
+        }
         Ok(Self {
             device: args.device,
             devices: args.devices,

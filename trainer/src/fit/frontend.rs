@@ -232,8 +232,17 @@ where
         for callback in &mut self.callbacks {
             let action = ask(callback.as_mut())?;
             if let Some((scale, why)) = action.scale_lr {
-                self.rates.base *= scale;
-                self.progress.acted(&why);
+                match super::rates::scaled(self.rates.base, scale) {
+                    Some(rate) => {
+                        self.rates.base = rate;
+                        self.progress.acted(&why);
+                    }
+                    None => self.progress.acted(&format!(
+                        "{why}: not done, since it would make the rate {} 0 in single \
+                         precision; it stays",
+                        ember::error::number(self.rates.base)
+                    )),
+                }
             }
             if let Some(why) = action.stop
                 && self.ended_early.is_none()

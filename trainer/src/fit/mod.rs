@@ -566,7 +566,9 @@ where
         for callback in &mut self.callbacks {
             let actions = callback.replay(&start.trace.epochs)?;
             for action in &actions {
-                base *= action.scale_lr.as_ref().map_or(1.0, |(scale, _)| *scale);
+                if let Some((scale, _)) = &action.scale_lr {
+                    base = rates::scaled(base, *scale).unwrap_or(base);
+                }
             }
             if let Some(why) = actions.last().and_then(|a| a.stop.clone()) {
                 ended_early = Some(why);

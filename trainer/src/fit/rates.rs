@@ -13,6 +13,13 @@ pub(super) struct Rates<'a> {
     pub(super) total: u64,
 }
 
+/// `base` times `scale`, unless that is 0 in single precision, which training computes in: a
+/// rate cut to nothing would train nothing, so it stays as it was (`None`).
+pub(super) fn scaled(base: f64, scale: f64) -> Option<f64> {
+    let next = base * scale;
+    ((next as f32) > 0.0).then_some(next)
+}
+
 impl Rates<'_> {
     /// The rate of optimizer step `step` (from 0: a batch, or with accumulation a group of
     /// batches), in epoch `epoch`.

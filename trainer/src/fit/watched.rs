@@ -192,10 +192,11 @@ impl Callback for EarlyStopping {
     }
 }
 
-/// Multiplies the learning rate by `factor` when a metric has gone more than `patience` epochs
-/// without improving, as PyTorch's `ReduceLROnPlateau` does (after `patience + 1` bad epochs;
-/// its mode from the metric's name, its threshold 0 rather than PyTorch's relative 1e-4, no
-/// cooldown, no minimum rate).
+/// Multiplies the learning rate by `factor` when a metric has gone `patience` epochs without
+/// improving: PATIENCE means what it means to [`EarlyStopping`], as in Keras, whose
+/// `ReduceLROnPlateau` this is (PyTorch's with `patience - 1`, since PyTorch acts after
+/// `patience + 1` bad epochs; the mode from the metric's name, the threshold 0, no cooldown).
+/// A rate that the factor would make 0 in single precision is kept, and the run says so.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReduceLrOnPlateau {
     /// The watched metric.
@@ -210,11 +211,12 @@ impl FromStr for ReduceLrOnPlateau {
     /// `METRIC:PATIENCE[:FACTOR]`, the factor 0.1 by default, as PyTorch's.
     fn from_str(s: &str) -> Result<Self> {
         let (metric, patience, factor) = spec("reduce-lr-on-plateau", s, 0.1_f64)?;
-        if !(factor > 0.0 && factor < 1.0) {
+        if !(factor > 0.0 && factor < 1.0) || factor as f32 == 0.0 {
             return Err(Error::InvalidValue {
                 name: "reduce-lr-on-plateau",
                 value: s.to_string(),
-                reason: "the factor must lie in (0, 1)".to_string(),
+                reason: "the factor must lie in (0, 1), and above 0 in single precision"
+                    .to_string(),
             });
         }
         Ok(Self {
@@ -233,13 +235,16 @@ impl fmt::Display for ReduceLrOnPlateau {
 
 impl Callback for ReduceLrOnPlateau {
     fn epoch_end(&mut self, epoch: &EpochRecord) -> Result<Action> {
-        let bad = self.watched.patience + 1;
+        let bad = self.watched.patience;
         Ok(match self.watched.ran_out(epoch, bad)? {
             Some(why) => Action {
                 stop: None,
                 scale_lr: Some((
                     self.factor,
-                    format!("learning rate x {}: {why}", self.factor),
+                    format!(
+                        "learning rate x {}: {why}",
+                        ember::error::number(self.factor)
+                    ),
                 )),
             },
             None => Action::go_on(),

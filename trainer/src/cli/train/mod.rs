@@ -119,13 +119,16 @@ pub struct TrainArgs {
     summary: bool,
     /// Stop when METRIC (`loss`, the mean training loss, or an epoch column: `train_acc`,
     /// `test_acc`, `valid_ce`, as --eval makes them) has not improved by more than MIN_DELTA
-    /// [default: 0] for PATIENCE epochs: METRIC:PATIENCE[:MIN_DELTA]. Accuracies, top-K and F1
+    /// [default: 0] for PATIENCE epochs: METRIC:PATIENCE[:MIN_DELTA] (with 1, the first epoch
+    /// without improvement stops it, as Keras's EarlyStopping). Accuracies, top-K and F1
     /// improve up, losses and errors down. Read where the epoch's metrics already are: no
     /// barrier. The last checkpoint is the stopped epoch's.
     #[arg(long, value_name = "METRIC:PATIENCE[:MIN_DELTA]")]
     early_stop: Option<EarlyStopping>,
     /// Multiply the learning rate by FACTOR [default: 0.1] when METRIC has not improved for
-    /// PATIENCE epochs (PyTorch's ReduceLROnPlateau, in epochs): METRIC:PATIENCE[:FACTOR].
+    /// PATIENCE epochs, counted as --early-stop counts them (Keras's ReduceLROnPlateau;
+    /// PyTorch's with patience PATIENCE-1): METRIC:PATIENCE[:FACTOR]. A cut that would make the
+    /// rate 0 in single precision is not made.
     #[arg(long, value_name = "METRIC:PATIENCE[:FACTOR]")]
     reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
     #[arg(long, value_name = "METRICS", long_help = eval::HELP)]
@@ -148,6 +151,15 @@ pub struct TrainArgs {
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
+    if args.distributed.is_none()
+        && let Some((rank, size)) = distributed::launched()
+    {
+        anyhow::bail!(
+            "this process is rank {rank} of {size} that a launcher (mpirun) started, without \
+             --distributed mpi: each rank would train alone, the same run {size} times, and \
+             write the same outputs; give --distributed mpi to every rank"
+        );
+    }
     match args.distributed.map(Job::start).transpose()? {
         Some(job) => {
             let result = train(args, Some(&job));

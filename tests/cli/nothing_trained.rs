@@ -1,0 +1,69 @@
+//! Values that would train nothing are refused before the run, naming the flag and the value:
+//! a softmax over one class, a rate cut that single precision makes 0, a weight decay or a
+//! momentum that it makes none at all (issue 62: each ran and exited 0).
+
+use super::common::cli::{TINY, args, fails_with};
+
+#[test]
+fn values_that_would_train_nothing_are_refused_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("one-class.csv");
+    std::fs::write(&csv, "1,2,0\n3,4,0\n5,6,0\n").unwrap();
+    let data = format!("csv:{}", csv.display());
+    fails_with(
+        &[
+            "train",
+            "--device",
+            "flex",
+            "--data",
+            &data,
+            "--classes",
+            "1",
+        ],
+        "invalid --classes 1: softmax cross-entropy over one class is 0",
+    );
+    let cases: [(&[&str], &str); 4] = [
+        (
+            &["--reduce-lr-on-plateau", "loss:1:1e-50"],
+            "above 0 in single precision",
+        ),
+        (
+            &["--wd", "1e-50"],
+            "invalid --wd 1e-50: it is 0 in single precision",
+        ),
+        (&["--momentum", "1e-50"], "invalid --momentum 1e-50"),
+        (
+            &["--optimizer", "adam", "--eps", "1e-50"],
+            "invalid --eps 1e-50",
+        ),
+    ];
+    for (more, needle) in cases {
+        fails_with(&args(&TINY, more), needle);
+    }
+}
+
+/// A plateau that would cut the rate to 0 in single precision leaves it as it is, and says so;
+/// PATIENCE 1 acts after the first epoch without improvement, as --early-stop's does.
+#[test]
+fn a_cut_to_nothing_is_not_made_and_patience_counts_as_early_stop_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("m.csv");
+    let stdout = super::common::cli::succeeds(&args(
+        &TINY,
+        &[
+            "--epochs",
+            "4",
+            "--lr",
+            "3e-45",
+            "--reduce-lr-on-plateau",
+            "loss:1:0.1",
+            "--metrics",
+            metrics.to_str().unwrap(),
+        ],
+    ));
+    assert!(stdout.contains("it stays"), "{stdout}");
+    for row in super::common::cli::csv_rows(&metrics) {
+        let lr: f64 = row["lr"].parse().unwrap();
+        assert!(lr as f32 > 0.0, "{row:?}");
+    }
+}
