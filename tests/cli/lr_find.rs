@@ -65,7 +65,7 @@ fn lr_find_prints_the_sweep_and_the_suggestion_and_draws_it() {
 
 #[test]
 fn bad_sweep_values_are_refused_naming_the_flag_before_any_work() {
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
         (&["--min-lr", "0"], "invalid --min-lr 0"),
         (&["--min-lr", "-0.001"], "invalid --min-lr -0.001"),
         (&["--min-lr", "nan"], "invalid --min-lr NaN"),
@@ -78,6 +78,11 @@ fn bad_sweep_values_are_refused_naming_the_flag_before_any_work() {
         (&["--max-lr", "inf"], "invalid --max-lr inf"),
         (&["--steps", "1"], "invalid --steps 1"),
         (&["--steps", "12"], "invalid --steps 12"),
+        // Hours of batches, which never left --min-lr when stopped (issue 62).
+        (
+            &["--steps", "99999999999"],
+            "invalid --steps 99999999999: at most",
+        ),
         (&["--divergence", "1"], "invalid --divergence 1"),
         (
             &["--lr-schedule", "cosine"],
@@ -117,4 +122,31 @@ fn the_plot_never_replaces_an_input() {
     assert!(!out.status.success(), "{stdout}");
     assert!(stderr.contains("is the same file as --load"), "{stderr}");
     assert_eq!(std::fs::read(&input).unwrap(), b"the user's parameters");
+}
+
+/// A sweep stopped while its smoothed loss still fell printed "suggested --lr" at a rate near
+/// --min-lr (issue 62); now it says what it swept and suggests nothing.
+#[test]
+fn a_sweep_cut_short_before_its_minimum_suggests_nothing() {
+    let mut sweep = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(args(&TINY, &["--steps", "1000000"]))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &sweep.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = sweep.wait_with_output().unwrap();
+    let (stdout, stderr) = super::common::cli::text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("suggested --lr"), "{stdout}");
+    assert!(stdout.contains("of 1000000 steps"), "{stdout}");
+    assert!(
+        stderr.contains("no learning rate to suggest: the sweep ran"),
+        "{stderr}"
+    );
 }

@@ -106,6 +106,15 @@ fn sweep(args: &LrFindArgs) -> anyhow::Result<LrSweep> {
             f => Some(f),
         });
     let least = sweep.skip_begin + sweep.skip_end + 2;
+    // Lightning's default is 100; a sweep is one batch a step, so a million is hours of them.
+    const MOST: usize = 1_000_000;
+    if args.steps > MOST {
+        bail!(
+            "invalid --steps {}: at most {MOST} (a sweep trains one batch a step; Lightning's \
+             default is 100)",
+            args.steps
+        );
+    }
     if args.steps < least {
         bail!(
             "invalid --steps {}: the suggestion passes over the first {} points and the last \

@@ -239,8 +239,27 @@ where
             }),
             Err(error) => return Err(error),
         };
-        let suggestion =
-            Suggestion::of(&curve.points, sweep.mode, sweep.skip_begin, sweep.skip_end);
+        // A sweep cut short suggests nothing until its smoothed loss has turned, 10 % above its
+        // lowest: the steepest fall of a curve that has not turned (or only wanders, at rates
+        // too low to train) says nothing of where it turns.
+        let lowest = curve
+            .points
+            .iter()
+            .map(|p| p.smoothed)
+            .fold(f64::INFINITY, f64::min);
+        let turned = curve
+            .points
+            .last()
+            .is_some_and(|p| p.smoothed > 1.1 * lowest);
+        let suggestion = match &ended {
+            Some(SweepEnd::Stopped(_) | SweepEnd::DataEnded { .. }) if !turned => {
+                Suggestion::CutShort {
+                    ran: curve.points.len(),
+                    of: sweep.steps,
+                }
+            }
+            _ => Suggestion::of(&curve.points, sweep.mode, sweep.skip_begin, sweep.skip_end),
+        };
         Ok(LrFinding {
             net,
             optimizer,

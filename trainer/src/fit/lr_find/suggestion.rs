@@ -91,6 +91,14 @@ pub enum Suggestion {
     },
     /// The smoothed loss never fell between the skipped ends.
     NeverFell,
+    /// The sweep was cut short (a signal, the data's end) before the smoothed loss turned (10 %
+    /// above its lowest): the rates where it turns were never tried.
+    CutShort {
+        /// The steps it ran.
+        ran: usize,
+        /// The steps it was to run.
+        of: usize,
+    },
 }
 
 impl Suggestion {
@@ -156,6 +164,12 @@ impl fmt::Display for Suggestion {
             Suggestion::NeverFell => write!(
                 f,
                 "the smoothed loss never fell (a lower min_lr, or more steps)"
+            ),
+            Suggestion::CutShort { ran, of } => write!(
+                f,
+                "the sweep ran {ran} of its {of} steps, and its smoothed loss had not turned \
+                 (10 % above its lowest): the rates past its minimum were never tried (run the \
+                 whole sweep, or fewer --steps)"
             ),
         }
     }
