@@ -27,11 +27,19 @@ fn a_diverged_run_leaves_save_as_it_was() {
     let old = dir.path().join("old.st");
     std::fs::write(&old, "keep\n").unwrap();
     let save = old.to_str().unwrap();
-    let stderr = fails_with(&args(&TINY, &["--lr", "1e30", "--save", save]), "diverged");
+    let line = args(&TINY, &["--lr", "1e30", "--save", save]);
+    let out = ember(&line);
+    let (stdout, stderr) = text(&out);
+    assert!(
+        !out.status.success() && stderr.contains("diverged"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("the file keeps its old content"),
         "{stderr}"
     );
+    // Not "writing what it had trained" beside "--save not written" (issue 62).
+    assert!(!stdout.contains("writing what it had trained"), "{stdout}");
     assert_eq!(std::fs::read(&old).unwrap(), b"keep\n");
     // A new path is not made at all.
     let new = dir.path().join("new.st");

@@ -211,8 +211,14 @@ fn a_save_that_fails_at_the_end_keeps_what_was_trained_elsewhere() {
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{rest:?}\n{stderr}");
+    // The whole path: the name alone did not say it is the working directory (issue 62).
+    let rescued = dir.path().join("x.rescued.safetensors");
+    let rescued = std::path::absolute(&rescued).unwrap();
     assert!(
-        stderr.contains("what the run trained went to x.rescued.safetensors instead"),
+        stderr.contains(&format!(
+            "what the run trained went to {} instead",
+            rescued.display()
+        )),
         "{stderr}"
     );
     let kept = std::fs::read(dir.path().join("x.rescued.safetensors")).unwrap();

@@ -371,6 +371,13 @@ pub(super) struct Traces {
     devices: Vec<String>,
 }
 
+impl Traces {
+    /// Whether a trace file is asked for (`--metrics`, `--profile`).
+    pub(super) fn any(&self) -> bool {
+        self.metrics.is_some() || self.profile.is_some()
+    }
+}
+
 impl OutputPaths {
     pub(super) fn traces(&self) -> Traces {
         Traces {

@@ -48,7 +48,8 @@ pub fn save_elsewhere(
     let mut errors = Vec::new();
     for place in places {
         match io::safetensors::save_parameters_with(net, &place, recorded) {
-            Ok(()) => return Ok(place),
+            // The whole path: `m.rescued.st` may be beside --save or in the working directory.
+            Ok(()) => return Ok(std::path::absolute(&place).unwrap_or(place)),
             Err(e) => errors.push(format!("{}: {e}", place.display())),
         }
     }
@@ -114,6 +115,7 @@ pub fn rescue(
             // what it trained goes beside it.
             (Some(path), None, false) if path.is_file() => {
                 let beside = beside(&path, "rescued");
+                let beside = std::path::absolute(&beside).unwrap_or(beside);
                 say_err!(
                     "error: --save {} keeps its old content: the run failed, so what it \
                      trained goes beside it, to {}",
@@ -124,7 +126,13 @@ pub fn rescue(
             }
             (save, _, _) => save,
         };
-        say!("the run failed{at}: writing what it had trained");
+        // What is written: the network where --save takes it, the trace where asked.
+        let written = match (&save, traces.any()) {
+            (Some(_), _) => ": writing what it had trained",
+            (None, true) => ": writing what it recorded",
+            (None, false) => "",
+        };
+        say!("the run failed{at}{written}");
         for failure in write(net, trace, save.as_ref(), traces) {
             say_err!("error: {failure}");
         }
