@@ -135,10 +135,24 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
     let Some((first_no, first)) = lines.next() else {
         return Err(format(1, "the file has no rows".to_string()));
     };
+    // RFC 4180's quotes around a cell ("1.5") are the cell's; a number holds no comma.
     fn cells(line: &str) -> Vec<&str> {
-        line.split(',').map(str::trim).collect()
+        line.split(',')
+            .map(str::trim)
+            .map(
+                |c| match c.strip_prefix('"').and_then(|c| c.strip_suffix('"')) {
+                    Some(inner) => inner.trim(),
+                    None => c,
+                },
+            )
+            .collect()
     }
     let first_cells = cells(first);
+    if first_cells.len() > 1
+        && let Some(empty) = first_cells.iter().position(|c| c.is_empty())
+    {
+        return Err(format(first_no, format!("column {} is empty", empty + 1)));
+    }
     let numbers = first_cells
         .iter()
         .filter(|c| c.parse::<f32>().is_ok())
@@ -222,6 +236,17 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
                 ));
             }
             if column == label {
+                // Checked as written: through f32, a label of 2^40 + 1 reads 2^40.
+                if let Some(classes) = options.classes
+                    && !cell
+                        .parse::<f64>()
+                        .is_ok_and(|v| v.fract() == 0.0 && v >= 0.0 && v < classes as f64)
+                {
+                    return Err(format(
+                        line_no,
+                        format!("label {cell} is not a class index in 0..{classes}"),
+                    ));
+                }
                 y.push(value);
             } else {
                 x.push(value);

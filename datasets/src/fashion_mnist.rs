@@ -51,19 +51,45 @@ pub fn names(file: &str) -> [String; 2] {
 /// scaled to [0, 1].
 pub fn load(dir: impl AsRef<Path>) -> Result<(Examples, Examples)> {
     let dir = dir.as_ref();
+    // A file, or a symlink loop, is not "not found".
+    let not_a_directory = match std::fs::metadata(dir) {
+        Ok(meta) if !meta.is_dir() => Some(
+            "a file, not a directory: give the directory holding \
+                                            the IDX files",
+        ),
+        Err(e) if e.raw_os_error() == Some(40) => Some("a symlink loop (ELOOP)"),
+        _ => None,
+    };
+    if let Some(reason) = not_a_directory {
+        return Err(DatasetError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(format!("it is {reason}")),
+        });
+    }
     let [train_images, train_labels, test_images, test_labels] = FILES;
     let train = read_pair(file(dir, train_images)?, file(dir, train_labels)?)?;
     let test = read_pair(file(dir, test_images)?, file(dir, test_labels)?)?;
     Ok((train, test))
 }
 
-/// `dir/name.gz`, or else `dir/name`; an error naming both and how to get them.
+/// `dir/name.gz`, or else `dir/name`; an error naming both and how to get them, and one for
+/// both there at once (which is the data would be a guess).
 fn file(dir: &Path, name: &str) -> Result<PathBuf> {
-    names(name)
+    let there: Vec<PathBuf> = names(name)
         .into_iter()
         .map(|n| dir.join(n))
-        .find(|p| p.exists())
-        .ok_or_else(|| DatasetError::Io {
+        .filter(|p| p.exists())
+        .collect();
+    if let [gz, raw] = &there[..] {
+        return Err(DatasetError::Io {
+            path: raw.clone(),
+            source: std::io::Error::other(format!(
+                "both it and {} are there, and they may differ: keep one",
+                gz.display()
+            )),
+        });
+    }
+    there.into_iter().next().ok_or_else(|| DatasetError::Io {
             path: dir.join(format!("{name}(.gz)")),
             source: std::io::Error::new(
                 std::io::ErrorKind::NotFound,

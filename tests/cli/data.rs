@@ -2,7 +2,7 @@
 //! CSV and NPY tables, and flags that the data or the model ignores.
 
 use super::common;
-use super::common::cli::{fails_with, succeeds};
+use super::common::cli::{args, fails_with, strs, succeeds};
 use super::common::npy::write_npy;
 
 #[test]
@@ -270,4 +270,66 @@ fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
         all.extend(args.iter().copied());
         fails_with(&all, needle);
     }
+}
+
+/// Data edges from issue 62: RFC 4180's quoted numbers are numbers; a label is checked as
+/// written (2^40 + 1 was reported as 2^40, through f32); an empty cell is named as such; a
+/// file or a symlink loop given as the Fashion-MNIST directory is not "not found"; and a
+/// directory holding both a file and its `.gz` is refused rather than read one of them.
+#[test]
+fn data_edges_are_read_or_refused_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let train = |data: String| {
+        let data = format!("csv:{data}");
+        args(
+            &["train", "--device", "flex", "--batch-size", "2"],
+            &["--data", &data, "--classes", "2"],
+        )
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<String>>()
+    };
+    let quoted = write("quoted.csv", "\"1.0\",\"2.5\",1\n3,4,\"0\"\n");
+    succeeds(&strs(&train(quoted)));
+    let big = write("big.csv", "1,2,1099511627777\n3,4,0\n");
+    fails_with(
+        &strs(&train(big)),
+        "label 1099511627777 is not a class index in 0..2",
+    );
+    let empty = write("empty.csv", "1,,1\n3,4,0\n");
+    fails_with(&strs(&train(empty)), "column 2 is empty");
+    let file = write("file", "x");
+    fails_with(
+        &["train", "--data", &format!("fashion-mnist:{file}")],
+        "it is a file, not a directory",
+    );
+    let (a, b) = (dir.path().join("loop-a"), dir.path().join("loop-b"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    fails_with(
+        &["train", "--data", &format!("fashion-mnist:{}", a.display())],
+        "it is a symlink loop",
+    );
+    // Both a file and its .gz: which one is the data would be a guess.
+    let both = dir.path().join("both");
+    std::fs::create_dir(&both).unwrap();
+    let source = std::path::Path::new(ember_datasets::fashion_mnist::DEFAULT_DIR);
+    for name in ember_datasets::fashion_mnist::FILES {
+        let gz = format!("{name}.gz");
+        std::os::unix::fs::symlink(source.join(&gz), both.join(&gz)).unwrap();
+    }
+    std::fs::write(both.join("train-labels-idx1-ubyte"), b"other").unwrap();
+    fails_with(
+        &[
+            "train",
+            "--data",
+            &format!("fashion-mnist:{}", both.display()),
+        ],
+        "train-labels-idx1-ubyte.gz are there, and they may differ: keep one",
+    );
 }

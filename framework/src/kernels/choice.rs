@@ -84,13 +84,14 @@ pub fn chosen() -> Result<Kernels> {
     match PROCESS.load(Ordering::Relaxed) {
         1 => Ok(Kernels::OneDnn),
         2 => Ok(Kernels::Flex),
-        _ => match std::env::var(ENV) {
-            Ok(value) => value.parse().map_err(|_| Error::InvalidValue {
+        // Empty is unset, as a shell's `EMBER_CPU_KERNELS=` means.
+        _ => match std::env::var(ENV).ok().filter(|v| !v.trim().is_empty()) {
+            Some(value) => value.parse().map_err(|_| Error::InvalidValue {
                 name: ENV,
                 value,
                 reason: "expected onednn or flex".to_string(),
             }),
-            Err(_) => Ok(Kernels::OneDnn),
+            None => Ok(Kernels::OneDnn),
         },
     }
 }

@@ -344,7 +344,10 @@ fn ranks_alike(args: &TrainArgs) -> BTreeMap<String, String> {
         ("--sync".to_string(), args.sync.to_string()),
         (
             ember::kernels::ENV.to_string(),
-            std::env::var(ember::kernels::ENV).unwrap_or_else(|_| "unset".to_string()),
+            std::env::var(ember::kernels::ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .unwrap_or_else(|| "unset".to_string()),
         ),
     ])
 }
