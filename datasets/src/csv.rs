@@ -321,7 +321,7 @@ mod tests {
                 "a,b\n1,2\n1,7\n",
                 Label::Last,
                 Some(5),
-                "example 1",
+                "line 3",
                 "label 7",
             ),
             ("empty.csv", "\n\n", Label::Last, None, "line 1", "no rows"),
