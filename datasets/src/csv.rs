@@ -148,15 +148,17 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
             .collect()
     }
     let first_cells = cells(first);
-    if first_cells.len() > 1
-        && let Some(empty) = first_cells.iter().position(|c| c.is_empty())
-    {
-        return Err(format(first_no, format!("column {} is empty", empty + 1)));
-    }
+
     let numbers = first_cells
         .iter()
         .filter(|c| c.parse::<f32>().is_ok())
         .count();
+    // A row of numbers with a cell left out (a header may leave its index column unnamed).
+    if numbers > 0
+        && let Some(empty) = first_cells.iter().position(|c| c.is_empty())
+    {
+        return Err(format(first_no, format!("column {} is empty", empty + 1)));
+    }
     let has_header = match options.header {
         Some(given) => given,
         // A header names every column; a row is all numbers. A first line of both is a row

@@ -128,7 +128,7 @@ fn the_plot_never_replaces_an_input() {
 /// --min-lr (issue 62); now it says what it swept and suggests nothing.
 #[test]
 fn a_sweep_cut_short_before_its_minimum_suggests_nothing() {
-    let mut sweep = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+    let sweep = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
         .args(args(&TINY, &["--steps", "1000000"]))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -277,18 +277,25 @@ fn a_server_that_stops_answering_ends_the_run_within_the_bound_naming_it() {
     };
     signal("-STOP", &server);
     let stopped = std::time::Instant::now();
-    // A watchdog: the test ends the client itself rather than hang with it.
+    // A watchdog: the test ends the client itself rather than hang with it, unless told the
+    // client ended (its pid may be another process's by then).
     let client = run.id();
+    let (ended, told) = std::sync::mpsc::channel::<()>();
     let watchdog = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(60));
-        let _ = std::process::Command::new("kill")
-            .args(["-9", &client.to_string()])
-            .status();
+        if told
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_err()
+        {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &client.to_string()])
+                .status();
+        }
     });
     let out = run.wait_with_output().unwrap();
     let waited = stopped.elapsed();
     signal("-CONT", &server);
-    drop(watchdog);
+    let _ = ended.send(());
+    watchdog.join().unwrap();
     let (stdout, stderr) = text(&out);
     assert!(
         waited.as_secs() < 30,

@@ -122,13 +122,27 @@ fn stop_at_once(signal: Signal, why: &str) -> ! {
     signal_hook::low_level::exit(i32::from(signal.exit_code()))
 }
 
-/// Stops the process at once unless it ended within a remote device's bound (and a tenth).
+/// Stops the process at once if the run is still in progress and its remote device has
+/// completed nothing for the bound (and a tenth): a run that goes on finishing its batches, or
+/// that has stopped and writes its files, is left to end by itself.
 fn stop_unless_done(signal: Signal) {
     let bound = ember::device::remote::answer_within();
     let _ = std::thread::Builder::new()
         .name("ember-stop-bound".to_string())
         .spawn(move || {
-            std::thread::sleep(bound + bound / 10);
+            let asked = std::time::Instant::now();
+            let limit = bound + bound / 10;
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                if RUNS.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                let quiet = ember::device::remote::since_progress()
+                    .map_or(asked.elapsed(), |since| since.min(asked.elapsed()));
+                if quiet > limit {
+                    break;
+                }
+            }
             stop_at_once(
                 signal,
                 &format!(

@@ -66,6 +66,19 @@ impl FromStr for DeviceSpec {
                         .to_string(),
                 });
             }
+            // The port as `ember serve --listen` takes it: checked now, not after 15 s of
+            // connection attempts.
+            let port = address["ws://".len()..]
+                .rsplit_once(':')
+                .map(|(_, port)| port.trim_end_matches('/'));
+            if !port.is_some_and(|p| p.parse::<u16>().is_ok_and(|p| p > 0)) {
+                return Err(Error::InvalidValue {
+                    name: "device",
+                    value: s.to_string(),
+                    reason: "expected remote:ws://HOST:PORT with a port from 1 to 65535"
+                        .to_string(),
+                });
+            }
             return Ok(Self {
                 name: DeviceName::Remote,
                 index: None,
@@ -247,6 +260,18 @@ mod tests {
                 .unwrap_err()
                 .to_string();
             assert!(err.contains("remote:ws://HOST:PORT"), "{err}");
+            // A port past 65535, or none, is refused at once: the client tried it for 15 s.
+            for bad in [
+                "remote:ws://127.0.0.1:99999",
+                "remote:ws://127.0.0.1",
+                "remote:ws://h:0",
+            ] {
+                let err = bad.parse::<DeviceList>().unwrap_err().to_string();
+                assert!(
+                    err.contains("a port from 1 to 65535") && err.contains(bad),
+                    "{err}"
+                );
+            }
         } else {
             let err = remote.unwrap_err();
             assert!(

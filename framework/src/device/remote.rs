@@ -12,8 +12,8 @@
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 use burn::tensor::Device;
 
@@ -23,6 +23,22 @@ use crate::error::{Error, Result};
 static ANSWER_WITHIN_MS: AtomicU64 = AtomicU64::new(60_000);
 /// Every remote device opened in this process, with its name as given (`remote:ws://…`).
 static OPENED: Mutex<Vec<(Device, String)>> = Mutex::new(Vec::new());
+/// When an engine on a remote device last completed a unit.
+static PROGRESS: Mutex<Option<Instant>> = Mutex::new(None);
+
+/// Notes that an engine on a remote device completed a unit now.
+pub(crate) fn progressed() {
+    *PROGRESS.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+}
+
+/// How long since an engine on a remote device last completed a unit (`None` before the
+/// first): what a stop that waits on such a device judges it by.
+pub fn since_progress() -> Option<Duration> {
+    PROGRESS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .map(|at| at.elapsed())
+}
 
 /// How long a remote device may leave a wait unanswered before it is an error.
 pub fn answer_within() -> Duration {
@@ -110,9 +126,10 @@ pub fn within<T: Send + 'static>(
             what: format!("a wait on {device}"),
             source: std::sync::Arc::new(source),
         })?;
-    answer
-        .recv_timeout(answer_within())
-        .map_err(|_| silent(device, doing))
+    answer.recv_timeout(answer_within()).map_err(|e| match e {
+        RecvTimeoutError::Timeout => silent(device, doing),
+        RecvTimeoutError::Disconnected => Error::Panic(format!("{doing} on {device} panicked")),
+    })
 }
 
 #[cfg(test)]

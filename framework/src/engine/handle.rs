@@ -45,6 +45,8 @@ pub(super) struct Progress {
     since: Mutex<Instant>,
     /// Set once a wait ended on a silent device: the worker may be stuck on it for good.
     silent: AtomicBool,
+    /// Whether the engine works on a remote device: only then do its waits have a bound.
+    remote: AtomicBool,
 }
 
 impl Progress {
@@ -53,7 +55,13 @@ impl Progress {
             completed: AtomicU64::new(0),
             since: Mutex::new(Instant::now()),
             silent: AtomicBool::new(false),
+            remote: AtomicBool::new(false),
         }
+    }
+
+    /// The engine works on a remote device (its device, or a fence's).
+    pub(super) fn on_remote(&self) {
+        self.remote.store(true, Ordering::SeqCst);
     }
 
     fn since(&self) -> MutexGuard<'_, Instant> {
@@ -70,6 +78,9 @@ impl Progress {
     fn completed_one(&self, silent: bool) {
         self.completed.fetch_add(1, Ordering::SeqCst);
         *self.since() = Instant::now();
+        if self.remote.load(Ordering::SeqCst) && !silent {
+            remote::progressed();
+        }
         if silent {
             self.silent.store(true, Ordering::SeqCst);
         }
@@ -80,11 +91,11 @@ impl Progress {
         self.silent.load(Ordering::SeqCst)
     }
 
-    /// When a waiter gives up, where a remote device is open: the bound after the last
-    /// progress, and a tenth more, so that the watcher, which knows which device it waits on,
-    /// names it first.
+    /// When a waiter gives up, where the engine works on a remote device: the bound after the
+    /// last progress, and a tenth more, so that the watcher, which knows which device it waits
+    /// on, names it first.
     fn deadline(&self) -> Option<Instant> {
-        remote::any_opened().then(|| {
+        self.remote.load(Ordering::SeqCst).then(|| {
             let bound = remote::answer_within();
             *self.since() + bound + (bound / 10).max(Duration::from_millis(100))
         })

@@ -93,13 +93,21 @@ impl<S: Send + 'static> Engine<S> {
         let (jobs, job_rx) = mpsc::channel::<Job<S>>();
         let (watch_tx, watch_rx) = mpsc::channel::<Watch>();
         let (sample_tx, sample_rx) = mpsc::channel::<Arc<dyn Waitable>>();
+        let progress = Arc::new(Progress::new());
+        if device
+            .as_ref()
+            .is_some_and(|d| crate::device::remote::name(d).is_some())
+        {
+            progress.on_remote();
+        }
+        let watched = progress.clone();
         let worker = thread::Builder::new()
             .name("ember-backend".into())
             .spawn(move || backend_worker(state, job_rx, watch_tx))
             .expect("spawning the backend worker thread");
         let watcher = thread::Builder::new()
             .name("ember-watcher".into())
-            .spawn(move || completion_watcher(watch_rx, sample_tx))
+            .spawn(move || completion_watcher(watch_rx, sample_tx, watched))
             .expect("spawning the completion watcher thread");
         let sampler = thread::Builder::new()
             .name("ember-pool-sampler".into())
@@ -112,7 +120,7 @@ impl<S: Send + 'static> Engine<S> {
             sampler: Some(sampler),
             next_index: std::cell::Cell::new(0),
             last: std::cell::RefCell::new(None),
-            progress: Arc::new(Progress::new()),
+            progress,
         }
     }
 

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::handle::{PoolSample, Waitable};
+use super::handle::{PoolSample, Progress, Waitable};
 use crate::device::remote::{self, answer_within};
 use crate::error::{Error, Result};
 
@@ -76,10 +76,18 @@ impl Watch {
 
 /// Publishes completions in issue order, blocking on each device readback in turn, then asks
 /// the sampler for the device pool.
-pub(super) fn completion_watcher(items: Receiver<Watch>, sampler: Sender<Arc<dyn Waitable>>) {
+pub(super) fn completion_watcher(
+    items: Receiver<Watch>,
+    sampler: Sender<Arc<dyn Waitable>>,
+    progress: Arc<Progress>,
+) {
     // The remote devices that were silent for the whole bound.
     let mut silent = BTreeSet::new();
     for Watch { parts, deliver } in items {
+        // A fence on a remote device: the engine's waits have a bound from now on.
+        if parts.iter().any(|p| matches!(p, Part::Pending(_, Some(_)))) {
+            progress.on_remote();
+        }
         let parts = block_on_all(parts, &mut silent);
         let several = parts.len() > 1;
         let read: Vec<Result<(f32, Instant)>> = parts

@@ -167,7 +167,10 @@ pub fn run() -> ExitCode {
         Ok(cli) => cli,
         // --help, --version and a usage error: clap's own exit ignores a failed write.
         Err(parsed) => {
-            if let Err(e) = parsed.print() {
+            // A closed pipe (`ember --help | head -1`) is a reader that had enough.
+            if let Err(e) = parsed.print()
+                && e.kind() != std::io::ErrorKind::BrokenPipe
+            {
                 let stream = match parsed.use_stderr() {
                     true => "standard error",
                     false => "standard output",

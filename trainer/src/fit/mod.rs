@@ -670,6 +670,15 @@ where
         {
             checkpointing.unlock();
         }
+        // The network goes to this thread, which saves it: nothing of the worker's may still
+        // be in flight under its reads (see `ember::engine::settle`). A device that fails or
+        // falls silent there fails the run as a step would, rescue included.
+        let trained = trained.and_then(|()| {
+            frontend
+                .engine
+                .issue(|b: &mut Backend<B, L>| ember::engine::settle(&b.net))
+                .wait()
+        });
         if let Err(error) = trained {
             if let Some(rescue) = self.rescue
                 && frontend.at.steps > 0
@@ -679,12 +688,6 @@ where
             }
             return Err(error);
         }
-        // The network goes to this thread, which saves it: nothing of the worker's may still
-        // be in flight under its reads (see `ember::engine::settle`).
-        frontend
-            .engine
-            .issue(|b: &mut Backend<B, L>| ember::engine::settle(&b.net))
-            .wait()?;
         let backend = frontend.engine.finish()?;
         for callback in &mut frontend.callbacks {
             callback.train_end(&frontend.trace)?;

@@ -242,9 +242,12 @@ where
         // A sweep cut short suggests nothing until its smoothed loss has turned, 10 % above its
         // lowest: the steepest fall of a curve that has not turned (or only wanders, at rates
         // too low to train) says nothing of where it turns.
+        // Past the first points, as the suggestion passes over them: the smoothed loss starts
+        // at the first batch's, which may be low by chance.
         let lowest = curve
             .points
             .iter()
+            .skip(sweep.skip_begin)
             .map(|p| p.smoothed)
             .fold(f64::INFINITY, f64::min);
         let turned = curve
