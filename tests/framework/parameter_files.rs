@@ -128,6 +128,13 @@ fn corrupt_and_truncated_files_are_errors_not_panics() {
         let err = load_parameters(resolved_tiny_net(&device), path, &device).unwrap_err();
         assert!(err.to_string().contains(&*path.to_string_lossy()), "{err}");
     }
+    // Cut short is said as such, not as the library's "incomplete metadata, file not fully
+    // covered" (issue 62).
+    let err = load_parameters(resolved_tiny_net(&device), &truncated, &device).unwrap_err();
+    assert!(
+        err.to_string().contains("shorter than its header says"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -66,6 +66,19 @@ fn the_queue_a_policy_lets_grow_counts_in_the_memory_check() {
     }
 }
 
+/// A budget above the machine's memory is a bound that bounds nothing: said as such, not as
+/// what "training needs" (issue 62).
+#[test]
+fn a_budget_above_the_machines_memory_is_refused_as_a_budget() {
+    for sync in ["auto:99999999", "memory:99999999"] {
+        let stderr = fails_with(
+            &args(&crate::common::cli::TINY, &["--sync", sync]),
+            &format!("invalid --sync {sync}: its budget, 100.0 TB, is more than this machine's"),
+        );
+        assert!(!stderr.contains("training needs"), "{stderr}");
+    }
+}
+
 /// A size is blamed on the flag or the file that set it, never on a default (b70e607 said
 /// `--model mlp:256 is too large` for `--classes 100000000`).
 #[test]

@@ -124,7 +124,7 @@ pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Devic
         .with_from_adapter(PyTorchToBurnAdapter.chain(FloatCastAdapter::to(DType::F32)));
     let in_file: BTreeMap<String, (Vec<usize>, DType)> = store
         .get_all_tensors()
-        .map_err(|e| file_error(path, e.to_string()))?
+        .map_err(|e| read_error(path, &e.to_string()))?
         .iter()
         .filter(|(name, _)| !name.ends_with(PYTORCH_COUNTER))
         .map(|(name, tensor)| {
@@ -310,6 +310,19 @@ fn refuse_pickle(path: &Path) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The reader's error, in words a user can act on where the library's are its own.
+fn read_error(path: &Path, said: &str) -> Error {
+    let message = match said.contains("file not fully covered") {
+        true => format!(
+            "it is shorter than its header says ({} bytes): cut short, maybe by a copy or a \
+             download that did not finish",
+            std::fs::metadata(path).map_or(0, |m| m.len())
+        ),
+        false => said.to_string(),
+    };
+    file_error(path, message)
 }
 
 fn file_error(path: &Path, message: String) -> Error {

@@ -145,6 +145,17 @@ impl Task {
             )
         });
         let batches = self.batches(workload);
+        // A budget (memory:MB, auto:MB) is a bound, not a need: one above the machine's memory
+        // bounds nothing.
+        if queue_depth(policy, batches).is_none() && needed.queue > available {
+            bail!(
+                "invalid --sync {policy}: its budget, {}, is more than this machine's {} of \
+                 available memory, so it bounds nothing; give a budget below that, or leave it \
+                 out (the memory free at the start)",
+                bytes(needed.queue),
+                bytes(available)
+            );
+        }
         let queue = match queue_depth(policy, batches) {
             Some(depth) if *policy == PolicyKind::NoSync && synthetic => format!(
                 "--sync {policy} (it lets {depth} batches pile up, every one of {} {})",

@@ -62,7 +62,8 @@ pub struct TrainArgs {
     /// Epochs.
     #[arg(long, default_value_t = 1)]
     epochs: usize,
-    /// Write the per-batch trace here: `*.jsonl` for JSON Lines, CSV otherwise (epochs go to
+    /// Write the per-batch trace here: `*.jsonl` for JSON Lines (batches and epochs in the one
+    /// file, each line with its `kind`), CSV otherwise (epochs go to
     /// `<stem>.epochs.csv` beside it).
     #[arg(long)]
     metrics: Option<PathBuf>,
