@@ -57,14 +57,24 @@ impl DataLoader {
     /// # Errors
     /// A rank not below `ranks`, or fewer examples than ranks.
     pub fn shard(mut self, rank: usize, ranks: usize) -> Result<Self> {
-        if rank >= ranks || self.data.len() < ranks {
+        if rank >= ranks {
             return Err(DatasetError::InvalidValue {
                 name: "shard",
                 value: format!("rank {rank} of {ranks}"),
                 reason: format!(
-                    "a job of {ranks} ranks numbers them from 0 and needs at least one of the \
-                     {} examples for each",
-                    self.data.len()
+                    "a job of {ranks} ranks numbers them from 0 to {}",
+                    ranks - 1
+                ),
+            });
+        }
+        if self.data.len() < ranks {
+            let len = self.data.len();
+            return Err(DatasetError::InvalidValue {
+                name: "data",
+                value: format!("of {len} example{}", if len == 1 { "" } else { "s" }),
+                reason: format!(
+                    "{len} cannot be split across {ranks} ranks, which need one example each \
+                     at least"
                 ),
             });
         }

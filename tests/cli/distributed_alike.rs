@@ -118,3 +118,48 @@ fn a_rank_without_distributed_refuses_and_the_job_ends() {
         assert!(!save.exists(), "{stdout}");
     }
 }
+
+/// A rank without `--checkpoint` beside one with it was named "checkpoints every none", without
+/// the flag; data too small for the ranks said "invalid shard rank 2 of 3" (issue 62).
+#[test]
+fn a_checkpoint_mismatch_names_the_flag_and_small_data_names_its_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let tiny = &super::common::cli::TINY;
+    let with = [
+        &tiny[..],
+        &["--distributed", "mpi", "--checkpoint", ck.to_str().unwrap()],
+    ]
+    .concat();
+    let without = [&tiny[..], &["--distributed", "mpi"]].concat();
+    let out = output(two_ranks(&with, &without));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("rank 1 has --checkpoint none, rank 0 has --checkpoint every epoch"),
+        "{stderr}"
+    );
+    let one = dir.path().join("one.csv");
+    std::fs::write(&one, "1,2,0\n").unwrap();
+    let data = format!("csv:{}", one.display());
+    let small = [
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--classes",
+        "2",
+        "--batch-size",
+        "1",
+        "--distributed",
+        "mpi",
+    ];
+    let out = output(two_ranks(&small, &small));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("1 cannot be split across 2 ranks"),
+        "{stderr}"
+    );
+}

@@ -105,8 +105,8 @@ impl Job {
     ) -> anyhow::Result<()> {
         let mut settings = description.clone();
         let every = checkpoint.as_ref().map(|c| match c.every {
-            Some(every) => format!("{every} batches"),
-            None => "epoch".to_string(),
+            Some(every) => format!("every {every} batches (--checkpoint-every)"),
+            None => "every epoch".to_string(),
         });
         // The step, and the checkpoint's files by their checksums: two checkpoints of one
         // step from other runs would give the ranks other parameters.
@@ -122,10 +122,7 @@ impl Job {
         settings.extend([
             ("--epochs".to_string(), epochs.to_string()),
             ("batches per epoch".to_string(), batches.to_string()),
-            (
-                "checkpoints every".to_string(),
-                every.unwrap_or("none".into()),
-            ),
+            ("--checkpoint".to_string(), every.unwrap_or("none".into())),
             (
                 "the checkpoint resumed".to_string(),
                 resumed.unwrap_or("none".into()),
