@@ -310,3 +310,42 @@ fn an_output_that_a_data_directory_would_read_is_refused() {
     assert!(out.status.success(), "{stderr}");
     assert!(std::fs::read_to_string(&log).unwrap().contains("epoch 1"));
 }
+
+/// `--checkpoint` inside another run's directory of checkpoints (in one of its `step-N`) was
+/// accepted, fresh or resumed, where `--profile` there is refused: one rule now (issue 62).
+#[test]
+fn checkpoints_inside_another_directory_of_checkpoints_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("q1");
+    let ck_arg = ck.to_str().unwrap().to_string();
+    let tiny = crate::common::cli::TINY;
+    crate::common::cli::succeeds(&crate::common::cli::args(
+        &tiny,
+        &["--checkpoint", &ck_arg, "--checkpoint-every", "2"],
+    ));
+    let inner = ck.join("step-0000000004");
+    assert!(inner.is_dir());
+    let inner_arg = inner.to_str().unwrap().to_string();
+    for more in [
+        vec!["--checkpoint", inner_arg.as_str()],
+        vec![
+            "--epochs",
+            "2",
+            "--resume",
+            &ck_arg,
+            "--checkpoint",
+            &inner_arg,
+        ],
+    ] {
+        crate::common::cli::fails_with(
+            &crate::common::cli::args(&tiny, &more),
+            "a directory of checkpoints, where they are rotated and checked",
+        );
+    }
+    // Nothing was nested, and the run can go on where it was.
+    assert!(!inner.join("step-0000000002").exists());
+    crate::common::cli::succeeds(&crate::common::cli::args(
+        &tiny,
+        &["--epochs", "2", "--resume", &ck_arg],
+    ));
+}

@@ -312,8 +312,41 @@ fn clashes(
                 );
             }
         }
+        // The same rule for the checkpoints themselves: inside another run's directory of
+        // checkpoints (in one of its step-N), its rotation would delete them.
+        let holder = dir.ancestors().skip(1).find(|above| {
+            let above = match above.as_os_str().is_empty() {
+                true => Path::new("."),
+                false => above,
+            };
+            holds_checkpoints(above)
+        });
+        if let Some(holder) = holder {
+            bail!(
+                "{flag} {} is inside {}, a directory of checkpoints, where they are rotated \
+                 and checked; give a directory of its own",
+                dir.display(),
+                match holder.as_os_str().is_empty() {
+                    true => Path::new("."),
+                    false => holder,
+                }
+                .display()
+            );
+        }
     }
     Ok(())
+}
+
+/// Whether `dir` holds checkpoints: a `step-N` directory.
+fn holds_checkpoints(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|entry| {
+            entry.file_type().is_ok_and(|t| t.is_dir())
+                && checkpoint::step_of(&entry.file_name().to_string_lossy()).is_some()
+        })
 }
 
 /// A run that fails before its training starts (on its data, its model) gives the directory
