@@ -194,6 +194,8 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
         ("state.json", "garble"),
         // A second signal while a checkpoint's directory was renamed into place left it empty.
         ("it is empty", "empty"),
+        // Other valid JSON: was found only after "resuming from", with no fall back (issue 62).
+        ("state.json", "edit"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ck = dir.path().join("ck");
@@ -212,12 +214,25 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
                 bytes[at] ^= 0x10;
                 std::fs::write(&damaged, bytes).unwrap();
             }
+            "edit" => {
+                let state = std::fs::read_to_string(&damaged).unwrap();
+                let at = state.find("\"next_batch\"").unwrap();
+                let edited = format!("{}\"next_batch\": 3,{}", &state[..at], {
+                    let rest = &state[at..];
+                    &rest[rest.find(',').unwrap() + 1..]
+                });
+                std::fs::write(&damaged, edited).unwrap();
+            }
             _ => std::fs::write(&damaged, "{").unwrap(),
         }
+        let case_file = match change {
+            "edit" => "the file was edited or is damaged",
+            _ => file,
+        };
         let stdout = succeeds(&strs(&run(&ck, "3", &["--resume", ck.to_str().unwrap()])));
         let case = format!("{file} {change}: {stdout}");
         assert!(stdout.contains("step-0000000008 is damaged"), "{case}");
-        assert!(stdout.contains(file), "{case}");
+        assert!(stdout.contains(case_file), "{case}");
         assert!(
             stdout.contains("resuming from") && stdout.contains("step-0000000004"),
             "{case}"

@@ -183,12 +183,20 @@ impl Checkpoint {
             }))
     }
 
-    /// Every file is there, and unchanged since it was written (where the checkpoint recorded
-    /// checksums).
+    /// Every file is there, unchanged since it was written (where the checkpoint recorded
+    /// checksums), and its position is where its trace ends: `state.json`, which holds the
+    /// checksums, is checked against the trace, so that one edited into other valid JSON is
+    /// found here, where a resume falls back to an earlier checkpoint, not after it began.
     ///
     /// # Errors
-    /// [`Error::Io`] naming a missing file; [`Error::ParameterFile`] naming a changed one.
+    /// [`Error::Io`] naming a missing file; [`Error::ParameterFile`] naming a changed one;
+    /// [`Error::InvalidValue`] for a position that is not where the trace ends.
     pub fn verify(&self) -> Result<()> {
+        self.verify_checksums()?;
+        self.check_position(&Trace::read_jsonl(&self.dir.join(TRACE))?)
+    }
+
+    fn verify_checksums(&self) -> Result<()> {
         for file in [MODEL, OPTIMIZER, TRACE] {
             let path = self.dir.join(file);
             let found = checksum(&path)?;

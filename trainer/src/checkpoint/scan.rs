@@ -98,7 +98,12 @@ pub fn classify(path: &Path) -> Entry {
         return foreign("a directory that holds none of a checkpoint's files");
     }
     let named = path.file_name().and_then(|n| step_of(&n.to_string_lossy()));
-    match Checkpoint::open(path).and_then(|c| c.verify().map(|()| c)) {
+    // The step its name says first: the plainest reason where it is not the file's.
+    let opened = Checkpoint::open(path).and_then(|c| match named {
+        Some(n) if n != c.position.steps => Ok(c),
+        _ => c.verify().map(|()| c),
+    });
+    match opened {
         Ok(c) if named.is_some_and(|n| n != c.position.steps) => Entry::Damaged {
             path: path.to_path_buf(),
             reason: format!(
