@@ -245,6 +245,15 @@ fn bad_bench_options_are_named() {
     fails_with(&["bench", "--gpu", "tpu", "--quick"], "tpu");
     fails_with(&["bench", "warp-speed"], "warp-speed");
     let dir = tempfile::tempdir().unwrap();
+    // One new path for both: --report made it a directory, then refused --profile for being
+    // one (issue 62). Refused before anything is made.
+    let one = dir.path().join("bn3.json");
+    let one = one.to_str().unwrap();
+    fails_with(
+        &["bench", "--quick", "--profile", one, "--report", one],
+        "are one path, where the report is a directory",
+    );
+    assert!(!std::path::Path::new(one).exists());
     let file = dir.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let stderr = fails_with(

@@ -228,7 +228,7 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         all.extend(args);
         ember(&all)
     };
-    let cases: [(Vec<&str>, &str); 5] = [
+    let cases: [(Vec<&str>, &str); 7] = [
         (
             vec![
                 "--out",
@@ -253,6 +253,25 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         (
             vec!["--out", fresh.to_str().unwrap(), "--sweep", ""],
             "--sweep [<KS>]': \"\": expected a whole number of at least 1",
+        ),
+        // Two outputs on one new path: --out made it, then called it "a directory" (issue 62).
+        (
+            vec![
+                "--out",
+                fresh.to_str().unwrap(),
+                "--html",
+                fresh.to_str().unwrap(),
+            ],
+            "(a directory) and --html",
+        ),
+        (
+            vec![
+                "--out",
+                fresh.to_str().unwrap(),
+                "--profile",
+                fresh.to_str().unwrap(),
+            ],
+            "(a directory) and --profile",
         ),
     ];
     for (args, needle) in cases {

@@ -121,20 +121,31 @@ fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let epochs = positive("epochs", args.epochs)?;
     let main = args.policies.0;
     let sweep = args.sweep.as_ref().map(sweep_policies);
-    prepare_out("--out", &args.out, &WRITTEN)?;
+    // The clashes first, before --out is made: `--out k --html k` named k "a directory" once
+    // --out had made it.
     let mut files = Files::default();
     files.data(&workload.data);
+    files.output(
+        format!("--out {} (a directory)", args.out.display()),
+        &args.out,
+    );
     for file in WRITTEN {
         let path = args.out.join(file);
         files.output(format!("--out {} (its {file})", args.out.display()), &path);
     }
-    for (flag, path) in [("--profile", &args.profile), ("--html", &args.html)] {
+    let others = [("--profile", &args.profile), ("--html", &args.html)];
+    for (flag, path) in others {
         if let Some(path) = path {
-            ember::io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
             files.output(format!("{flag} {}", path.display()), path);
         }
     }
     files.check()?;
+    prepare_out("--out", &args.out, &WRITTEN)?;
+    for (flag, path) in others {
+        if let Some(path) = path {
+            ember::io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
+        }
+    }
     let device = match &workload.devices {
         Some(list) => {
             let names: Vec<DeviceName> = list.0.iter().map(|spec| spec.name).collect();

@@ -176,22 +176,32 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
         )
         .collect();
     let report_files: Vec<&str> = report_files.iter().map(String::as_str).collect();
-    if let Some(dir) = &args.report {
-        super::compare::prepare_out("--report", dir, &report_files)?;
-    }
-    if let Some(path) = &args.profile {
-        ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
-        if let Some(dir) = &args.report
-            && let Some(file) = report_files
-                .iter()
-                .find(|file| ember::io::identity(path) == ember::io::identity(&dir.join(file)))
-        {
+    // The two outputs against each other first, before --report is made: `--profile x
+    // --report x` made x a directory, then refused --profile for being one.
+    if let (Some(path), Some(dir)) = (&args.profile, &args.report) {
+        let same =
+            |other: &std::path::Path| ember::io::identity(path) == ember::io::identity(other);
+        if same(dir) {
+            anyhow::bail!(
+                "--profile {} and --report {} are one path, where the report is a directory: \
+                 give each a path of its own",
+                path.display(),
+                dir.display()
+            );
+        }
+        if let Some(file) = report_files.iter().find(|file| same(&dir.join(file))) {
             anyhow::bail!(
                 "--profile {} is --report {}'s {file}: give it a path of its own",
                 path.display(),
                 dir.display()
             );
         }
+    }
+    if let Some(dir) = &args.report {
+        super::compare::prepare_out("--report", dir, &report_files)?;
+    }
+    if let Some(path) = &args.profile {
+        ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
     }
     let scratch = std::env::temp_dir().join(format!("ember-bench-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).with_context(|| format!("creating {}", scratch.display()))?;
