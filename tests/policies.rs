@@ -300,3 +300,19 @@ fn auto_keeps_the_window_it_records_and_moves_by_doublings() {
     }
     assert_eq!(auto.kind().to_string(), "auto");
 }
+
+/// Under a budget that holds one batch at most (`auto:MB` of about 1 KB), the trace showed
+/// the trial windows 2 and 4 while every batch ran at depth 1 (issue 62): the budget held the
+/// batches back, not the window. auto now never tries a window the budget does not fit, and
+/// records the one that ran.
+#[test]
+fn auto_under_a_budget_of_one_batch_never_tries_a_larger_window() {
+    let mut auto = Auto::new(Some(0.001));
+    let batches = 120;
+    let trace = flex_trace(&mut auto, batches);
+    let b = check_complete(&trace, batches);
+    let windows: Vec<usize> = b.iter().map(|r| r.window.unwrap()).collect();
+    assert!(windows.iter().all(|&w| w == 1), "{windows:?}");
+    assert!(auto.comparisons().is_empty(), "{:?}", auto.comparisons());
+    assert!(auto.settled());
+}

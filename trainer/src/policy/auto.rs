@@ -189,6 +189,14 @@ impl Auto {
         Some(ratios[pairs / 2])
     }
 
+    /// Notes the most growth per batch in flight seen so far.
+    fn note_growth(&mut self, flight: &InFlight) {
+        if !flight.is_empty() {
+            let growth = flight.memory_growth().max(0) as f64;
+            self.per_batch = self.per_batch.max(growth / flight.len() as f64);
+        }
+    }
+
     /// Keeps the smaller window of the comparison under way.
     fn settle(&mut self) {
         self.window = self.base;
@@ -209,16 +217,24 @@ impl SyncPolicy for Auto {
         let budget = *self
             .budget
             .get_or_insert_with(|| available_bytes().map_or(f64::INFINITY, |b| b as f64));
+        // The growth per batch in flight, before any wait empties the flight: under a window
+        // of 1 it is the only time a batch's growth is seen.
+        self.note_growth(flight);
         if let Some(last) = batch.checked_sub(self.window) {
             flight.wait_through(last)?;
         }
+        let mut capped = false;
         while !flight.is_empty() && flight.memory_growth() as f64 > budget {
             flight.wait_oldest()?;
+            capped = true;
         }
-        if !flight.is_empty() {
-            let growth = flight.memory_growth().max(0) as f64;
-            self.per_batch = self.per_batch.max(growth / flight.len() as f64);
+        // The budget, not the window, held the batches back: the window under trial does not
+        // fit, whatever the growth per batch seen so far said. It is not timed (its blocks
+        // would time the budget's depth, and the trace would show a window that never ran).
+        if capped && self.probing {
+            self.settle();
         }
+        self.note_growth(flight);
         if !self.probing {
             return Ok(());
         }
