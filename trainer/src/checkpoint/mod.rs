@@ -359,6 +359,13 @@ pub(crate) fn write<B: Block>(
             .map_err(|e| Error::io(tmp.join(STATE), std::io::Error::other(e)))?;
         ember::io::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
     })?;
+    // A `step-N` left empty, by a write that a second signal cut short, holds nothing: it goes
+    // (`remove_dir` takes an empty directory only).
+    for (_, entry) in scan(&settings.dir)? {
+        if let Entry::Damaged { path, .. } = entry {
+            let _ = fs::remove_dir(path);
+        }
+    }
     let steps = steps_in(&settings.dir)?;
     for old in steps
         .iter()

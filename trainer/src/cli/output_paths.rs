@@ -202,6 +202,15 @@ fn find_resume(path: &Path) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
         unreachable!("found as sound")
     };
     for (bad, why) in damaged {
+        // An empty one (a write a second signal cut short) holds nothing to keep.
+        if std::fs::remove_dir(bad).is_ok() {
+            say!(
+                "{} was empty ({why}): removed; resuming from the one before it, {}",
+                bad.display(),
+                found.dir.display()
+            );
+            continue;
+        }
         let aside = checkpoint::set_aside(bad, "damaged")
             .with_context(|| format!("moving the damaged checkpoint {} aside", bad.display()))?;
         say!(
