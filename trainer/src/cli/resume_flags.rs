@@ -57,9 +57,12 @@ pub fn compare(
             )),
         }
     }
+    let devices = ["--device", "--devices"]
+        .iter()
+        .any(|flag| recorded(before, flag) != recorded(now, flag));
     match differ.is_empty() {
         true => Ok(changes),
-        false => Err(differ.join("; ")),
+        false => Err(differ.join("; ") + if devices { DEVICES_STAY } else { "" }),
     }
 }
 
@@ -93,6 +96,11 @@ fn kept(name: &str) -> String {
 fn changeable(name: &str) -> bool {
     flag(name).is_some_and(|f| f.resume == Resume::Changeable)
 }
+
+/// Why the devices may not change, and the way on where one is gone.
+const DEVICES_STAY: &str = "; a run goes on on the devices it trained on, whose arithmetic its \
+                            optimizer state holds: for a remote server that is gone, serve a \
+                            device at the same address again (`ember serve --listen HOST:PORT`)";
 
 /// `name`'s value in a record: the one written, else what its absence means.
 fn recorded<'a>(record: &'a BTreeMap<String, String>, name: &str) -> Option<&'a str> {
