@@ -251,7 +251,8 @@ fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
         ),
         (vec!["--data", "npy:x.npy"], "npy:X.npy,Y.npy"),
         (vec!["--model", "resnet50"], "lenet-relu or resnet"),
-        // LeNet on the chapter's flat synthetic rows: the first convolution says why not.
+        // LeNet on the chapter's flat synthetic rows: refused before any layer, saying what it
+        // takes (the first convolution's shape error was all it said, issue 62's pass).
         (
             vec![
                 "--model",
@@ -263,7 +264,7 @@ fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
                 "--features",
                 "8",
             ],
-            "layer 0: Conv2D(? -> 6, kernel_size=5, sigmoid): expected shape [batch, channels, height, width], got [4, 8]",
+            "--model lenet takes images ([channels, height, width] an example), and the synthetic data gives vectors of --features 8",
         ),
     ] {
         let mut all = vec!["train", "--device", "flex"];

@@ -23,15 +23,20 @@ fn special_files(dir: &Path) -> Vec<(PathBuf, &'static str)> {
     let device = dir.join("null-like");
     let link = dir.join("link");
     let directory = dir.join("directory");
+    let (looped, back) = (dir.join("loop-a"), dir.join("loop-b"));
     run("mkfifo", &[fifo.to_str().unwrap()]);
     run("mknod", &[device.to_str().unwrap(), "c", "1", "3"]);
     std::os::unix::fs::symlink(&device, &link).unwrap();
     std::fs::create_dir(&directory).unwrap();
+    std::os::unix::fs::symlink(&back, &looped).unwrap();
+    std::os::unix::fs::symlink(&looped, &back).unwrap();
     vec![
         (fifo, "is a FIFO"),
         (device, "is a character device"),
         (link, "is a symlink to a character device"),
         (directory, "is a directory"),
+        // It was called dangling (issue 62's pass).
+        (looped, "is a symlink loop"),
     ]
 }
 

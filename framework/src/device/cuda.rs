@@ -181,9 +181,11 @@ mod driver {
         // cudarc loads libcuda on first use and panics when it is missing: ask first.
         // SAFETY: this only tries to dlopen each of the library's names.
         if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(Error::NoCudaDriver {
-                looked_for: cudarc::get_lib_name_candidates("cuda"),
-            });
+            // Each name once: cudarc lists some under several patterns.
+            let mut looked_for = cudarc::get_lib_name_candidates("cuda");
+            let mut seen = std::collections::BTreeSet::new();
+            looked_for.retain(|name| seen.insert(name.clone()));
+            return Err(Error::NoCudaDriver { looked_for });
         }
         Ok(CudaContext::device_count().map_err(driver)?.max(0) as usize)
     }

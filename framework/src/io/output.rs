@@ -65,6 +65,10 @@ pub fn check(path: &Path) -> Result<PathBuf> {
                     describe(&target.file_type())
                 )));
             }
+            // ELOOP: a symlink that leads back to itself is no dangling one.
+            Err(e) if e.raw_os_error() == Some(40) => {
+                return Err(refuse("it is a symlink loop".to_string()));
+            }
             Err(_) => return Err(refuse("it is a dangling symlink".to_string())),
         },
         Ok(meta) if meta.is_file() => path.to_path_buf(),

@@ -77,10 +77,22 @@ impl Task {
                 Flag::HIDDEN
             );
         }
-        Ok(given.unwrap_or_else(|| match self {
+        let model = given.unwrap_or_else(|| match self {
             Task::Synthetic => ModelSpec::Mlp(workload.hidden.clone()),
             _ => ModelSpec::Mlp(vec![256]),
-        }))
+        });
+        // A convolutional network takes images, [channels, height, width] an example; the
+        // synthetic data's examples are vectors.
+        if matches!(self, Task::Synthetic) && !matches!(model, ModelSpec::Mlp(_)) {
+            bail!(
+                "--model {model} takes images ([channels, height, width] an example), and the \
+                 synthetic data gives vectors of {} {}: give --data fashion-mnist (or npy \
+                 images), or --model mlp:H1,H2,…",
+                Flag::FEATURES,
+                workload.features
+            );
+        }
+        Ok(model)
     }
 
     /// The shape of one example (without the batch axis) and the network's number of outputs.
