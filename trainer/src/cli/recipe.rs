@@ -36,7 +36,8 @@ pub struct RecipeArgs {
     /// ε, for adam, adamw, rmsprop [default: 1e-8] and adagrad [default: 1e-10].
     #[arg(long = Flag::EPS.name, allow_negative_numbers = true)]
     pub eps: Option<f64>,
-    /// The learning rate of every batch, from --lr: `cosine` (to 0 over the run, PyTorch's
+    /// The learning rate of every batch, from --lr: `constant` (--lr at every batch),
+    /// `cosine` (to 0 over the run, PyTorch's
     /// CosineAnnealingLR stepped per batch), `cosine:warmup=N` (first N batches rising
     /// linearly), `step:EVERY:FACTOR` and `multistep:E1,E2,...:FACTOR` (counted in epochs, as
     /// PyTorch's StepLR and MultiStepLR stepped per epoch), `poly:POWER` (PolynomialLR), or
