@@ -21,7 +21,6 @@ use serde::Serialize;
 use ember_trainer::policy::PolicyKind;
 
 use super::child::Child;
-use super::clash::Files;
 use super::list::{List, Size};
 use super::workload::{Workload, WorkloadArgs, positive};
 
@@ -68,32 +67,6 @@ fn sweep_policies(sweep: &List<Size>) -> Vec<PolicyKind> {
         .collect()
 }
 
-/// Creates `out` (given as `flag`) if needed, and checks that it is a writable directory and
-/// that each of `files` in it can take an output (see [`ember::io::check`]).
-pub(super) fn prepare_out(flag: &str, out: &Path, files: &[&str]) -> anyhow::Result<()> {
-    let invalid = || format!("invalid {flag} {}", out.display());
-    ember::io::check_dir(out).with_context(invalid)?;
-    for file in files {
-        ember::io::check(&out.join(file)).with_context(invalid)?;
-    }
-    Ok(())
-}
-
-/// What `ember compare` writes into `--out`.
-const WRITTEN: [&str; 11] = [
-    "summary.csv",
-    "trace.csv",
-    "summary.md",
-    "time.png",
-    "time.svg",
-    "memory.png",
-    "memory.svg",
-    "timeline.png",
-    "timeline.svg",
-    "sweep.png",
-    "sweep.svg",
-];
-
 pub fn run(args: CompareArgs) -> anyhow::Result<()> {
     // The highest directory of --out that does not exist yet: one that a refused or failed
     // comparison made, and left empty, is removed again.
@@ -121,31 +94,7 @@ fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let epochs = positive("epochs", args.epochs)?;
     let main = args.policies.0;
     let sweep = args.sweep.as_ref().map(sweep_policies);
-    // The clashes first, before --out is made: `--out k --html k` named k "a directory" once
-    // --out had made it.
-    let mut files = Files::default();
-    files.data(&workload.data);
-    files.output(
-        format!("--out {} (a directory)", args.out.display()),
-        &args.out,
-    );
-    for file in WRITTEN {
-        let path = args.out.join(file);
-        files.output(format!("--out {} (its {file})", args.out.display()), &path);
-    }
-    let others = [("--profile", &args.profile), ("--html", &args.html)];
-    for (flag, path) in others {
-        if let Some(path) = path {
-            files.output(format!("{flag} {}", path.display()), path);
-        }
-    }
-    files.check()?;
-    prepare_out("--out", &args.out, &WRITTEN)?;
-    for (flag, path) in others {
-        if let Some(path) = path {
-            ember::io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
-        }
-    }
+    super::compare_outputs::check(&args.out, [&args.profile, &args.html], &workload.data)?;
     let device = match &workload.devices {
         Some(list) => {
             let names: Vec<DeviceName> = list.0.iter().map(|spec| spec.name).collect();

@@ -148,6 +148,20 @@ fn rank_device(spec: DeviceSpec, local_rank: usize) -> DeviceSpec {
     }
 }
 
+/// This process's rank and the job's size where an MPI launcher started it as one rank of
+/// several: Open MPI's `OMPI_COMM_WORLD_RANK`/`_SIZE`, or the PMI variables of MPICH and Slurm.
+pub fn launched() -> Option<(usize, usize)> {
+    let read = |name: &str| std::env::var(name).ok()?.trim().parse::<usize>().ok();
+    [
+        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+        ("PMI_RANK", "PMI_SIZE"),
+        ("PMIX_RANK", "PMIX_SIZE"),
+    ]
+    .into_iter()
+    .find_map(|(rank, size)| Some((read(rank)?, read(size)?)))
+    .filter(|&(_, size)| size > 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,18 +190,4 @@ mod tests {
         assert_eq!(on(DeviceName::Flex, None, 3), spec(DeviceName::Flex, None));
         assert_eq!(on(DeviceName::Wgpu, None, 1), spec(DeviceName::Wgpu, None));
     }
-}
-
-/// This process's rank and the job's size where an MPI launcher started it as one rank of
-/// several: Open MPI's `OMPI_COMM_WORLD_RANK`/`_SIZE`, or the PMI variables of MPICH and Slurm.
-pub fn launched() -> Option<(usize, usize)> {
-    let read = |name: &str| std::env::var(name).ok()?.trim().parse::<usize>().ok();
-    [
-        ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-        ("PMI_RANK", "PMI_SIZE"),
-        ("PMIX_RANK", "PMIX_SIZE"),
-    ]
-    .into_iter()
-    .find_map(|(rank, size)| Some((read(rank)?, read(size)?)))
-    .filter(|&(_, size)| size > 1)
 }

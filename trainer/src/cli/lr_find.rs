@@ -15,7 +15,7 @@ use ember_trainer::plot::{LrFindFigure, render};
 use ember_trainer::policy::PolicyKind;
 
 use super::clash::Files;
-use super::compare::prepare_out;
+use super::compare_outputs::prepare_out;
 use super::model::{ModelSpec, Net};
 use super::recipe::recipe_words;
 use super::task::{LossName, Task, wrong_loss};

@@ -93,6 +93,7 @@ mod chapter;
 mod child;
 mod clash;
 mod compare;
+mod compare_outputs;
 mod devices;
 mod distributed;
 mod eval;

@@ -198,7 +198,7 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
         }
     }
     if let Some(dir) = &args.report {
-        super::compare::prepare_out("--report", dir, &report_files)?;
+        super::compare_outputs::prepare_out("--report", dir, &report_files)?;
     }
     if let Some(path) = &args.profile {
         ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
