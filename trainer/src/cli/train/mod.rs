@@ -105,8 +105,9 @@ pub struct TrainArgs {
     #[arg(long)]
     checkpoint_every: Option<usize>,
     /// Go on from the newest sound checkpoint in this directory (a damaged newer one is moved
-    /// aside, saying why), or from the checkpoint DIR/step-N names, with the flags of the run
-    /// that wrote it: --epochs may grow (not under a --lr-schedule that spans the run: cosine,
+    /// aside, saying why), or from the checkpoint DIR/step-N names. Give the flags of the run
+    /// that wrote it again (they are checked, not read back: one that differs is refused,
+    /// naming it): --epochs may grow (not under a --lr-schedule that spans the run: cosine,
     /// poly, onecycle), --lr and --lr-schedule may change (the way back from a run that
     /// diverged), and so may --precision. Checkpoints keep going to that directory unless
     /// --checkpoint names another.
