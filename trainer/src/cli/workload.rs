@@ -302,6 +302,17 @@ impl Workload {
     /// A device that cannot be opened, named, or one that cannot train in the workload's
     /// precision here ([`super::precision::check`]).
     pub fn open_devices(&self) -> anyhow::Result<Vec<PickedDevice>> {
+        // burn-remote tries a server that does not answer for about 15 s before it gives up:
+        // said first, so that the wait is not a hang.
+        let specs = self
+            .devices
+            .as_ref()
+            .map_or_else(|| vec![self.device.clone()], |l| l.0.clone());
+        for spec in specs.iter().filter(|s| s.name == DeviceName::Remote) {
+            say_err!(
+                "connecting to {spec} (burn-remote retries for about 15 s where it does not answer)"
+            );
+        }
         let picked = match &self.devices {
             Some(list) => list.open()?,
             None => vec![self.device.open()?],
