@@ -254,6 +254,23 @@ fn bad_bench_options_are_named() {
         "are one path, where the report is a directory",
     );
     assert!(!std::path::Path::new(one).exists());
+    // One of the report's files by another spelling, --report new: the profile was lost,
+    // exit 0 (the second hostile pass). Refused, and the directory it made goes again.
+    let report = dir.path().join("r2");
+    let dotted = format!("{}/./chapter.md", report.display());
+    fails_with(
+        &[
+            "bench",
+            "--quick",
+            "--profile",
+            &dotted,
+            "--report",
+            report.to_str().unwrap(),
+            "memory-footprint",
+        ],
+        "is --report",
+    );
+    assert!(!report.exists());
     let file = dir.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
     let stderr = fails_with(

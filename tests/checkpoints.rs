@@ -196,6 +196,8 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
         ("it is empty", "empty"),
         // Other valid JSON: was found only after "resuming from", with no fall back (issue 62).
         ("state.json", "edit"),
+        // An epoch past the trace's: it was trusted ("has done 99 epoch(s)", the second pass).
+        ("state.json", "epoch"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let ck = dir.path().join("ck");
@@ -214,6 +216,14 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
                 bytes[at] ^= 0x10;
                 std::fs::write(&damaged, bytes).unwrap();
             }
+            "epoch" => {
+                let state = std::fs::read_to_string(&damaged).unwrap();
+                let at = state.find("\"epoch\"").unwrap();
+                let rest = &state[at..];
+                let end = rest.find(',').unwrap();
+                let edited = format!("{}\"epoch\": 99{}", &state[..at], &rest[end..]);
+                std::fs::write(&damaged, edited).unwrap();
+            }
             "edit" => {
                 let state = std::fs::read_to_string(&damaged).unwrap();
                 let at = state.find("\"next_batch\"").unwrap();
@@ -226,7 +236,7 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
             _ => std::fs::write(&damaged, "{").unwrap(),
         }
         let case_file = match change {
-            "edit" => "the file was edited or is damaged",
+            "edit" | "epoch" => "the file was edited or is damaged",
             _ => file,
         };
         let stdout = succeeds(&strs(&run(&ck, "3", &["--resume", ck.to_str().unwrap()])));

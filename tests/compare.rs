@@ -228,7 +228,8 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
         all.extend(args);
         ember(&all)
     };
-    let cases: [(Vec<&str>, &str); 7] = [
+    let dotted = format!("{}/./summary.md", fresh.display());
+    let cases: [(Vec<&str>, &str); 8] = [
         (
             vec![
                 "--out",
@@ -272,6 +273,12 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
                 fresh.to_str().unwrap(),
             ],
             "(a directory) and --profile",
+        ),
+        // One of --out's files by another spelling, --out new: it was written over with the
+        // HTML, exit 0 (the second hostile pass).
+        (
+            vec!["--out", fresh.to_str().unwrap(), "--html", &dotted],
+            "(its summary.md) and --html",
         ),
     ];
     for (args, needle) in cases {

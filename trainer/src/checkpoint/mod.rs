@@ -281,7 +281,7 @@ impl Checkpoint {
             Some(last) => {
                 p.steps == trace.batches.len() as u64
                     && ((p.epoch == last.epoch && p.next_batch == last.batch + 1)
-                        || (p.epoch > last.epoch && p.next_batch == 0))
+                        || (p.epoch == last.epoch + 1 && p.next_batch == 0))
             }
         };
         if fits {

@@ -26,7 +26,9 @@ impl Child {
     {
         let exe = std::env::current_exe().context("locating the ember binary")?;
         let mut command = Command::new(exe);
-        command.args(args);
+        // The process's bound on a remote device holds for its children too.
+        let bound = ember::device::remote::answer_within().as_secs_f64();
+        command.arg(format!("--remote-timeout={bound}")).args(args);
         // The child stops when this process ends, however it ends (a SIGTERM: the child
         // finishes its batch and writes what it has); it was left running on its own.
         #[cfg(target_os = "linux")]

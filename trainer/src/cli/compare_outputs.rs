@@ -42,6 +42,26 @@ pub(super) fn check(
     [profile, html]: [&Option<PathBuf>; 2],
     data: &DataSpec,
 ) -> anyhow::Result<()> {
+    clashes(out, [profile, html], data)?;
+    prepare_out("--out", out, &WRITTEN)?;
+    // Again, now that --out is there to resolve: `--html ./k/summary.md` or a path through a
+    // symlink to k is k's summary.md only once k exists (`compare` removes a k it made when
+    // this fails).
+    clashes(out, [profile, html], data)?;
+    for (flag, path) in [("--profile", profile), ("--html", html)] {
+        if let Some(path) = path {
+            ember::io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// The outputs against each other and the data.
+fn clashes(
+    out: &Path,
+    [profile, html]: [&Option<PathBuf>; 2],
+    data: &DataSpec,
+) -> anyhow::Result<()> {
     let mut files = Files::default();
     files.data(data);
     files.output(format!("--out {} (a directory)", out.display()), out);
@@ -58,11 +78,5 @@ pub(super) fn check(
         }
     }
     files.check()?;
-    prepare_out("--out", out, &WRITTEN)?;
-    for (flag, path) in others {
-        if let Some(path) = path {
-            ember::io::check(path).with_context(|| format!("invalid {flag} {}", path.display()))?;
-        }
-    }
     Ok(())
 }

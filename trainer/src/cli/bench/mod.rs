@@ -176,29 +176,21 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
         )
         .collect();
     let report_files: Vec<&str> = report_files.iter().map(String::as_str).collect();
-    // The two outputs against each other first, before --report is made: `--profile x
-    // --report x` made x a directory, then refused --profile for being one.
-    if let (Some(path), Some(dir)) = (&args.profile, &args.report) {
-        let same =
-            |other: &std::path::Path| ember::io::identity(path) == ember::io::identity(other);
-        if same(dir) {
-            anyhow::bail!(
-                "--profile {} and --report {} are one path, where the report is a directory: \
-                 give each a path of its own",
-                path.display(),
-                dir.display()
-            );
-        }
-        if let Some(file) = report_files.iter().find(|file| same(&dir.join(file))) {
-            anyhow::bail!(
-                "--profile {} is --report {}'s {file}: give it a path of its own",
-                path.display(),
-                dir.display()
-            );
-        }
-    }
+    // The two outputs against each other first, before --report is made (`--profile x
+    // --report x` made x a directory, then refused --profile for being one), and again once it
+    // is there to resolve (`--profile ./r/chapter.md --report r`, r new, lost the profile).
+    let (profile, report) = (args.profile.as_deref(), args.report.as_deref());
+    profile_clashes(profile, report, &report_files)?;
     if let Some(dir) = &args.report {
+        let made = std::fs::symlink_metadata(dir).is_err();
         super::compare_outputs::prepare_out("--report", dir, &report_files)?;
+        if let Err(e) = profile_clashes(profile, report, &report_files) {
+            // A directory it made for nothing goes again (an empty one only).
+            if made {
+                let _ = std::fs::remove_dir(dir);
+            }
+            return Err(e);
+        }
     }
     if let Some(path) = &args.profile {
         ember::io::check(path).with_context(|| format!("invalid --profile {}", path.display()))?;
@@ -442,4 +434,33 @@ fn print_ratios(
 
 fn show(value: Option<f64>, unit: &str) -> String {
     value.map_or_else(|| "-".to_string(), |v| format!("{v:.4} {unit}"))
+}
+
+/// `--profile` against `--report` and its files: one path for both, or the profile on one of
+/// the report's files.
+fn profile_clashes(
+    profile: Option<&std::path::Path>,
+    report: Option<&std::path::Path>,
+    report_files: &[&str],
+) -> anyhow::Result<()> {
+    if let (Some(path), Some(dir)) = (profile, report) {
+        let same =
+            |other: &std::path::Path| ember::io::identity(path) == ember::io::identity(other);
+        if same(dir) {
+            anyhow::bail!(
+                "--profile {} and --report {} are one path, where the report is a directory: \
+                 give each a path of its own",
+                path.display(),
+                dir.display()
+            );
+        }
+        if let Some(file) = report_files.iter().find(|file| same(&dir.join(file))) {
+            anyhow::bail!(
+                "--profile {} is --report {}'s {file}: give it a path of its own",
+                path.display(),
+                dir.display()
+            );
+        }
+    }
+    Ok(())
 }
