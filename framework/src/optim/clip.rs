@@ -103,7 +103,7 @@ impl fmt::Display for Clipping {
 }
 
 fn checked(name: &'static str, value: f64) -> Result<f64> {
-    super::positive(name, value)
+    super::positive::positive(name, value)
 }
 
 /// The sum of every gradient's squared elements, on the device.

@@ -218,7 +218,7 @@ impl OptimizerKind {
     /// # Errors
     /// [`Error::InvalidValue`] for SGD or a value not above 0.
     pub fn with_epsilon(mut self, value: f64) -> Result<Self> {
-        let value = super::positive("eps", value)?;
+        let value = super::positive::positive("eps", value)?;
         match &mut self {
             OptimizerKind::Adam { epsilon, .. }
             | OptimizerKind::AdamW { epsilon, .. }

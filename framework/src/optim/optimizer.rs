@@ -81,7 +81,7 @@ impl Optimizer {
     ) -> Result<Self> {
         let kind = optimizer.into_optimizer()?;
         kind.check()?;
-        let learning_rate = super::positive("learning rate", learning_rate)?;
+        let learning_rate = super::positive::positive("learning rate", learning_rate)?;
         Ok(Self {
             kind,
             learning_rate,

@@ -205,7 +205,7 @@ fn factor(spec: &str, text: &str) -> Result<f64> {
     Ok(factor)
 }
 
-/// A finite number above 0, in single precision too ([`super::positive`]).
+/// A finite number above 0, in single precision too ([`super::positive::positive`]).
 fn positive(spec: &str, what: &str, text: &str) -> Result<f64> {
     let value: f64 = number(spec, what, text)?;
     super::positive("the schedule's value", value).map_err(|e| match e {

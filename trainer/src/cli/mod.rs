@@ -107,6 +107,7 @@ mod output_paths;
 mod precision;
 mod recipe;
 mod rescue_file;
+mod rescued;
 mod resume_flags;
 mod serve;
 mod summary;

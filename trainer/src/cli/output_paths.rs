@@ -14,7 +14,7 @@ use ember_trainer::trace::Trace;
 
 use super::clash::Files;
 use super::model::Net;
-use super::rescue_file::save_elsewhere;
+use super::rescued::save_elsewhere;
 use super::workload::DataSpec;
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
