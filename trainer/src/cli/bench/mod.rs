@@ -16,6 +16,7 @@ use super::list::List;
 use super::workload::{Workload, WorkloadArgs, positive};
 
 mod chapter_args;
+mod outputs;
 use chapter_args::ChapterArgs;
 
 /// Options of `ember bench`: with no experiment named, every experiment of the chapter. The
@@ -180,11 +181,11 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
     // --report x` made x a directory, then refused --profile for being one), and again once it
     // is there to resolve (`--profile ./r/chapter.md --report r`, r new, lost the profile).
     let (profile, report) = (args.profile.as_deref(), args.report.as_deref());
-    profile_clashes(profile, report, &report_files)?;
+    outputs::profile_clashes(profile, report, &report_files)?;
     if let Some(dir) = &args.report {
         let made = std::fs::symlink_metadata(dir).is_err();
         super::compare_outputs::prepare_out("--report", dir, &report_files)?;
-        if let Err(e) = profile_clashes(profile, report, &report_files) {
+        if let Err(e) = outputs::profile_clashes(profile, report, &report_files) {
             // A directory it made for nothing goes again (an empty one only).
             if made {
                 let _ = std::fs::remove_dir(dir);
@@ -434,33 +435,4 @@ fn print_ratios(
 
 fn show(value: Option<f64>, unit: &str) -> String {
     value.map_or_else(|| "-".to_string(), |v| format!("{v:.4} {unit}"))
-}
-
-/// `--profile` against `--report` and its files: one path for both, or the profile on one of
-/// the report's files.
-fn profile_clashes(
-    profile: Option<&std::path::Path>,
-    report: Option<&std::path::Path>,
-    report_files: &[&str],
-) -> anyhow::Result<()> {
-    if let (Some(path), Some(dir)) = (profile, report) {
-        let same =
-            |other: &std::path::Path| ember::io::identity(path) == ember::io::identity(other);
-        if same(dir) {
-            anyhow::bail!(
-                "--profile {} and --report {} are one path, where the report is a directory: \
-                 give each a path of its own",
-                path.display(),
-                dir.display()
-            );
-        }
-        if let Some(file) = report_files.iter().find(|file| same(&dir.join(file))) {
-            anyhow::bail!(
-                "--profile {} is --report {}'s {file}: give it a path of its own",
-                path.display(),
-                dir.display()
-            );
-        }
-    }
-    Ok(())
 }
