@@ -101,8 +101,8 @@ impl Progress {
         })
     }
 
-    /// The error of a waiter that gave up.
-    fn silent_error(&self) -> Error {
+    /// The error of a waiter that gave up, or of an engine that leaves its stuck worker.
+    pub(super) fn silent_error(&self) -> Error {
         self.silent.store(true, Ordering::SeqCst);
         remote::silent(
             &remote::names().join(", "),

@@ -201,10 +201,7 @@ impl<S: Send + 'static> Engine<S> {
             self.worker.take();
             self.watcher.take();
             self.sampler.take();
-            return Err(crate::device::remote::silent(
-                &crate::device::remote::names().join(", "),
-                "finishing the work queued on it",
-            ));
+            return Err(self.progress.silent_error());
         }
         let state = self.worker.take().map(|worker| {
             worker
