@@ -128,7 +128,10 @@ pub trait Block: Module + ModuleDisplay + Sized {
     ///
     /// # Errors
     /// As [`crate::io::safetensors::save_parameters`].
-    fn save_parameters(&self, path: impl AsRef<std::path::Path>) -> Result<()> {
+    fn save_parameters(&self, path: impl AsRef<std::path::Path>) -> Result<()>
+    where
+        Self: 'static,
+    {
         crate::io::safetensors::save_parameters(self, path)
     }
 

@@ -1,9 +1,11 @@
 //! How long a remote device may keep ember waiting. A server that stops answering (stopped,
 //! swapped out, behind a dead link) leaves its TCP connection open, so burn-remote waits for
-//! its answer forever. ember bounds every wait on a remote device it can bound: a unit's
-//! readback (the engine's watcher), finishing the work queued on a device ([`settle`]), reading
-//! a network back before it is written. A device silent for longer is an
-//! [`Error::Silent`](crate::Error::Silent) naming it.
+//! its answer forever. ember bounds every wait on a remote device it makes: a unit's readback
+//! (the engine's watcher), finishing the work queued on a device ([`settle`]), and the
+//! frontend's own reads through [`bounded`] (a network read back to be written, a checkpoint's
+//! network and optimizer state, an evaluation's sums). A device silent for longer is an
+//! [`Error::Silent`](crate::Error::Silent) naming it. A read of one's own (`into_data` in a
+//! callback) is bounded only where it goes through [`bounded`] too.
 //!
 //! The bound is [`answer_within`], 60 s unless [`set_answer_within`] changed it (`ember train
 //! --remote-timeout`). Local devices have none: a kernel that runs long is not a silent server.
@@ -130,6 +132,24 @@ pub fn within<T: Send + 'static>(
         RecvTimeoutError::Timeout => silent(device, doing),
         RecvTimeoutError::Disconnected => Error::Panic(format!("{doing} on {device} panicked")),
     })
+}
+
+/// Runs `call`, which reads from `devices`, under [`within`]'s bound where one of them is a
+/// remote device ember opened, and on this thread, unbounded, where none is: a local device's
+/// long kernel is not a silent server.
+///
+/// # Errors
+/// `call`'s own; [`Error::Silent`] naming the first remote device when `call` did not return
+/// within [`answer_within`].
+pub fn bounded<T: Send + 'static>(
+    devices: &[Device],
+    doing: &str,
+    call: impl FnOnce() -> Result<T> + Send + 'static,
+) -> Result<T> {
+    match devices.iter().find_map(name) {
+        Some(device) => within(&device, doing, call)?,
+        None => call(),
+    }
 }
 
 #[cfg(test)]

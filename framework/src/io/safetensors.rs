@@ -53,14 +53,15 @@ use crate::params::{ParamDict, collect_params};
 
 /// Writes every parameter of `net` to a safetensors file at `path`, atomically (see
 /// [`crate::io::atomic`]: `path` must be a regular file or new, and keeps its old content if the
-/// save fails).
+/// save fails). Parameters on a remote device have
+/// [`answer_within`](crate::device::remote::answer_within) to be read back.
 ///
 /// # Errors
 /// [`Error::DeferredInitialization`] naming the layers still deferred;
 /// [`Error::NonFiniteParameter`] for a NaN or infinite parameter (the file keeps its old
 /// content); [`Error::Output`] for a path that cannot take the file; [`Error::ParameterFile`]
-/// when writing fails.
-pub fn save_parameters<M: Module>(net: &M, path: impl AsRef<Path>) -> Result<()> {
+/// when writing fails; [`Error::Silent`] for a remote device that did not answer in time.
+pub fn save_parameters<M: Module + 'static>(net: &M, path: impl AsRef<Path>) -> Result<()> {
     save_parameters_with(net, path, &BTreeMap::new())
 }
 
@@ -70,12 +71,25 @@ pub fn save_parameters<M: Module>(net: &M, path: impl AsRef<Path>) -> Result<()>
 ///
 /// # Errors
 /// As [`save_parameters`].
-pub fn save_parameters_with<M: Module>(
+pub fn save_parameters_with<M: Module + 'static>(
     net: &M,
     path: impl AsRef<Path>,
     metadata: &BTreeMap<String, String>,
 ) -> Result<()> {
-    let path = path.as_ref();
+    let (net, path, metadata) = (net.clone(), path.as_ref().to_path_buf(), metadata.clone());
+    crate::device::remote::bounded(
+        &net.devices(),
+        "reading the parameters back to write them",
+        move || write_parameters(&net, &path, &metadata),
+    )
+}
+
+/// [`save_parameters_with`]'s reads and writes, on this thread.
+fn write_parameters<M: Module>(
+    net: &M,
+    path: &Path,
+    metadata: &BTreeMap<String, String>,
+) -> Result<()> {
     refuse_deferred(&collect_params(net))?;
     if let Some(e) = non_finite(net) {
         return Err(e);
@@ -231,16 +245,10 @@ fn check_names_and_shapes(
 /// [`Error::Readback`] naming the parameter and the device's reason; [`Error::Silent`] for a
 /// remote device that did not answer in time.
 pub fn readable<M: Module + 'static>(net: &M) -> Result<()> {
-    let remote = net.devices().iter().find_map(crate::device::remote::name);
-    match remote {
-        Some(device) => {
-            let net = net.clone();
-            crate::device::remote::within(&device, "reading the parameters back", move || {
-                read_all(&net)
-            })?
-        }
-        None => read_all(net),
-    }
+    let net = net.clone();
+    crate::device::remote::bounded(&net.devices(), "reading the parameters back", move || {
+        read_all(&net)
+    })
 }
 
 /// [`readable`]'s reads, on this thread.

@@ -311,7 +311,7 @@ impl Checkpoint {
 
 /// Writes a checkpoint of `net`, `trainer` and `trace` at `position` into `settings.dir`,
 /// then removes the ones beyond `settings.keep`. Returns its directory.
-pub(crate) fn write<B: Block>(
+pub(crate) fn write<B: Block + 'static>(
     settings: &Checkpointing,
     position: &Position,
     net: &B,
@@ -332,22 +332,15 @@ pub(crate) fn write<B: Block>(
             }),
         };
     }
-    // Never a checkpoint to resume from that trains to NaN: a run that diverged stops here,
-    // and its last checkpoint stays the last one whose parameters were finite.
-    if let Some(e) = ember::io::safetensors::non_finite(net) {
-        return Err(e);
-    }
     ember::io::write_atomic_dir(&dir, |tmp| {
-        let model = tmp.join(MODEL);
-        // The inference copy folds pending running-statistic updates in; ids stay the same.
-        let mut store = BurnpackStore::from_file(&model).auto_extension(false);
-        net.valid()
-            .save_into(&mut store)
-            .map_err(|e| Error::ParameterFile {
-                path: model.clone(),
-                message: e.to_string(),
-            })?;
-        trainer.save_state(&tmp.join(OPTIMIZER))?;
+        // The reads of the network and the optimizer's state are the frontend's own: on a
+        // remote device they get its bound, which no engine's watcher gives them here.
+        let (net, trainer, into) = (net.clone(), trainer.clone(), tmp.to_path_buf());
+        ember::device::remote::bounded(
+            &net.devices(),
+            "reading the network back for a checkpoint",
+            move || write_model(&net, &trainer, &into),
+        )?;
         trace.write(&tmp.join(TRACE))?;
         let mut position = position.clone();
         for file in [MODEL, OPTIMIZER, TRACE] {
@@ -374,6 +367,25 @@ pub(crate) fn write<B: Block>(
         remove(old);
     }
     Ok(dir)
+}
+
+/// Writes `net` and `trainer`'s state into the checkpoint's directory `tmp` while it is made.
+fn write_model<B: Block>(net: &B, trainer: &Optimizer, tmp: &Path) -> Result<()> {
+    // Never a checkpoint to resume from that trains to NaN: a run that diverged stops here,
+    // and its last checkpoint stays the last one whose parameters were finite.
+    if let Some(e) = ember::io::safetensors::non_finite(net) {
+        return Err(e);
+    }
+    let model = tmp.join(MODEL);
+    // The inference copy folds pending running-statistic updates in; ids stay the same.
+    let mut store = BurnpackStore::from_file(&model).auto_extension(false);
+    net.valid()
+        .save_into(&mut store)
+        .map_err(|e| Error::ParameterFile {
+            path: model.clone(),
+            message: e.to_string(),
+        })?;
+    trainer.save_state(&tmp.join(OPTIMIZER))
 }
 
 /// Removes a checkpoint that rotation leaves behind: its own files, then its directory where

@@ -77,13 +77,13 @@ pub trait Metric: Send {
 /// A metric's state: its sums on the device (read back) and how many things they count, or
 /// nothing before the first batch. Integers and `f32` sums are exact as `f64`.
 pub(super) fn state_of<const D: usize>(
-    sums: &[Tensor<D, impl burn::tensor::kind::Numeric>],
+    sums: &[Tensor<D, impl burn::tensor::kind::Numeric + Send + 'static>],
     counted: usize,
     what: &str,
 ) -> Result<Option<Vec<f64>>> {
     let mut state = Vec::new();
     for sum in sums {
-        let data = sum.clone().into_data().convert::<f64>();
+        let data = fetch(sum.clone(), what)?.convert::<f64>();
         let values = data.try_into_vec::<f64>().map_err(|e| Error::Readback {
             what: what.to_string(),
             reason: format!("{e:?}"),
@@ -123,13 +123,25 @@ pub(super) fn sums_of(
     Ok(Some((sums, counted as usize)))
 }
 
+/// Reads `tensor` back to the host; on a remote device, within its bound
+/// ([`ember::device::remote::bounded`]): an evaluation's reads are the frontend's own, which no
+/// engine watches.
+fn fetch<const D: usize, K>(tensor: Tensor<D, K>, what: &str) -> Result<burn::tensor::TensorData>
+where
+    K: burn::tensor::kind::Numeric + Send + 'static,
+{
+    let device = tensor.device();
+    ember::device::remote::bounded(&[device], &format!("reading {what} back"), move || {
+        Ok(tensor.into_data())
+    })
+}
+
 /// Reads back a float tensor, saying `what` it was where the read fails.
 ///
 /// # Errors
 /// [`Error::Readback`] with burn's own words.
 pub fn read_floats(tensor: Tensor<1>, what: &str) -> Result<Vec<f64>> {
-    tensor
-        .into_data()
+    fetch(tensor, what)?
         .convert::<f64>()
         .try_into_vec::<f64>()
         .map_err(|e| Error::Readback {
@@ -143,8 +155,7 @@ pub fn read_floats(tensor: Tensor<1>, what: &str) -> Result<Vec<f64>> {
 /// # Errors
 /// [`Error::Readback`] with burn's own words.
 pub fn read_ints(tensor: Tensor<1, Int>, what: &str) -> Result<Vec<i64>> {
-    tensor
-        .into_data()
+    fetch(tensor, what)?
         .convert::<i64>()
         .try_into_vec::<i64>()
         .map_err(|e| Error::Readback {
