@@ -62,6 +62,32 @@ fn a_position_edited_out_of_place_is_refused_on_resume() {
     );
 }
 
+/// A `state.json` without checksums (an ember from before they were recorded, or an edit
+/// that dropped them) resumed in silence with its files unverified (issue 62): it still
+/// resumes, saying which files go unverified.
+#[test]
+fn a_checkpoint_without_checksums_resumes_saying_its_files_are_unverified() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    succeeds(&strs(&run(&ck, "1", &[])));
+    let state = newest(&ck).join("state.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    let checksums = json["checksums"].as_object_mut().expect("checksums");
+    assert!(checksums.remove("model.bpk").is_some(), "{checksums:?}");
+    checksums.remove("trace.jsonl");
+    std::fs::write(&state, json.to_string()).unwrap();
+    let resume = run(&ck, "2", &["--resume", ck.to_str().unwrap()]);
+    let out = common::cli::ember(&strs(&resume));
+    let (stdout, stderr) = common::cli::text(&out);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("records no checksum for model.bpk, trace.jsonl")
+            && stderr.contains("read unverified"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_second_run_on_the_same_checkpoint_directory_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();

@@ -196,6 +196,16 @@ impl Checkpoint {
         self.check_position(&Trace::read_jsonl(&self.dir.join(TRACE))?)
     }
 
+    /// The files whose checksum the checkpoint does not record: a checkpoint written before
+    /// ember recorded them (2026-11-25), or a `state.json` edited to drop them. Their
+    /// contents cannot be verified; [`Checkpoint::verify`] takes them as they are.
+    pub fn unverified(&self) -> Vec<&'static str> {
+        [MODEL, OPTIMIZER, TRACE]
+            .into_iter()
+            .filter(|file| !self.position.checksums.contains_key(*file))
+            .collect()
+    }
+
     fn verify_checksums(&self) -> Result<()> {
         for file in [MODEL, OPTIMIZER, TRACE] {
             let path = self.dir.join(file);

@@ -109,6 +109,14 @@ impl Run<'_> {
                 checkpoint.position.epoch + 1,
                 checkpoint.position.next_batch
             );
+            let unverified = checkpoint.unverified();
+            if !unverified.is_empty() {
+                say_err!(
+                    "warning: {} records no checksum for {}: written by an ember from before                      2026-11-25, or its state.json was edited; those files are read unverified",
+                    checkpoint.dir.display(),
+                    unverified.join(", ")
+                );
+            }
             fit = fit.resume(checkpoint.clone());
         }
         // Last, once a resume was found sound: a refused run leaves no event file.
