@@ -107,6 +107,48 @@ fn read_text(mut input: Input) -> Result<String> {
     })
 }
 
+/// A row's cells, trimmed, as RFC 4180 reads them: a cell in double quotes keeps its commas
+/// (`"1,5"` is one cell, which is then no number) and reads `""` as `"`.
+fn cells(line: &str) -> Vec<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    let mut cells = Vec::new();
+    let mut rest = line;
+    loop {
+        let trimmed = rest.trim_start();
+        let (cell, after) = match trimmed.strip_prefix('"') {
+            Some(quoted) => {
+                // The closing quote is the first one not doubled.
+                let mut value = String::new();
+                let mut chars = quoted.char_indices();
+                let mut end = quoted.len();
+                while let Some((i, c)) = chars.next() {
+                    if c != '"' {
+                        value.push(c);
+                    } else if quoted[i + 1..].starts_with('"') {
+                        value.push('"');
+                        chars.next();
+                    } else {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                let after = &quoted[end..];
+                let after = after.find(',').map_or("", |comma| &after[comma..]);
+                (Cow::Owned(value.trim().to_string()), after)
+            }
+            None => match trimmed.find(',') {
+                Some(comma) => (Cow::Borrowed(trimmed[..comma].trim()), &trimmed[comma..]),
+                None => (Cow::Borrowed(trimmed.trim()), ""),
+            },
+        };
+        cells.push(cell);
+        match after.strip_prefix(',') {
+            Some(next) => rest = next,
+            None => return cells,
+        }
+    }
+}
+
 /// Reads a CSV file into examples. A ragged row, a non-numeric cell or a bad label is an error
 /// naming the file, the line and the column.
 pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples> {
@@ -135,18 +177,6 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
     let Some((first_no, first)) = lines.next() else {
         return Err(format(1, "the file has no rows".to_string()));
     };
-    // RFC 4180's quotes around a cell ("1.5") are the cell's; a number holds no comma.
-    fn cells(line: &str) -> Vec<&str> {
-        line.split(',')
-            .map(str::trim)
-            .map(
-                |c| match c.strip_prefix('"').and_then(|c| c.strip_suffix('"')) {
-                    Some(inner) => inner.trim(),
-                    None => c,
-                },
-            )
-            .collect()
-    }
     let first_cells = cells(first);
 
     let numbers = first_cells
@@ -158,6 +188,20 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
         && let Some(empty) = first_cells.iter().position(|c| c.is_empty())
     {
         return Err(format(first_no, format!("column {} is empty", empty + 1)));
+    }
+    // pandas' `to_csv` writes its index as a first column with no name.
+    if numbers == 0
+        && options.header != Some(false)
+        && first_cells.len() > 1
+        && first_cells[0].is_empty()
+    {
+        return Err(format(
+            first_no,
+            "column 1 has no name in the header: pandas' index, which `to_csv` writes unless \
+             given `index=False`, would train as a feature; write the file with `index=False`, \
+             or name the column"
+                .to_string(),
+        ));
     }
     let has_header = match options.header {
         Some(given) => given,
@@ -186,14 +230,15 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
             ));
         }
         Label::Last => width - 1,
-        Label::Name(name) if has_header => {
-            first_cells.iter().position(|c| *c == name).ok_or_else(|| {
+        Label::Name(name) if has_header => first_cells
+            .iter()
+            .position(|c| *c == name.as_str())
+            .ok_or_else(|| {
                 format(
                     first_no,
                     format!("no column named {name:?} in the header {first_cells:?}"),
                 )
-            })?
-        }
+            })?,
         Label::Name(name) => {
             return Err(format(
                 first_no,
@@ -223,9 +268,14 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
         }
         for (column, cell) in row.iter().enumerate() {
             let value: f32 = cell.parse().map_err(|_| {
+                let comma = if cell.contains(',') {
+                    " (a decimal comma? numbers take a point: 1.5)"
+                } else {
+                    ""
+                };
                 format(
                     line_no,
-                    format!("column {} is {cell:?}, not a number", column + 1),
+                    format!("column {} is {cell:?}, not a number{comma}", column + 1),
                 )
             })?;
             if !value.is_finite() {

@@ -89,6 +89,24 @@ fn file(dir: &Path, name: &str) -> Result<PathBuf> {
             )),
         });
     }
+    // A symlink to nothing (the package removed, a link made by hand) is not "not found".
+    if there.is_empty()
+        && let Some((link, target)) = names(name).into_iter().find_map(|n| {
+            let link = dir.join(n);
+            std::fs::read_link(&link).ok().map(|target| (link, target))
+        })
+    {
+        return Err(DatasetError::Io {
+            path: link,
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "it is a symlink to {}, which does not exist",
+                    target.display()
+                ),
+            ),
+        });
+    }
     there.into_iter().next().ok_or_else(|| DatasetError::Io {
             path: dir.join(format!("{name}(.gz)")),
             source: std::io::Error::new(

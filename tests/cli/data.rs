@@ -273,9 +273,10 @@ fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
     }
 }
 
-/// Data edges from issue 62: RFC 4180's quoted numbers are numbers; a label is checked as
-/// written (2^40 + 1 was reported as 2^40, through f32); an empty cell is named as such; a
-/// file or a symlink loop given as the Fashion-MNIST directory is not "not found"; and a
+/// Data edges from issue 62: RFC 4180's quoted numbers are numbers and a quoted comma is a
+/// cell's; pandas' unnamed index column is refused; a label is checked as written (2^40 + 1
+/// was reported as 2^40, through f32); an empty cell is named as such; a file, a symlink loop
+/// or a dangling symlink given as Fashion-MNIST is not "not found"; and a
 /// directory holding both a file and its `.gz` is refused rather than read one of them.
 #[test]
 fn data_edges_are_read_or_refused_as_written() {
@@ -297,6 +298,15 @@ fn data_edges_are_read_or_refused_as_written() {
     };
     let quoted = write("quoted.csv", "\"1.0\",\"2.5\",1\n3,4,\"0\"\n");
     succeeds(&strs(&train(quoted)));
+    // A quoted comma is the cell's, not a column's (it was reported as a ragged row).
+    let comma = write("comma.csv", "1,2,1\n\"3,5\",4,0\n");
+    fails_with(
+        &strs(&train(comma)),
+        "line 2: column 1 is \"3,5\", not a number (a decimal comma?",
+    );
+    // pandas' index column has no name in the header; it trained as a feature.
+    let pandas = write("pandas.csv", ",a,b,y\n0,1,2,1\n1,3,4,0\n");
+    fails_with(&strs(&train(pandas)), "column 1 has no name in the header");
     let big = write("big.csv", "1,2,1099511627777\n3,4,0\n");
     fails_with(
         &strs(&train(big)),
@@ -315,6 +325,22 @@ fn data_edges_are_read_or_refused_as_written() {
     fails_with(
         &["train", "--data", &format!("fashion-mnist:{}", a.display())],
         "it is a symlink loop",
+    );
+    // A symlink to nothing was "not found", as if there were no file.
+    let dangling = dir.path().join("dangling");
+    std::fs::create_dir(&dangling).unwrap();
+    let nothing = dir.path().join("removed.gz");
+    std::os::unix::fs::symlink(&nothing, dangling.join("train-images-idx3-ubyte.gz")).unwrap();
+    fails_with(
+        &[
+            "train",
+            "--data",
+            &format!("fashion-mnist:{}", dangling.display()),
+        ],
+        &format!(
+            "it is a symlink to {}, which does not exist",
+            nothing.display()
+        ),
     );
     // Both a file and its .gz: which one is the data would be a guess.
     let both = dir.path().join("both");

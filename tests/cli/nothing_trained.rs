@@ -10,18 +10,21 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
     let csv = dir.path().join("one-class.csv");
     std::fs::write(&csv, "1,2,0\n3,4,0\n5,6,0\n").unwrap();
     let data = format!("csv:{}", csv.display());
-    fails_with(
-        &[
-            "train",
-            "--device",
-            "flex",
-            "--data",
-            &data,
-            "--classes",
-            "1",
-        ],
-        "invalid --classes 1: softmax cross-entropy over one class is 0",
-    );
+    // 0 classes said "must be at least 1", and 1 is refused too: one rule, one message.
+    for classes in ["1", "0"] {
+        fails_with(
+            &[
+                "train",
+                "--device",
+                "flex",
+                "--data",
+                &data,
+                "--classes",
+                classes,
+            ],
+            &format!("invalid --classes {classes}: softmax cross-entropy needs 2 or more classes"),
+        );
+    }
     let cases: [(&[&str], &str); 4] = [
         (
             &["--reduce-lr-on-plateau", "loss:1:1e-50"],

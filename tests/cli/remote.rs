@@ -215,6 +215,36 @@ fn serve_on_port_0_names_the_port_it_took() {
     drop(servers);
 }
 
+/// A server on every interface is reachable beyond this machine, unencrypted and without a
+/// credential: it says so, and names no `0.0.0.0` to connect to (it did neither, issue 62).
+#[cfg(feature = "remote")]
+#[test]
+fn serve_beyond_this_machine_warns_and_names_no_unspecified_address() {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(["serve", "--device", "flex", "--listen", "0.0.0.0:0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut line, mut warning) = (String::new(), String::new());
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    std::io::BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut warning)
+        .unwrap();
+    drop(Servers(vec![child]));
+    assert!(
+        warning.starts_with("warning: listening on 0.0.0.0:") && warning.contains("unencrypted"),
+        "{warning}"
+    );
+    assert!(
+        line.contains("--devices remote:ws://HOST:") && !line.contains("remote:ws://0.0.0.0"),
+        "{line}"
+    );
+}
+
 /// The run's only device is a remote one whose server dies: what it trained lives there and
 /// cannot be read back. Nothing is written over `--save` or beside it, and no panic: the
 /// rescue tried `old.rescued.st`, its `.rescued.rescued` and the system's temporary directory,

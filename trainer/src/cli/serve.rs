@@ -35,8 +35,26 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         .with_context(|| format!("invalid --listen {}: cannot listen there", args.listen))?;
     // The address bound: port 0 asks the system for a free port, which this names.
     let at = listener.local_addr().unwrap_or(args.listen);
+    if !at.ip().is_loopback() {
+        say_err!(
+            "warning: listening on {at}, beyond this machine: the WebSocket is unencrypted and \
+             asks no credential, so anyone who reaches {} can run work on this device and read \
+             what it holds; use it on a trusted network only",
+            if at.ip().is_unspecified() {
+                format!("port {} here", at.port())
+            } else {
+                at.to_string()
+            }
+        );
+    }
+    // 0.0.0.0 is where it listens, not an address to connect to from another machine.
+    let connect = if at.ip().is_unspecified() {
+        format!("HOST:{}, HOST this machine's address", at.port())
+    } else {
+        at.to_string()
+    };
     say!(
-        "serving {} on ws://{at} until Ctrl-C (use it with --devices remote:ws://{at})",
+        "serving {} on ws://{at} until Ctrl-C (use it with --devices remote:ws://{connect})",
         picked.reason,
     );
     RemoteServer::new([picked.device])

@@ -192,7 +192,7 @@ impl TryFrom<WorkloadArgs> for Workload {
                 );
             }
         }
-        if let Some(classes) = args.classes {
+        if args.classes.is_some() {
             if !matches!(data, DataSpec::Csv(_) | DataSpec::Npy(..)) {
                 bail!(
                     "--classes applies to csv: and npy: data only, and --data {} ignores it: \
@@ -200,7 +200,6 @@ impl TryFrom<WorkloadArgs> for Workload {
                     args.data
                 );
             }
-            positive(Flag::CLASSES.name, classes)?;
         }
         if let Some(devices) = &args.devices
             && args.batch_size < devices.len()
@@ -212,11 +211,11 @@ impl TryFrom<WorkloadArgs> for Workload {
                 devices.len()
             );
         }
-        if args.classes == Some(1) {
+        if let Some(classes @ (0 | 1)) = args.classes {
             bail!(
-                "invalid --{} 1: softmax cross-entropy over one class is 0 whatever the network \
-                 outputs, so it would train nothing; give 2 or more classes, or leave --{} out \
-                 to regress the targets",
+                "invalid --{} {classes}: softmax cross-entropy needs 2 or more classes (over \
+                 one it is 0 whatever the network outputs, so it would train nothing); give 2 \
+                 or more, or leave --{} out to regress the targets",
                 Flag::CLASSES.name,
                 Flag::CLASSES.name
             );
