@@ -314,34 +314,28 @@ fn data_edges_are_read_or_refused_as_written() {
     );
     let empty = write("empty.csv", "1,,1\n3,4,0\n");
     fails_with(&strs(&train(empty)), "column 2 is empty");
-    let file = write("file", "x");
-    fails_with(
-        &["train", "--data", &format!("fashion-mnist:{file}")],
+    let fashion = |at: &std::path::Path, needle: &str| {
+        let data = format!("fashion-mnist:{}", at.display());
+        fails_with(&["train", "--data", &data], needle);
+    };
+    fashion(
+        &dir.path().join(write("file", "x")),
         "it is a file, not a directory",
     );
     let (a, b) = (dir.path().join("loop-a"), dir.path().join("loop-b"));
     std::os::unix::fs::symlink(&b, &a).unwrap();
     std::os::unix::fs::symlink(&a, &b).unwrap();
-    fails_with(
-        &["train", "--data", &format!("fashion-mnist:{}", a.display())],
-        "it is a symlink loop",
-    );
+    fashion(&a, "it is a symlink loop");
     // A symlink to nothing was "not found", as if there were no file.
     let dangling = dir.path().join("dangling");
     std::fs::create_dir(&dangling).unwrap();
     let nothing = dir.path().join("removed.gz");
     std::os::unix::fs::symlink(&nothing, dangling.join("train-images-idx3-ubyte.gz")).unwrap();
-    fails_with(
-        &[
-            "train",
-            "--data",
-            &format!("fashion-mnist:{}", dangling.display()),
-        ],
-        &format!(
-            "it is a symlink to {}, which does not exist",
-            nothing.display()
-        ),
+    let said = format!(
+        "it is a symlink to {}, which does not exist",
+        nothing.display()
     );
+    fashion(&dangling, &said);
     // Both a file and its .gz: which one is the data would be a guess.
     let both = dir.path().join("both");
     std::fs::create_dir(&both).unwrap();
@@ -351,12 +345,8 @@ fn data_edges_are_read_or_refused_as_written() {
         std::os::unix::fs::symlink(source.join(&gz), both.join(&gz)).unwrap();
     }
     std::fs::write(both.join("train-labels-idx1-ubyte"), b"other").unwrap();
-    fails_with(
-        &[
-            "train",
-            "--data",
-            &format!("fashion-mnist:{}", both.display()),
-        ],
+    fashion(
+        &both,
         "train-labels-idx1-ubyte.gz are there, and they may differ: keep one",
     );
 }

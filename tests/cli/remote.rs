@@ -187,23 +187,35 @@ fn remote_devices_train_as_local_ones_or_say_which_build_they_need() {
     }
 }
 
+/// `ember serve --listen address` on flex, with the first line of its stdout, and where
+/// `warns`, the first of its stderr.
+#[cfg(feature = "remote")]
+fn serve_on(address: &str, warns: bool) -> (Servers, String, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(["serve", "--device", "flex", "--listen", address])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (mut line, mut warning) = (String::new(), String::new());
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    if warns {
+        std::io::BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut warning)
+            .unwrap();
+    }
+    (Servers(vec![child]), line, warning)
+}
+
 /// `--listen 127.0.0.1:0` asks the system for a free port: the line that says where to
 /// connect names that port, which takes connections (before, it said `ws://127.0.0.1:0`).
 #[cfg(feature = "remote")]
 #[test]
 fn serve_on_port_0_names_the_port_it_took() {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
-        .args(["serve", "--device", "flex", "--listen", "127.0.0.1:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let servers = Servers(vec![child]);
+    let (servers, line, _) = serve_on("127.0.0.1:0", false);
     let address = line
         .split("--devices remote:ws://")
         .nth(1)
@@ -220,21 +232,8 @@ fn serve_on_port_0_names_the_port_it_took() {
 #[cfg(feature = "remote")]
 #[test]
 fn serve_beyond_this_machine_warns_and_names_no_unspecified_address() {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
-        .args(["serve", "--device", "flex", "--listen", "0.0.0.0:0"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (mut line, mut warning) = (String::new(), String::new());
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    std::io::BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut warning)
-        .unwrap();
-    drop(Servers(vec![child]));
+    let (servers, line, warning) = serve_on("0.0.0.0:0", true);
+    drop(servers);
     assert!(
         warning.starts_with("warning: listening on 0.0.0.0:") && warning.contains("unencrypted"),
         "{warning}"

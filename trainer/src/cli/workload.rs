@@ -192,14 +192,12 @@ impl TryFrom<WorkloadArgs> for Workload {
                 );
             }
         }
-        if args.classes.is_some() {
-            if !matches!(data, DataSpec::Csv(_) | DataSpec::Npy(..)) {
-                bail!(
-                    "--classes applies to csv: and npy: data only, and --data {} ignores it: \
-                     leave it out",
-                    args.data
-                );
-            }
+        if args.classes.is_some() && !matches!(data, DataSpec::Csv(_) | DataSpec::Npy(..)) {
+            bail!(
+                "--classes applies to csv: and npy: data only, and --data {} ignores it: leave \
+                 it out",
+                args.data
+            );
         }
         if let Some(devices) = &args.devices
             && args.batch_size < devices.len()
