@@ -122,6 +122,30 @@ pub struct EpochRecord {
     pub metrics: BTreeMap<String, f64>,
 }
 
+impl EpochRecord {
+    /// A record of zeros under the barrier, for its column names (those of its metrics
+    /// aside, which only an epoch that ended has).
+    fn columns() -> EpochRecord {
+        EpochRecord {
+            policy: PolicyKind::Window(1),
+            epoch: 0,
+            batches: 0,
+            time: 0.0,
+            issue_time: 0.0,
+            rss_before: 0,
+            increased_mb: 0.0,
+            peak_growth_mb: 0.0,
+            peak_pool_mb: None,
+            mean_loss: 0.0,
+            max_depth: 0,
+            device_time: Vec::new(),
+            allreduce_time: None,
+            allreduce_mb: None,
+            metrics: BTreeMap::new(),
+        }
+    }
+}
+
 /// Everything a run recorded.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Trace {
@@ -167,7 +191,20 @@ impl Trace {
         } else {
             let epochs = epochs_path(path);
             write_atomic_bytes(path, csv(&self.batches).as_bytes())?;
-            write_atomic_bytes(&epochs, csv(&self.epochs).as_bytes())?;
+            // A run stopped in its first epoch has no epoch row: the header alone says what
+            // the file is, where an empty file reads as no CSV at all (pandas' EmptyDataError).
+            let rows = match &self.epochs[..] {
+                [] => {
+                    csv(&[EpochRecord::columns()])
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                        + "\n"
+                }
+                rows => csv(rows),
+            };
+            write_atomic_bytes(&epochs, rows.as_bytes())?;
             Ok(vec![path.to_path_buf(), epochs])
         }
     }
@@ -318,5 +355,27 @@ pub(crate) mod examples {
             allreduce_mb: None,
             metrics: BTreeMap::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run stopped before its first epoch ended wrote an empty `<stem>.epochs.csv`, which
+    /// reads as no CSV at all (issue 62): it gets the columns' header.
+    #[test]
+    fn a_trace_without_an_epoch_writes_the_epochs_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = Trace {
+            batches: vec![examples::batch(0, 0, 0.0)],
+            epochs: Vec::new(),
+        };
+        let written = trace.write(&dir.path().join("m.csv")).unwrap();
+        let epochs = std::fs::read_to_string(&written[1]).unwrap();
+        assert!(
+            epochs.starts_with("policy,epoch,batches,time,") && epochs.lines().count() == 1,
+            "{epochs:?}"
+        );
     }
 }
