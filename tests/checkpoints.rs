@@ -62,6 +62,24 @@ fn a_position_edited_out_of_place_is_refused_on_resume() {
     );
 }
 
+/// The per-step seed in `state.json` is covered by no checksum: an edited one was taken in
+/// silence, and the run's own seed used (issue 62). Another seed is refused, naming both.
+#[test]
+fn a_seed_edited_in_a_checkpoint_is_refused_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    succeeds(&strs(&run(&ck, "1", &["--seed", "3"])));
+    let state = newest(&ck).join("state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    let edited = text.replace("\"seed\": 3,", "\"seed\": 7,");
+    assert_ne!(text, edited, "{text}");
+    std::fs::write(&state, edited).unwrap();
+    let resume = run(&ck, "2", &["--seed", "3", "--resume", ck.to_str().unwrap()]);
+    fails_with(&strs(&resume), "invalid seed 3: ");
+    let stderr = fails_with(&strs(&resume), "records seed 7");
+    assert!(stderr.contains("state.json was edited"), "{stderr}");
+}
+
 /// A `state.json` without checksums (an ember from before they were recorded, or an edit
 /// that dropped them) resumed in silence with its files unverified (issue 62): it still
 /// resumes, saying which files go unverified.

@@ -21,7 +21,8 @@ pub(super) struct Start<B> {
 }
 
 /// The run's start: step 0 with `net` and `optimizer`, or `resume`'s parameters, optimizer
-/// state, position, seed (where the run sets none) and trace.
+/// state, position, seed (where the run sets none; another seed than the checkpoint's is an
+/// error) and trace.
 pub(super) fn start<B: Block>(
     net: B,
     optimizer: Optimizer,
@@ -52,6 +53,22 @@ pub(super) fn start<B: Block>(
     at.epoch = checkpoint.position.epoch;
     at.next_batch = checkpoint.position.next_batch;
     at.steps = checkpoint.position.steps;
+    // Another seed gives the rest of the run other dropout masks and shuffles than the run it
+    // goes on from: that is not resuming it. (`state.json` holds the seed and no checksum
+    // covers it, so this is also where an edited one is found.)
+    if let (Some(ours), Some(theirs)) = (seed, checkpoint.position.seed)
+        && ours != theirs
+    {
+        return Err(ember::Error::InvalidValue {
+            name: "seed",
+            value: ours.to_string(),
+            reason: format!(
+                "{} records seed {theirs}: a run resumed with another seed is another run; \
+                 give the seed it was written with, or its state.json was edited",
+                checkpoint.dir.display()
+            ),
+        });
+    }
     at.seed = seed.or(checkpoint.position.seed);
     let (net, optimizer, mut trace) = checkpoint.restore(net, optimizer)?;
     let (done, carried) = trace.batches.drain(..).partition(|b| b.epoch < at.epoch);
