@@ -4,6 +4,16 @@
 use super::common::cli::text;
 use super::distributed::{chapter_job, job_succeeds, output, table, two_ranks};
 
+/// A job of one rank with `first` and one with `second`, which must fail without a panic: its
+/// stdout and stderr.
+fn refused(first: &[&str], second: &[&str]) -> (String, String) {
+    let out = output(two_ranks(first, second));
+    let (stdout, stderr) = text(&out);
+    assert!(!out.status.success(), "{stdout}{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (stdout, stderr)
+}
+
 #[test]
 fn ranks_started_with_other_flags_refuse_naming_the_flag() {
     let dir = tempfile::tempdir().unwrap();
@@ -23,9 +33,7 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
     ];
     // Rank 0 with one rate, rank 1 with another.
     let rank = |lr| [&base[..], &["--lr", lr]].concat();
-    let out = output(two_ranks(&rank("0.1"), &rank("0.2")));
-    let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}{stderr}");
+    let (stdout, stderr) = refused(&rank("0.1"), &rank("0.2"));
     assert!(
         stderr.contains("rank 1 has --lr 0.2, rank 0 has --lr 0.1"),
         "{stderr}"
@@ -34,21 +42,16 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
         !stdout.contains("epoch 1"),
         "refused before training:\n{stdout}"
     );
-    assert!(!stderr.contains("panicked"), "{stderr}");
     // Outputs too: rank 0 writes the job's, so a --save that only rank 1 was given was
     // dropped in silence, exit 0 (issue 62); so were other --sync values and CPU kernels.
     let save = dir.path().join("m13.safetensors");
     let with_save = [&rank("0.1")[..], &["--save", save.to_str().unwrap()]].concat();
-    let out = output(two_ranks(&rank("0.1"), &with_save));
-    let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}{stderr}");
+    let (_, stderr) = refused(&rank("0.1"), &with_save);
     assert!(stderr.contains("rank 1 has --save"), "{stderr}");
-    let out = output(two_ranks(
+    let (_, stderr) = refused(
         &[&rank("0.1")[..], &["--sync", "none"]].concat(),
         &rank("0.1"),
-    ));
-    let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}{stderr}");
+    );
     assert!(stderr.contains("--sync"), "{stderr}");
 }
 
@@ -79,9 +82,7 @@ fn ranks_resumed_from_other_checkpoints_of_one_step_refuse() {
     resume_a.extend_from_slice(&["--epochs", "2", "--resume", a]);
     let mut resume_b = chapter_job(b, "4", &tiny);
     resume_b.extend_from_slice(&["--epochs", "2", "--resume", b]);
-    let out = output(two_ranks(&resume_a, &resume_b));
-    let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}{stderr}");
+    let (stdout, stderr) = refused(&resume_a, &resume_b);
     assert!(
         stderr.contains("rank 1 has the checkpoint resumed step 4 (model.bpk"),
         "{stderr}"
@@ -132,9 +133,7 @@ fn a_checkpoint_mismatch_names_the_flag_and_small_data_names_its_size() {
     ]
     .concat();
     let without = [&tiny[..], &["--distributed", "mpi"]].concat();
-    let out = output(two_ranks(&with, &without));
-    let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}{stderr}");
+    let (_, stderr) = refused(&with, &without);
     assert!(
         stderr.contains("rank 1 has --checkpoint none, rank 0 has --checkpoint every epoch"),
         "{stderr}"
@@ -155,11 +154,42 @@ fn a_checkpoint_mismatch_names_the_flag_and_small_data_names_its_size() {
         "--distributed",
         "mpi",
     ];
-    let out = output(two_ranks(&small, &small));
-    let (stdout, stderr) = text(&out);
-    assert!(!out.status.success(), "{stdout}{stderr}");
+    let (_, stderr) = refused(&small, &small);
     assert!(
         stderr.contains("1 cannot be split across 2 ranks"),
         "{stderr}"
     );
+}
+
+/// Each rank that finds the data bad says so on a line of its own: stderr is unbuffered and a
+/// line went out piece by piece, so two ranks' lines came out interleaved
+/// (`error: error: bad.csv: bad.csv…`, issue 62). Rank 0's line is plain, another rank's says
+/// which rank it is.
+#[test]
+fn every_ranks_error_is_a_whole_line_that_names_its_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "1,2,0\n3,4\n").unwrap();
+    let data = format!("csv:{}", bad.display());
+    let job = [
+        "train",
+        "--data",
+        &data,
+        "--classes",
+        "2",
+        "--distributed",
+        "mpi",
+    ];
+    let (_, stderr) = refused(&job, &job);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("ragged")).collect();
+    assert!(!lines.is_empty(), "{stderr}");
+    for line in lines {
+        let said = line.strip_prefix("rank 1: ").unwrap_or(line);
+        assert!(
+            said.starts_with("error: ")
+                && said.ends_with("(ragged row)")
+                && !said[7..].contains("error:"),
+            "{stderr}"
+        );
+    }
 }

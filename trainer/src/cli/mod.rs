@@ -62,13 +62,23 @@ pub(crate) fn say(line: std::fmt::Arguments<'_>) {
     }
 }
 
+/// Set in a job's ranks other than 0: what their lines on stderr begin with (`rank 1: `).
+static RANK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Marks this process's stderr lines as rank `rank`'s, where a job's ranks share one terminal.
+pub(crate) fn rank_lines(rank: usize) {
+    let _ = RANK.set(format!("rank {rank}: "));
+}
+
 pub(crate) fn say_err(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
+    let line = format!("{}{line}\n", RANK.get().map_or("", String::as_str));
     if STDERR_IS_INPUT.load(std::sync::atomic::Ordering::Relaxed) {
-        return say(line);
+        return say(format_args!("{}", line.trim_end()));
     }
-    let mut err = std::io::stderr().lock();
-    let written = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
+    // One write: the ranks of a job share the terminal, and stderr is unbuffered, so a line
+    // written piece by piece came out interleaved with another rank's.
+    let written = std::io::stderr().lock().write_all(line.as_bytes());
     if let Err(e) = written {
         let _ = PRINT_FAILED.set(format!("standard error could not be written: {e}"));
     }

@@ -183,6 +183,7 @@ fn train(args: TrainArgs, job: Option<&Job>) -> anyhow::Result<()> {
     let kept = |path: Option<PathBuf>| path.filter(|_| writes);
     if let Some(job) = job.filter(|_| !writes) {
         super::quiet();
+        super::rank_lines(job.rank());
         job.collective().barrier();
     }
     // Every output is checked before any work starts.
