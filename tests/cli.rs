@@ -11,6 +11,8 @@ mod devices;
 mod distributed;
 #[path = "cli/distributed_alike.rs"]
 mod distributed_alike;
+#[path = "cli/distributed_stop.rs"]
+mod distributed_stop;
 #[path = "cli/gpu_suite.rs"]
 mod gpu_suite;
 #[path = "cli/html.rs"]

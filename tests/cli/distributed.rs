@@ -10,7 +10,7 @@ use crate::common::cli::{csv_rows, ember, text};
 use crate::common::params::{max_difference, values};
 
 /// `mpirun -np N ember ARGS`, as root and with more ranks than cores allowed.
-fn mpirun(np: usize, args: &[&str]) -> Command {
+pub(super) fn mpirun(np: usize, args: &[&str]) -> Command {
     let mut command = Command::new("mpirun");
     command
         .args(["--allow-run-as-root", "--oversubscribe", "-np"])

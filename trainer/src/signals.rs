@@ -64,6 +64,54 @@ impl fmt::Display for Signal {
 /// # Errors
 /// [`ember::Error::Execution`] when the handlers cannot be registered.
 pub fn install() -> ember::Result<()> {
+    listen(|signal| {
+        let first = REQUESTED
+            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok();
+        if first && RUNS.load(Ordering::SeqCst) > 0 {
+            let remote = ember::device::remote::any_opened();
+            // Never a panic here: with stderr full, the stop goes on quietly.
+            let _ = writeln!(
+                std::io::stderr(),
+                "{}: finishing the batches in flight, then stopping (again to stop at once){}",
+                Signal(signal),
+                if remote {
+                    format!(
+                        "; a remote device has {} s to answer",
+                        flags_seconds(ember::device::remote::answer_within())
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            if remote {
+                stop_unless_done(Signal(signal));
+            }
+        } else {
+            stop_at_once(Signal(signal), "stopped at once");
+        }
+    })
+}
+
+/// In a job of ranks, whose ranks would each stop at the batch their own signal found and
+/// then wait in different collectives: every signal ends the process at once, as [`install`]'s
+/// second signal does, removing the temporaries of the writes in flight. `said` (rank 0's:
+/// what the job keeps) is printed first; `None` prints nothing (the other ranks).
+///
+/// # Errors
+/// [`ember::Error::Execution`] when the handlers cannot be registered.
+pub fn install_at_once(said: Option<String>) -> ember::Result<()> {
+    listen(move |signal| match &said {
+        Some(said) => stop_at_once(Signal(signal), said),
+        None => {
+            ember::io::remove_temporaries();
+            signal_hook::low_level::exit(i32::from(Signal(signal).exit_code()))
+        }
+    })
+}
+
+/// Runs `handle` on a thread of its own for every signal of [`HANDLED`]; once per process.
+fn listen(handle: impl Fn(i32) + Send + 'static) -> ember::Result<()> {
     INSTALLED
         .get_or_init(|| {
             // Every signal whose default action ends the process: each would otherwise leave
@@ -73,32 +121,7 @@ pub fn install() -> ember::Result<()> {
                 .name("ember-signals".to_string())
                 .spawn(move || {
                     for signal in signals.forever() {
-                        let first = REQUESTED
-                            .compare_exchange(0, signal, Ordering::SeqCst, Ordering::SeqCst)
-                            .is_ok();
-                        if first && RUNS.load(Ordering::SeqCst) > 0 {
-                            let remote = ember::device::remote::any_opened();
-                            // Never a panic here: with stderr full, the stop goes on quietly.
-                            let _ = writeln!(
-                                std::io::stderr(),
-                                "{}: finishing the batches in flight, then stopping (again to \
-                                 stop at once){}",
-                                Signal(signal),
-                                if remote {
-                                    format!(
-                                        "; a remote device has {} s to answer",
-                                        flags_seconds(ember::device::remote::answer_within())
-                                    )
-                                } else {
-                                    String::new()
-                                }
-                            );
-                            if remote {
-                                stop_unless_done(Signal(signal));
-                            }
-                        } else {
-                            stop_at_once(Signal(signal), "stopped at once");
-                        }
+                        handle(signal);
                     }
                 })
                 .map(drop)

@@ -28,9 +28,22 @@ impl Run<'_> {
     {
         // A job's ranks would each stop at the batch their own signal found, and then wait in
         // different collectives: in a job, a signal ends the process, and the job goes on from
-        // its last checkpoint.
-        if self.job.is_none() {
-            signals::install()?;
+        // its last checkpoint, which rank 0 names.
+        match self.job {
+            None => signals::install()?,
+            Some(job) => signals::install_at_once((job.rank() == 0).then(|| {
+                let kept = match &self.outputs.checkpoint {
+                    Some(c) => format!(
+                        "its checkpoints in {} are kept: go on with --resume {}",
+                        c.dir.display(),
+                        c.dir.display()
+                    ),
+                    None => "nothing of it is kept (no --checkpoint)".to_string(),
+                };
+                format!(
+                    "the job ends at once (its ranks cannot agree on a batch to stop at); {kept}"
+                )
+            }))?,
         }
         let description = self.description();
         if let Some(job) = self.job {
