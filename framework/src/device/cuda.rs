@@ -125,17 +125,22 @@ fn picked(card: &CudaCard, reason: String) -> PickedDevice {
     }
 }
 
+/// The most CUDA ordinals [`ordinals`] looks among.
+#[cfg(feature = "cuda")]
+const MAX_ORDINALS: usize = 256;
+
 /// The CUDA ordinal of each of `devices` (autodiff or not), `None` for a device that is not a
-/// CUDA card (and always on a build without the feature). Asks the driver once.
+/// CUDA card (and always on a build without the feature). The driver is not asked: a device is
+/// `Device::cuda(N)` or not whatever it says, and asking would load it, and run `cuInit`, in
+/// runs that never asked for a card (a driver that hangs there hung `--device flex`).
 pub fn ordinals(devices: &[burn::tensor::Device]) -> Vec<Option<usize>> {
     #[cfg(feature = "cuda")]
     {
-        let count = driver::count().unwrap_or(0);
         devices
             .iter()
             .map(|device| {
                 let device = device.clone().inner();
-                (0..count).find(|&index| burn::tensor::Device::cuda(index) == device)
+                (0..MAX_ORDINALS).find(|&index| burn::tensor::Device::cuda(index) == device)
             })
             .collect()
     }
