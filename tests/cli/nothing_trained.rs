@@ -16,10 +16,20 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         let said = format!("invalid --classes {classes}: softmax cross-entropy needs 2 or more");
         fails_with(&flags, &said);
     }
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 6] = [
         (
             &["--reduce-lr-on-plateau", "loss:1:1e-50"],
             "above 0 in single precision",
+        ),
+        // A step schedule's factor cut every epoch after the first to a rate of 0 (hostile
+        // pass); so did one whose rate reaches 0 in single precision before the run ends.
+        (
+            &["--lr-schedule", "step:1:1e-50", "--epochs", "3"],
+            "the factor 1e-50 must be above 0 in single precision",
+        ),
+        (
+            &["--lr-schedule", "multistep:1,2:1e-30", "--epochs", "3"],
+            "is 0 in single precision from epoch 3",
         ),
         (
             &["--wd", "1e-50"],

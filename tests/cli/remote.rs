@@ -297,6 +297,40 @@ fn a_server_that_stops_answering_ends_the_run_within_the_bound_naming_it() {
     stops_answering("20", 0, &["--sync", "window:3"]);
 }
 
+/// A server stopped before the run connects takes the connection and never answers its
+/// handshake: the run waited until the server went away (hostile pass, issue 62). It ends
+/// within `--remote-timeout`, naming the device.
+#[cfg(feature = "remote")]
+#[test]
+fn connecting_to_a_stopped_server_ends_within_the_bound() {
+    let (servers, device) = serve(1);
+    let server = servers.0[0].id().to_string();
+    let signal = |name: &str| {
+        let sent = std::process::Command::new("kill")
+            .args([name, &server])
+            .status();
+        assert!(sent.unwrap().success(), "kill {name} {server}");
+    };
+    signal("-STOP");
+    let start = std::time::Instant::now();
+    let out = std::process::Command::new("timeout")
+        .args(["60", env!("CARGO_BIN_EXE_ember"), "--remote-timeout", "2"])
+        .args(["train", "--devices", &device, "--batches", "2"])
+        .output()
+        .unwrap();
+    let waited = start.elapsed();
+    signal("-CONT");
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(waited.as_secs() < 20, "{waited:?}: {stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{device} gave no answer within 2 s while connecting"
+        )),
+        "{stderr}"
+    );
+}
+
 /// The frontend's own reads of the network (a checkpoint's, here one every batch, so that the
 /// server often stops in the middle of one) are bounded as the engine's are: before, the run
 /// hung there in 4 of 7 tries (issue 62). Three tries, under a barrier and under none, the

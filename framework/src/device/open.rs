@@ -86,12 +86,18 @@ pub fn remote_missing(device: &str) -> Error {
 #[cfg(feature = "remote")]
 pub(super) fn remote_device(as_given: &str, address: &str) -> Result<PickedDevice> {
     use burn::tensor::remote::RemoteHost;
-    let device = Device::remote_options(&RemoteHost::websocket(address))
-        .init()
-        .map_err(|e| Error::Unreachable {
-            device: as_given.to_string(),
-            reason: e.to_string(),
-        })?;
+    // A server that was stopped takes the connection and never answers its handshake: the
+    // connection gets the device's bound too (it hung until the server went away).
+    let host = RemoteHost::websocket(address);
+    let device = super::remote::within(as_given, "connecting", move || {
+        Device::remote_options(&host)
+            .init()
+            .map_err(|e| e.to_string())
+    })?
+    .map_err(|reason| Error::Unreachable {
+        device: as_given.to_string(),
+        reason,
+    })?;
     super::remote::opened(&device, as_given.to_string());
     Ok(PickedDevice {
         name: DeviceName::Remote,

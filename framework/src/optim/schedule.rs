@@ -195,8 +195,10 @@ fn number<T: FromStr>(spec: &str, what: &str, text: &str) -> Result<T> {
 
 /// A factor in (0, 1].
 fn factor(spec: &str, text: &str) -> Result<f64> {
-    let factor: f64 = number(spec, "the factor", text)?;
-    if !(factor > 0.0 && factor <= 1.0) {
+    // 0 in single precision (1e-50) cut every rate after the first step to 0: those epochs
+    // trained nothing, exit 0.
+    let factor = positive(spec, "the factor", text)?;
+    if factor > 1.0 {
         return Err(invalid(
             spec,
             format!("the factor {text} must lie in (0, 1]"),

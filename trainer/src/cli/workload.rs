@@ -307,7 +307,11 @@ impl Workload {
             .map_or_else(|| vec![self.device.clone()], |l| l.0.clone());
         for spec in specs.iter().filter(|s| s.name == DeviceName::Remote) {
             say_err!(
-                "connecting to {spec} (burn-remote retries for about 15 s where it does not answer)"
+                "connecting to {spec} (burn-remote retries for about {} s where it does not \
+                 answer)",
+                ember::device::remote::answer_within()
+                    .as_secs_f64()
+                    .min(15.0)
             );
         }
         let picked = match &self.devices {

@@ -538,6 +538,14 @@ where
             }
             (None, _) => 0,
         };
+        // Before anything is written: a schedule whose rate underflows trains nothing.
+        let rates = Rates {
+            base: self.optimizer.learning_rate(),
+            schedule: self.schedule.take(),
+            total,
+        };
+        rates.refuse_underflow(self.epochs, total / self.epochs.max(1) as u64)?;
+        self.schedule = rates.schedule;
         // The rank that writes checkpoints; the others only keep the same schedule.
         let rank = self.distributed.as_ref().map(|c| c.rank());
         let writes = rank.unwrap_or(0) == 0;

@@ -49,4 +49,33 @@ impl Rates<'_> {
         }
         Ok(rate)
     }
+
+    /// Refuses a schedule whose rate, above 0, is 0 in single precision at the start of one of
+    /// `epochs` epochs of `per_epoch` steps: those epochs would train nothing (a step
+    /// schedule's factor cut the rate to 1e-62 by the third epoch, and the run exited 0).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] naming the rate, the schedule and the first such epoch.
+    pub(super) fn refuse_underflow(&self, epochs: usize, per_epoch: u64) -> Result<()> {
+        let Some(schedule) = &self.schedule else {
+            return Ok(());
+        };
+        for epoch in 0..epochs {
+            let rate = self.of(epoch as u64 * per_epoch, epoch)?;
+            if rate > 0.0 && rate as f32 == 0.0 {
+                return Err(Error::InvalidValue {
+                    name: "learning rate",
+                    value: ember::error::number(rate),
+                    reason: format!(
+                        "the schedule {schedule:?} makes the rate of {} this at its start, \
+                         which is 0 in single precision from epoch {}: those epochs would \
+                         train nothing",
+                        self.base,
+                        epoch + 1
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
 }

@@ -125,7 +125,8 @@ impl Run<'_> {
             let unverified = checkpoint.unverified();
             if !unverified.is_empty() {
                 say_err!(
-                    "warning: {} records no checksum for {}: written by an ember from before                      2026-11-25, or its state.json was edited; those files are read unverified",
+                    "warning: {} records no checksum for {}: written by an ember from before \
+                     2026-11-25, or its state.json was edited; those files are read unverified",
                     checkpoint.dir.display(),
                     unverified.join(", ")
                 );
