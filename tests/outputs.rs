@@ -144,3 +144,24 @@ fn a_file_name_near_the_limit_is_written() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert_eq!(left.len(), 1, "{left:?}");
 }
+
+/// A read-only output (`chmod 444`) was replaced by the atomic rename, which goes through the
+/// directory's permission, not the file's (hostile pass, issue 62): it is refused before
+/// training, naming it, and keeps its content; a writable one is replaced as before.
+#[test]
+fn a_read_only_output_is_refused_and_kept() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join("kept.safetensors");
+    std::fs::write(&kept, b"old").unwrap();
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let stderr = fails_with(
+        &args(&TINY, &["--save", kept.to_str().unwrap()]),
+        "it is read-only (mode 444)",
+    );
+    assert!(stderr.contains("kept.safetensors"), "{stderr}");
+    assert_eq!(std::fs::read(&kept).unwrap(), b"old");
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o644)).unwrap();
+    succeeds(&args(&TINY, &["--save", kept.to_str().unwrap()]));
+    assert_ne!(std::fs::read(&kept).unwrap(), b"old");
+}

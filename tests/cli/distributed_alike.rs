@@ -135,7 +135,30 @@ fn a_checkpoint_mismatch_names_the_flag_and_small_data_names_its_size() {
     let without = [&tiny[..], &["--distributed", "mpi"]].concat();
     let (_, stderr) = refused(&with, &without);
     assert!(
-        stderr.contains("rank 1 has --checkpoint none, rank 0 has --checkpoint every epoch"),
+        stderr.contains(&format!(
+            "rank 1 has --checkpoint none, rank 0 has --checkpoint {} every epoch",
+            ck.display()
+        )),
+        "{stderr}"
+    );
+    // Another directory on rank 1 was dropped in silence, exit 0 (hostile pass).
+    let other = dir.path().join("other");
+    let elsewhere = [
+        &tiny[..],
+        &[
+            "--distributed",
+            "mpi",
+            "--checkpoint",
+            other.to_str().unwrap(),
+        ],
+    ]
+    .concat();
+    let (_, stderr) = refused(&with, &elsewhere);
+    assert!(
+        stderr.contains(&format!(
+            "rank 1 has --checkpoint {} every epoch",
+            other.display()
+        )),
         "{stderr}"
     );
     let one = dir.path().join("one.csv");

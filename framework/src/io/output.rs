@@ -5,7 +5,9 @@
 //! followed, and the file it points to is what gets replaced. Anything else (a directory, a
 //! FIFO, a character or block device such as `/dev/null`, a socket, a dangling symlink) is an
 //! [`Error::Output`] naming the path and what it is. Writing to one would replace it, since
-//! the atomic rename that protects a regular file is exactly what destroys the others.
+//! the atomic rename that protects a regular file is exactly what destroys the others. A
+//! regular file without any write permission (`chmod 444`) is refused too: the rename would
+//! replace it whatever its mode says.
 //! Files are then written through [`super::atomic`].
 //!
 //! ```
@@ -79,6 +81,20 @@ pub fn check(path: &Path) -> Result<PathBuf> {
             )));
         }
     };
+    // A file its owner made read-only is one they meant to keep: the rename that replaces it
+    // atomically would go through the directory's permission, not the file's (it did, as
+    // root and as its owner, issue 62).
+    if let Ok(meta) = fs::metadata(&target) {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode();
+        if meta.is_file() && mode & 0o222 == 0 {
+            return Err(refuse(format!(
+                "it is read-only (mode {:o}), which says it is to be kept: make it writable \
+                 (chmod u+w) to replace it, or give another path",
+                mode & 0o7777
+            )));
+        }
+    }
     let dir = directory_of(&target);
     match fs::metadata(dir) {
         Ok(meta) if meta.is_dir() => {}

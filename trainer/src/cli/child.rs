@@ -82,7 +82,13 @@ impl Child {
             .with_context(|| format!("waiting for {}", self.what))?;
         let errors = errors.join().unwrap_or_default();
         if !status.success() {
-            bail!("{} failed: {}", self.what, errors.trim());
+            // The child's own "error: " is this error's already.
+            let errors = errors.trim();
+            bail!(
+                "{} failed: {}",
+                self.what,
+                errors.strip_prefix("error: ").unwrap_or(errors)
+            );
         }
         Ok(last)
     }

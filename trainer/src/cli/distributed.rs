@@ -104,9 +104,14 @@ impl Job {
         resume: &Option<Checkpoint>,
     ) -> anyhow::Result<()> {
         let mut settings = description.clone();
+        // The directory as given too: rank 0 alone writes there, so another rank's was
+        // dropped in silence.
         let every = checkpoint.as_ref().map(|c| match c.every {
-            Some(every) => format!("every {every} batches (--checkpoint-every)"),
-            None => "every epoch".to_string(),
+            Some(every) => format!(
+                "{} every {every} batches (--checkpoint-every)",
+                c.dir.display()
+            ),
+            None => format!("{} every epoch", c.dir.display()),
         });
         // The step, and the checkpoint's files by their checksums: two checkpoints of one
         // step from other runs would give the ranks other parameters.

@@ -392,8 +392,14 @@ fn report(
             say!("plot: {}", path.display());
         }
     }
-    match &found.suggestion {
-        Suggestion::At { .. } => Ok(()),
-        none => bail!("no learning rate to suggest: {none}"),
+    match (&found.suggestion, &found.ended) {
+        (Suggestion::At { .. }, _) => Ok(()),
+        // A sweep a signal cut short says so, and exits as a stopped run does (130 for
+        // SIGINT), not as a failure (1).
+        (none, SweepEnd::Stopped(_)) => {
+            say_err!("no learning rate to suggest: {none}");
+            Ok(())
+        }
+        (none, _) => bail!("no learning rate to suggest: {none}"),
     }
 }

@@ -21,8 +21,21 @@ pub struct ServeArgs {
     /// Address to listen on. WebSocket is unencrypted and this server asks no credential, so
     /// the default keeps it on this machine: listen on another address only on a trusted
     /// network.
-    #[arg(long, default_value = "127.0.0.1:3000")]
+    #[arg(long, default_value = "127.0.0.1:3000", value_parser = address)]
     listen: SocketAddr,
+}
+
+/// `--listen`'s address: an IP address and port, or a host name and port (`localhost:3000`),
+/// resolved to its first address.
+fn address(text: &str) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    match text.to_socket_addrs().map(|mut found| found.next()) {
+        Ok(Some(address)) => Ok(address),
+        Ok(None) => Err(format!("{text} resolves to no address")),
+        Err(e) => Err(format!(
+            "expected HOST:PORT, as 127.0.0.1:3000, localhost:3000 or [::1]:3000 ({e})"
+        )),
+    }
 }
 
 #[cfg(feature = "remote")]
