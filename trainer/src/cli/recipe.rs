@@ -43,7 +43,8 @@ pub struct RecipeArgs {
     /// PyTorch's StepLR and MultiStepLR stepped per epoch), `poly:POWER` (PolynomialLR), or
     /// `onecycle:MAX_LR` (PyTorch's OneCycleLR without its momentum cycling; it ignores --lr).
     /// The trace records each batch's rate. With --accumulate, batches become updates here: the
-    /// schedule counts updates. A resumed run may change it, as --lr.
+    /// schedule counts updates. A resumed run may give it another value, as --lr, but not add
+    /// or drop it: a run resumed without it would go on at a constant rate.
     #[arg(long = Flag::LR_SCHEDULE.name)]
     pub lr_schedule: Option<String>,
     /// Scale all gradients together so that their global L2 norm is at most X (PyTorch's
