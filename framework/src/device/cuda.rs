@@ -80,12 +80,14 @@ pub fn open(index: usize, as_given: &str) -> Result<PickedDevice> {
     }
     #[cfg(feature = "cuda")]
     {
-        let cards = driver::cards()?;
-        let Some(card) = cards.get(index) else {
+        // The count first, then the named card alone: reading every card's name opened a
+        // context on each, cards the run was not asked for (hostile pass, issue 62).
+        let count = driver::count()?;
+        if index >= count {
             return Err(Error::InvalidValue {
                 name: "device",
                 value: as_given.to_string(),
-                reason: match cards.len() {
+                reason: match count {
                     0 => "the NVIDIA driver is there, but it reports no CUDA card".to_string(),
                     n => format!(
                         "this machine has {n} CUDA card(s), cuda:0 to cuda:{}",
@@ -93,8 +95,9 @@ pub fn open(index: usize, as_given: &str) -> Result<PickedDevice> {
                     ),
                 },
             });
-        };
-        Ok(picked(card, format!("cuda on {card}")))
+        }
+        let card = driver::card(index)?;
+        Ok(picked(&card, format!("cuda on {card}")))
     }
 }
 
@@ -196,16 +199,17 @@ mod driver {
     }
 
     pub(super) fn cards() -> Result<Vec<CudaCard>> {
-        (0..count()?)
-            .map(|index| {
-                let context = CudaContext::new(index).map_err(driver)?;
-                Ok(CudaCard {
-                    index,
-                    name: context.name().map_err(driver)?,
-                    memory: context.total_mem().map_err(driver)? as u64,
-                })
-            })
-            .collect()
+        (0..count()?).map(card).collect()
+    }
+
+    /// Card `index`, its name and memory read through a context on it alone.
+    pub(super) fn card(index: usize) -> Result<CudaCard> {
+        let context = CudaContext::new(index).map_err(driver)?;
+        Ok(CudaCard {
+            index,
+            name: context.name().map_err(driver)?,
+            memory: context.total_mem().map_err(driver)? as u64,
+        })
     }
 }
 
