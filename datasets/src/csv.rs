@@ -189,18 +189,21 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
     {
         return Err(format(first_no, format!("column {} is empty", empty + 1)));
     }
-    // pandas' `to_csv` writes its index as a first column with no name.
+    // pandas' `to_csv` writes its index as a first column with no name, which `read_csv`
+    // names `Unnamed: 0` and a second `to_csv` writes so.
     if numbers == 0
         && options.header != Some(false)
         && first_cells.len() > 1
-        && first_cells[0].is_empty()
+        && (first_cells[0].is_empty() || first_cells[0].starts_with("Unnamed: "))
     {
         return Err(format(
             first_no,
-            "column 1 has no name in the header: pandas' index, which `to_csv` writes unless \
-             given `index=False`, would train as a feature; write the file with `index=False`, \
-             or name the column"
-                .to_string(),
+            format!(
+                "column 1 is named {:?} in the header: pandas' index, which `to_csv` writes \
+                 unless given `index=False`, would train as a feature; write the file with \
+                 `index=False`, or name the column",
+                first_cells[0]
+            ),
         ));
     }
     let has_header = match options.header {

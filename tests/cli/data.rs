@@ -306,7 +306,13 @@ fn data_edges_are_read_or_refused_as_written() {
     );
     // pandas' index column has no name in the header; it trained as a feature.
     let pandas = write("pandas.csv", ",a,b,y\n0,1,2,1\n1,3,4,0\n");
-    fails_with(&strs(&train(pandas)), "column 1 has no name in the header");
+    fails_with(
+        &strs(&train(pandas)),
+        "column 1 is named \"\" in the header",
+    );
+    // … and so is the name pandas gives it when it reads the file back and writes it again.
+    let again = write("again.csv", "Unnamed: 0,a,b,y\n0,1,2,1\n1,3,4,0\n");
+    fails_with(&strs(&train(again)), "column 1 is named \"Unnamed: 0\"");
     let big = write("big.csv", "1,2,1099511627777\n3,4,0\n");
     fails_with(
         &strs(&train(big)),

@@ -17,16 +17,19 @@ fn main() -> std::process::ExitCode {
     // (issue 62). ember names every device it computes on, so burn's default is the CPU's.
     // SAFETY: as above, no other thread exists yet.
     unsafe { std::env::set_var("BURN_DEVICE", "flex") };
-    // A panic on the engine's backend thread or a replica's is caught there and reported as
-    // the run's error, its message included: the default hook's lines said it a first time,
-    // in burn's words and with a backtrace where RUST_BACKTRACE asks for one, before the
-    // error (a remote server killed under `--devices flex,remote:…`, issue 62). They still
-    // print where RUST_BACKTRACE asks, and for every other thread.
+    // A panic on the engine's backend thread, a replica's or a wait on a remote device is
+    // caught there and reported as the run's error, its message included: the default hook's
+    // lines said it a first time, in burn's words and with a backtrace where RUST_BACKTRACE
+    // asks for one, before the error (a remote server killed under `--devices
+    // flex,remote:…`, issue 62). They still print where RUST_BACKTRACE asks, and for every
+    // other thread.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let reported = std::thread::current()
-            .name()
-            .is_some_and(|name| name == "ember-backend" || name.starts_with("ember-replica-"));
+        let reported = std::thread::current().name().is_some_and(|name| {
+            name == "ember-backend"
+                || name.starts_with("ember-replica-")
+                || name == ember::device::remote::WAITER
+        });
         let asked = std::env::var_os("RUST_BACKTRACE").is_some_and(|v| v != "0");
         if !reported || asked {
             default_hook(info);

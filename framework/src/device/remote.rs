@@ -120,19 +120,31 @@ pub fn within<T: Send + 'static>(
 ) -> Result<T> {
     let (sent, answer) = mpsc::channel();
     std::thread::Builder::new()
-        .name("ember-remote-wait".to_string())
+        .name(WAITER.to_string())
         .spawn(move || {
-            let _ = sent.send(call());
+            // burn's reads panic where the server went away: that is this call's error, with
+            // burn's words, not a thread's death.
+            let _ = sent.send(std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)));
         })
         .map_err(|source| Error::Thread {
             what: format!("a wait on {device}"),
             source: std::sync::Arc::new(source),
         })?;
-    answer.recv_timeout(answer_within()).map_err(|e| match e {
-        RecvTimeoutError::Timeout => silent(device, doing),
-        RecvTimeoutError::Disconnected => Error::Panic(format!("{doing} on {device} panicked")),
-    })
+    match answer.recv_timeout(answer_within()) {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(panic)) => Err(Error::Panic(format!(
+            "{doing} on {device}: {}",
+            crate::error::panic_text(&panic)
+        ))),
+        Err(RecvTimeoutError::Timeout) => Err(silent(device, doing)),
+        Err(RecvTimeoutError::Disconnected) => {
+            Err(Error::Panic(format!("{doing} on {device} panicked")))
+        }
+    }
 }
+
+/// The name of [`within`]'s threads, whose panics it reports as its error.
+pub const WAITER: &str = "ember-remote-wait";
 
 /// Runs `call`, which reads from `devices`, under [`within`]'s bound where one of them is a
 /// remote device ember opened, and on this thread, unbounded, where none is: a local device's
