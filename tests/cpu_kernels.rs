@@ -283,18 +283,23 @@ fn activations_match_flex() {
 }
 
 /// d2l's LeNet (sigmoid, average pooling), 50 SGD steps (learning rate 0.9, d2l's) of batch 64.
-fn lenet_loss(kernels: Kernels) -> (f32, f32) {
+/// LeNet with Xavier's initial parameters from seed 5, drawn on the reference path.
+fn lenet_start() -> ember::Sequential {
+    let device = Device::flex().autodiff();
+    let init = NdTensor::zeros(&[1, 1, 28, 28], &device).unwrap();
+    device.seed(5);
+    kernels::with_kernels(Kernels::Flex, || {
+        ember::models::lenet(10)
+            .initialize(Init::Xavier, &device)
+            .infer_shape(init)
+            .unwrap()
+    })
+}
+
+fn lenet_loss(kernels: Kernels, start: &ember::Sequential) -> (f32, f32) {
     kernels::with_kernels(kernels, || {
         let device = Device::flex().autodiff();
-        let net = ember::models::lenet(10);
-        let init = NdTensor::zeros(&[1, 1, 28, 28], &device).unwrap();
-        // The same initial parameters on both paths: the same seed, on the reference path.
-        device.seed(5);
-        let mut net = kernels::with_kernels(Kernels::Flex, || {
-            net.initialize(Init::Xavier, &device)
-                .infer_shape(init)
-                .unwrap()
-        });
+        let mut net = start.clone();
         let mut trainer = Optimizer::new(&net, "sgd", 0.9).unwrap();
         let (mut first, mut last) = (f32::NAN, f32::NAN);
         for step in 0..50u64 {
@@ -331,8 +336,12 @@ fn lenet_loss(kernels: Kernels) -> (f32, f32) {
 
 #[test]
 fn lenet_ends_fifty_steps_at_the_same_loss() {
+    // The same initial parameters on both paths, drawn once: the other tests of this binary
+    // draw from the same device's generator on other threads, and a draw between a seed and
+    // an initialization gave the two paths other starts (CI, once: 2.3494 against 2.3548).
+    let start = lenet_start();
     let (before, _) = kernels::counts();
-    let (_, fast) = lenet_loss(Kernels::OneDnn);
+    let (_, fast) = lenet_loss(Kernels::OneDnn, &start);
     let (after, fell_back) = kernels::counts();
     assert!(
         after - before >= 50 * 7,
@@ -340,11 +349,11 @@ fn lenet_ends_fifty_steps_at_the_same_loss() {
         after - before
     );
     assert!(fell_back.is_empty(), "oneDNN fell back: {fell_back:?}");
-    let (start, reference) = lenet_loss(Kernels::Flex);
+    let (first, reference) = lenet_loss(Kernels::Flex, &start);
     assert!(fast.is_finite() && reference.is_finite());
     assert!(
-        (start - reference).abs() > 0.01,
-        "the loss went from {start} to {reference} in 50 steps: the case tests nothing"
+        (first - reference).abs() > 0.01,
+        "the loss went from {first} to {reference} in 50 steps: the case tests nothing"
     );
     assert!(
         (fast - reference).abs() <= 1e-4,
