@@ -72,7 +72,7 @@ fn bad_sweep_values_are_refused_naming_the_flag_before_any_work() {
         // 0 in single precision: the sweep suggested --lr 8.86e-52 from it (issue 62).
         (
             &["--min-lr", "1e-60", "--max-lr", "1e-50"],
-            "invalid --min-lr 1e-60: must be above 0 in single precision",
+            "invalid --min-lr 1e-60: must be at least about 1.2e-38",
         ),
         (&["--max-lr", "1e-9"], "invalid --max-lr 0.000000001"),
         (&["--max-lr", "inf"], "invalid --max-lr inf"),

@@ -1,6 +1,7 @@
 //! Values that would train nothing are refused before the run, naming the flag and the value:
-//! a softmax over one class, a rate cut that single precision makes 0, a weight decay or a
-//! momentum that it makes none at all (issue 62: each ran and exited 0).
+//! a softmax over one class, a rate cut that single precision makes 0 or flushes to 0 (below
+//! its smallest normal number, about 1.2e-38), a weight decay or a momentum that it makes none
+//! at all (issue 62: each ran and exited 0).
 
 use super::common::cli::{TINY, args, fails_with};
 
@@ -16,20 +17,33 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         let said = format!("invalid --classes {classes}: softmax cross-entropy needs 2 or more");
         fails_with(&flags, &said);
     }
-    let cases: [(&[&str], &str); 6] = [
+    let cases: [(&[&str], &str); 11] = [
         (
             &["--reduce-lr-on-plateau", "loss:1:1e-50"],
-            "above 0 in single precision",
+            "at least about 1.2e-38",
+        ),
+        // Subnormal in single precision: not 0 there, but flushed to 0 by the kernels, and
+        // each of these ran to exit 0 (second hostile pass).
+        (
+            &["--lr", "1e-44"],
+            "invalid --lr 1e-44: must be at least about 1.2e-38",
+        ),
+        (&["--clip-value", "1e-44"], "invalid --clip-value"),
+        (&["--clip-norm", "1e-40"], "invalid --clip-norm"),
+        (&["--wd", "1e-44"], "flushed to 0 there"),
+        (
+            &["--lr-schedule", "multistep:1,2:1e-20", "--epochs", "3"],
+            "which single precision makes 0: from there",
         ),
         // A step schedule's factor cut every epoch after the first to a rate of 0 (hostile
         // pass); so did one whose rate reaches 0 in single precision before the run ends.
         (
             &["--lr-schedule", "step:1:1e-50", "--epochs", "3"],
-            "the factor 1e-50 must be above 0 in single precision",
+            "the factor 1e-50 must be at least about 1.2e-38",
         ),
         (
             &["--lr-schedule", "multistep:1,2:1e-30", "--epochs", "3"],
-            "is 0 in single precision from epoch 3",
+            "this at the start of epoch 3",
         ),
         (
             &["--wd", "1e-50"],
@@ -46,7 +60,9 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
     }
 }
 
-/// A plateau that would cut the rate to 0 in single precision leaves it as it is, and says so;
+/// A plateau that would cut the rate below single precision's smallest normal number (where
+/// kernels flush it to 0) leaves it as it is, and says so (it cut 2e-38 to 2e-39, which trained
+/// nothing);
 /// PATIENCE 1 acts after the first epoch without improvement, as --early-stop's does.
 #[test]
 fn a_cut_to_nothing_is_not_made_and_patience_counts_as_early_stop_does() {
@@ -58,7 +74,7 @@ fn a_cut_to_nothing_is_not_made_and_patience_counts_as_early_stop_does() {
             "--epochs",
             "4",
             "--lr",
-            "3e-45",
+            "2e-38",
             "--reduce-lr-on-plateau",
             "loss:1:0.1",
             "--metrics",
@@ -68,6 +84,6 @@ fn a_cut_to_nothing_is_not_made_and_patience_counts_as_early_stop_does() {
     assert!(stdout.contains("it stays"), "{stdout}");
     for row in super::common::cli::csv_rows(&metrics) {
         let lr: f64 = row["lr"].parse().unwrap();
-        assert!(lr as f32 > 0.0, "{row:?}");
+        assert!(lr >= ember::optim::SMALLEST, "{row:?}");
     }
 }

@@ -49,13 +49,13 @@ fn bad_recipe_values_are_errors_naming_the_flag() {
         // nothing and exited 0 (issue 62).
         (
             &["--lr", "1e-50"],
-            "invalid --lr 1e-50: must be above 0 in single precision",
+            "invalid --lr 1e-50: must be at least about 1.2e-38",
         ),
         (
             &["--clip-value", "1e-46"],
-            "invalid --clip-value 1e-46: must be above 0 in single",
+            "invalid --clip-value 1e-46: must be at least about 1.2e-38",
         ),
-        (&["--clip-norm", "1e-300"], "it is 0 there"),
+        (&["--clip-norm", "1e-300"], "is 0 there or flushed to 0"),
         (&["--accumulate", "0"], "invalid --accumulate 0"),
         (&["--accumulate", "-2"], "invalid --accumulate -2"),
     ];

@@ -299,14 +299,16 @@ fn within(name: &'static str, value: f64, low: f64, high: f64) -> Result<f64> {
 }
 
 /// `value` if single precision keeps it finite and below `high`, and above 0 where it is (a
-/// weight decay of 1e-50 is none at all there: 0 says so).
+/// weight decay of 1e-50 is none at all there, nor is 1e-44, which kernels flush to 0
+/// ([`super::vanishes`]): 0 says so).
 fn single(name: &'static str, value: f64, high: f64) -> Result<f64> {
     let rounded = f64::from(value as f32);
-    if value > 0.0 && rounded == 0.0 {
+    if super::vanishes(value) {
         return Err(invalid(
             name,
             crate::error::number(value),
-            "it is 0 in single precision, which the optimizer runs in; give 0 for none",
+            "it is 0 in single precision, which the optimizer runs in, or flushed to 0 there \
+             (below about 1.2e-38); give 0 for none",
         ));
     }
     if !(rounded.is_finite() && rounded < high) {

@@ -12,5 +12,5 @@ pub mod schedule;
 pub use clip::Clipping;
 pub use kind::{IntoOptimizer, OPTIMIZERS, OptimizerKind};
 pub use optimizer::Optimizer;
-pub use positive::positive;
+pub use positive::{SMALLEST, positive, vanishes};
 pub use schedule::{LrSchedule, Schedule, ScheduleAt};

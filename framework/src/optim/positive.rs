@@ -1,12 +1,26 @@
 //! One check for every rate, bound and factor that reaches the training's arithmetic: a
-//! finite number above 0 in single precision too.
+//! finite number that single precision neither makes infinite nor lets vanish.
 
 use crate::error::{Error, Result};
 
-/// `value` if it is a finite number above 0 in single precision too: rates, bounds and factors
-/// reach the training's arithmetic as f32, where a value below about 1.4e-45 is 0 and trains
-/// nothing (a learning rate of 1e-50 left every parameter as it was, exit 0), and one above
-/// about 3.4e38 is infinite.
+/// The smallest magnitude single precision keeps in training's arithmetic: its smallest normal
+/// number, about 1.18e-38.
+pub const SMALLEST: f64 = f32::MIN_POSITIVE as f64;
+
+/// Whether `value`, not 0, is 0 in training's arithmetic: below single precision's smallest
+/// normal number ([`SMALLEST`]). Below about 1.4e-45 f32 rounds it to 0; between that and
+/// 1.18e-38 it is subnormal, and kernels that flush subnormals to 0 (CUDA's with
+/// `-ftz`, x86's FTZ/DAZ modes, oneDNN's) make it 0 too. A learning rate of 1e-44 trained
+/// nothing, exit 0.
+pub fn vanishes(value: f64) -> bool {
+    value != 0.0 && value.abs() < SMALLEST
+}
+
+/// `value` if it is a finite number above 0, and neither vanishes ([`vanishes`]) nor is
+/// infinite in single precision: rates, bounds and factors reach the training's arithmetic as
+/// f32, where a value below about 1.2e-38 is 0 or flushed to it and trains nothing (a learning
+/// rate of 1e-50 left every parameter as it was, exit 0), and one above about 3.4e38 is
+/// infinite.
 ///
 /// # Errors
 /// [`Error::InvalidValue`] naming `name` and the value, and what single precision makes of it.
@@ -15,8 +29,9 @@ pub fn positive(name: &'static str, value: f64) -> Result<f64> {
         "must be a finite number above 0".to_string()
     } else {
         match value as f32 {
-            0.0 => "must be above 0 in single precision, which training computes in: it is 0 \
-                    there, and would train nothing (the smallest is about 1.4e-45)"
+            _ if vanishes(value) => "must be at least about 1.2e-38, the smallest normal \
+                number of single precision, which training computes in: below it a value is \
+                0 there or flushed to 0, and would train nothing"
                 .to_string(),
             single if single.is_infinite() => "must be finite in single precision, which \
                 training computes in: it is infinite there (the largest is about 3.4e38)"
@@ -38,10 +53,12 @@ mod tests {
     #[test]
     fn a_value_that_single_precision_makes_0_or_infinite_is_refused_naming_it() {
         assert_eq!(positive("learning rate", 1e-3).unwrap(), 1e-3);
-        assert_eq!(positive("learning rate", 1e-44).unwrap(), 1e-44);
+        assert_eq!(positive("learning rate", 2e-38).unwrap(), 2e-38);
         for (value, said) in [
-            (1e-50, "it is 0 there"),
-            (1e-46, "it is 0 there"),
+            (1e-50, "is 0 there or flushed to 0"),
+            (1e-46, "is 0 there or flushed to 0"),
+            (1e-44, "is 0 there or flushed to 0"),
+            (1e-38, "the smallest normal number"),
             (1e39, "infinite there"),
             (0.0, "above 0"),
             (-1.0, "above 0"),

@@ -60,6 +60,12 @@ pub trait LrSchedule: fmt::Debug + Send {
     fn spans_run(&self) -> bool {
         true
     }
+
+    /// The schedule as an error names it: the built-in ones as `--lr-schedule` spells them,
+    /// a user's own in its `Debug` form.
+    fn describe(&self) -> String {
+        format!("{self:?}")
+    }
 }
 
 /// The built-in schedules, as `--lr-schedule` spells them.
@@ -140,6 +146,10 @@ impl LrSchedule for Schedule {
             self,
             Schedule::Constant | Schedule::Step { .. } | Schedule::MultiStep { .. }
         )
+    }
+
+    fn describe(&self) -> String {
+        self.to_string()
     }
 
     fn check(&self, total: u64) -> Result<()> {
@@ -329,7 +339,7 @@ mod tests {
             ("step:0:0.1", "\"0\""),
             ("step:2:1.5", "(0, 1]"),
             ("step:2:nan", "finite number above 0"),
-            ("step:1:1e-50", "0 in single precision"),
+            ("step:1:1e-50", "the smallest normal number"),
             ("step:2", "step:EVERY:FACTOR"),
             ("multistep:5,2:0.1", "increase"),
             ("multistep:2,x:0.1", "\"x\""),

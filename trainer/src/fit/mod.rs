@@ -530,7 +530,7 @@ where
             (Some(schedule), None) => {
                 return Err(ember::Error::InvalidValue {
                     name: "learning-rate schedule",
-                    value: format!("{schedule:?}"),
+                    value: schedule.describe(),
                     reason: "the data source does not say how many batches an epoch has \
                              (BatchSource::batches_per_epoch), and the schedule spans the run"
                         .to_string(),
@@ -538,14 +538,6 @@ where
             }
             (None, _) => 0,
         };
-        // Before anything is written: a schedule whose rate underflows trains nothing.
-        let rates = Rates {
-            base: self.optimizer.learning_rate(),
-            schedule: self.schedule.take(),
-            total,
-        };
-        rates.refuse_underflow(self.epochs, total / self.epochs.max(1) as u64)?;
-        self.schedule = rates.schedule;
         // The rank that writes checkpoints; the others only keep the same schedule.
         let rank = self.distributed.as_ref().map(|c| c.rank());
         let writes = rank.unwrap_or(0) == 0;
@@ -584,6 +576,10 @@ where
         }
         if let Some(best) = &mut self.best {
             best.replay(&start.trace.epochs)?;
+        }
+        // Before anything is written: a schedule whose rate underflows trains nothing.
+        if let Some(schedule) = &self.schedule {
+            rates::refuse_underflow(schedule.as_ref(), base, total, self.epochs)?;
         }
         if base != given {
             self.progress.acted(&format!(

@@ -13,11 +13,49 @@ pub(super) struct Rates<'a> {
     pub(super) total: u64,
 }
 
-/// `base` times `scale`, unless that is 0 in single precision, which training computes in: a
-/// rate cut to nothing would train nothing, so it stays as it was (`None`).
+/// `base` times `scale`, unless that vanishes in single precision, which training computes in
+/// ([`ember::optim::vanishes`]): a rate cut to nothing would train nothing, so it stays as it
+/// was (`None`).
 pub(super) fn scaled(base: f64, scale: f64) -> Option<f64> {
     let next = base * scale;
-    ((next as f32) > 0.0).then_some(next)
+    (!ember::optim::vanishes(next)).then_some(next)
+}
+
+/// Refuses `schedule` where its rate from `base`, above 0, vanishes in single precision
+/// ([`ember::optim::vanishes`]) at the start of one of `epochs` epochs of `per_epoch` steps, of
+/// a run of `total`: those epochs would train nothing (a step schedule's factor cut the rate to
+/// 1e-62 by the third epoch, and the run exited 0).
+///
+/// # Errors
+/// [`Error::InvalidValue`] naming the rate, the schedule and the first such epoch.
+pub(super) fn refuse_underflow(
+    schedule: &dyn LrSchedule,
+    base: f64,
+    total: u64,
+    epochs: usize,
+) -> Result<()> {
+    let per_epoch = total / epochs.max(1) as u64;
+    for epoch in 0..epochs {
+        let at = ScheduleAt {
+            step: epoch as u64 * per_epoch,
+            epoch,
+            total,
+        };
+        let rate = schedule.rate(base, at);
+        if rate > 0.0 && ember::optim::vanishes(rate) {
+            return Err(Error::InvalidValue {
+                name: "learning rate",
+                value: ember::error::number(rate),
+                reason: format!(
+                    "the schedule {} makes the rate of {base} this at the start of epoch {}, \
+                     which single precision makes 0: from there the run would train nothing",
+                    schedule.describe(),
+                    epoch + 1
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 impl Rates<'_> {
@@ -42,40 +80,12 @@ impl Rates<'_> {
                 name: "learning rate",
                 value: rate.to_string(),
                 reason: format!(
-                    "the schedule {schedule:?} gave it for step {step} (epoch {epoch}); a rate \
-                     must be a finite number, 0 or more"
+                    "the schedule {} gave it for step {step} (epoch {epoch}); a rate must be \
+                     a finite number, 0 or more",
+                    schedule.describe()
                 ),
             });
         }
         Ok(rate)
-    }
-
-    /// Refuses a schedule whose rate, above 0, is 0 in single precision at the start of one of
-    /// `epochs` epochs of `per_epoch` steps: those epochs would train nothing (a step
-    /// schedule's factor cut the rate to 1e-62 by the third epoch, and the run exited 0).
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] naming the rate, the schedule and the first such epoch.
-    pub(super) fn refuse_underflow(&self, epochs: usize, per_epoch: u64) -> Result<()> {
-        let Some(schedule) = &self.schedule else {
-            return Ok(());
-        };
-        for epoch in 0..epochs {
-            let rate = self.of(epoch as u64 * per_epoch, epoch)?;
-            if rate > 0.0 && rate as f32 == 0.0 {
-                return Err(Error::InvalidValue {
-                    name: "learning rate",
-                    value: ember::error::number(rate),
-                    reason: format!(
-                        "the schedule {schedule:?} makes the rate of {} this at its start, \
-                         which is 0 in single precision from epoch {}: those epochs would \
-                         train nothing",
-                        self.base,
-                        epoch + 1
-                    ),
-                });
-            }
-        }
-        Ok(())
     }
 }

@@ -196,7 +196,8 @@ impl Callback for EarlyStopping {
 /// improving: PATIENCE means what it means to [`EarlyStopping`], as in Keras, whose
 /// `ReduceLROnPlateau` this is (PyTorch's with `patience - 1`, since PyTorch acts after
 /// `patience + 1` bad epochs; the mode from the metric's name, the threshold 0, no cooldown).
-/// A rate that the factor would make 0 in single precision is kept, and the run says so.
+/// A rate that the factor would make vanish in single precision ([`ember::optim::vanishes`])
+/// is kept, and the run says so.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReduceLrOnPlateau {
     /// The watched metric.
@@ -211,11 +212,12 @@ impl FromStr for ReduceLrOnPlateau {
     /// `METRIC:PATIENCE[:FACTOR]`, the factor 0.1 by default, as PyTorch's.
     fn from_str(s: &str) -> Result<Self> {
         let (metric, patience, factor) = spec("reduce-lr-on-plateau", s, 0.1_f64)?;
-        if !(factor > 0.0 && factor < 1.0) || factor as f32 == 0.0 {
+        if !(factor > 0.0 && factor < 1.0) || ember::optim::vanishes(factor) {
             return Err(Error::InvalidValue {
                 name: "reduce-lr-on-plateau",
                 value: s.to_string(),
-                reason: "the factor must lie in (0, 1), and above 0 in single precision"
+                reason: "the factor must lie in (0, 1), and be at least about 1.2e-38 (below it, \
+                         single precision makes it 0 or flushes it to 0)"
                     .to_string(),
             });
         }

@@ -129,8 +129,9 @@ pub struct TrainArgs {
     early_stop: Option<EarlyStopping>,
     /// Multiply the learning rate by FACTOR [default: 0.1] when METRIC has not improved for
     /// PATIENCE epochs, counted as --early-stop counts them (Keras's ReduceLROnPlateau;
-    /// PyTorch's with patience PATIENCE-1): METRIC:PATIENCE[:FACTOR]. A cut that would make the
-    /// rate 0 in single precision is not made.
+    /// PyTorch's with patience PATIENCE-1): METRIC:PATIENCE[:FACTOR]. A cut that would take the
+    /// rate below about 1.2e-38, where single precision makes it 0 or flushes it to 0, is not
+    /// made.
     #[arg(long, value_name = "METRIC:PATIENCE[:FACTOR]")]
     reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
     #[arg(long, value_name = "METRICS", long_help = eval::HELP)]
