@@ -45,7 +45,7 @@ C
     cc -shared -fPIC -o "$fake/libcuda.so" "$fake/cuda.c"
     cp "$fake/libcuda.so" "$fake/libcuda.so.1"
     tiny=(--batches 2 --batch-size 16 --features 8 --hidden 4)
-    for device in "--device flex" "--devices flex,flex" "--device wgpu"; do
+    for device in "--device flex" "--devices flex,flex" "--device wgpu" "--device wgpu:0"; do
         rm -f "$fake/calls"
         # shellcheck disable=SC2086
         LD_LIBRARY_PATH="$fake" "$CARGO_TARGET_DIR/release/ember" train $device "${tiny[@]}" > /dev/null
@@ -54,7 +54,7 @@ C
             exit 1
         fi
     done
-    echo "check-cuda-build: ok, runs on flex, flex,flex and wgpu never load the CUDA driver"
+    echo "check-cuda-build: ok, runs on flex, flex,flex, wgpu and wgpu:0 never load the CUDA driver"
 else
     echo "check-cuda-build: no C compiler: the check that other devices never load libcuda did not run" >&2
     exit 1

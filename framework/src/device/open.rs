@@ -2,7 +2,7 @@
 //! devices on one adapter, a burn-remote server's device.
 
 use burn::tensor::wgpu::{WgpuSetup, wgpu};
-use burn::tensor::{Device, DeviceKind, DeviceType};
+use burn::tensor::{Device, DeviceKind};
 
 use super::cuda;
 use super::name::{DeviceName, PickedDevice};
@@ -113,7 +113,7 @@ pub(super) fn remote_device(as_given: &str, _address: &str) -> Result<PickedDevi
 
 /// The `index`-th wgpu adapter.
 pub(super) fn wgpu_adapter_device(index: usize) -> Result<PickedDevice> {
-    let adapters = Device::enumerate(DeviceType::Wgpu);
+    let adapters = super::wgpu::adapter_devices();
     if adapters.is_empty() {
         return Err(Error::NoWgpuAdapter);
     }

@@ -1,12 +1,11 @@
 //! wgpu's adapters on this machine: found without opening a device, so this never panics on a
 //! machine without a Vulkan driver.
 //!
-//! They are asked of wgpu itself, on the graphics APIs cubecl's `Auto` tries, in its order: a
-//! card on the first API that has one, else the first adapter at all (a software rasterizer).
-//! burn's `Device::enumerate(DeviceType::Wgpu)` asks every cubecl runtime for its devices and
-//! keeps wgpu's: in a build with the `cuda` feature that loads the NVIDIA driver and runs
-//! `cuInit`, for a run that never asked for a card (a driver that hung there hung
-//! `--device wgpu`).
+//! They are asked of wgpu and of cubecl's wgpu runtime alone. burn's
+//! `Device::enumerate(DeviceType::Wgpu)` asks every cubecl runtime for its devices and keeps
+//! wgpu's: in a build with the `cuda` feature that loads the NVIDIA driver and runs `cuInit`,
+//! for a run that never asked for a card (a driver that hung there hung `--device wgpu` and
+//! `wgpu:1`).
 
 use std::sync::OnceLock;
 
@@ -42,6 +41,18 @@ pub fn adapter_info() -> Option<(String, bool)> {
             software
         })
         .clone()
+}
+
+/// The devices of wgpu's adapters, as `wgpu:N` numbers them: cubecl's wgpu runtime's own
+/// list (each adapter once, on the graphics API it settles on), which is the order burn's
+/// `Device::enumerate(DeviceType::Wgpu)` gives without asking the other runtimes.
+pub(super) fn adapter_devices() -> Vec<burn::tensor::Device> {
+    use cubecl_common::device::Device as _;
+    use cubecl_runtime::runtime::Runtime as _;
+    <cubecl_wgpu::WgpuRuntime>::enumerate_all_devices()
+        .into_iter()
+        .map(|id| burn::tensor::Device::new(cubecl_wgpu::WgpuDevice::from_id(id)))
+        .collect()
 }
 
 /// The graphics APIs cubecl's `Auto` tries, best first.
