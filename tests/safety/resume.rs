@@ -219,3 +219,48 @@ fn a_library_run_with_adam_dropout_and_batchnorm_resumes_from_any_checkpoint_to_
         assert_eq!(losses(&resumed.trace), losses(&full.trace), "{step}");
     }
 }
+
+/// A run resumed from a checkpoint at an epoch's last batch, taken before the epoch's end was
+/// recorded, ends that epoch with no batch of its own. Its row in `<stem>.epochs.csv` counts
+/// the carried batches' time: it had a time near 0, which replaced the row the stopped run
+/// had written (hostile pass, issue 62).
+#[test]
+fn an_epoch_resumed_at_its_last_batch_keeps_its_batches_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    let metrics = dir.path().join("m.csv");
+    // TINY's device and batches, with batches large enough to take time.
+    let shape = ["--batch-size", "256", "--features", "64", "--hidden", "256"];
+    let base = args(&args(&TINY[..5], &shape), &["--epochs", "2"]);
+    let ck_arg = ck.to_str().unwrap();
+    succeeds(&args(
+        &base,
+        &["--checkpoint", ck_arg, "--checkpoint-every", "4"],
+    ));
+    // The run as if stopped before its second checkpoint.
+    let mut steps = super::common::cli::checkpoints(&ck);
+    std::fs::remove_dir_all(steps.pop().unwrap()).unwrap();
+    let step_4 = steps.pop().unwrap();
+    let (resume, metrics_arg) = (step_4.to_str().unwrap(), metrics.to_str().unwrap());
+    succeeds(&args(
+        &base,
+        &["--resume", resume, "--metrics", metrics_arg],
+    ));
+
+    let cell = |row: &std::collections::BTreeMap<String, String>, column: &str| -> f64 {
+        row[column].parse().unwrap()
+    };
+    let batches = super::common::cli::csv_rows(&metrics);
+    let carried: Vec<_> = batches.iter().filter(|r| r["epoch"] == "0").collect();
+    assert_eq!(carried.len(), 4, "{batches:?}");
+    let first = cell(carried[0], "issue_start");
+    let done = cell(carried[3], "done") - first;
+    let issued = cell(carried[3], "issue_end") - first;
+    let epochs = super::common::cli::csv_rows(&metrics.with_file_name("m.epochs.csv"));
+    let row = &epochs[0];
+    assert!(
+        cell(row, "time") >= done && cell(row, "issue_time") >= issued && done > 0.0,
+        "epoch 0's row {row:?}: its batches took {done} s from the first issue to the last \
+         completion, and {issued} s to the last issue"
+    );
+}

@@ -89,9 +89,12 @@ pub struct EpochRecord {
     pub epoch: usize,
     /// Batches in the epoch.
     pub batches: usize,
-    /// Time per epoch: first issue to all complete, in seconds.
+    /// Time per epoch: first issue to all complete, in seconds. In a run resumed inside the
+    /// epoch, the batches before its checkpoint count from the first one's issue to the last
+    /// one's completion; the time between the stop and the resume does not.
     pub time: f64,
-    /// Frontend issue time: first issue to last issue, in seconds.
+    /// Frontend issue time: first issue to last issue, in seconds (a resumed epoch's as
+    /// [`EpochRecord::time`]).
     pub issue_time: f64,
     /// RSS before the epoch, in bytes: the baseline of its memory growth.
     pub rss_before: u64,

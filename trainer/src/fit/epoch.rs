@@ -40,6 +40,10 @@ pub(super) struct Epoch {
     peak_pool: Option<u64>,
     pub(super) start: Instant,
     pub(super) last_issue: Instant,
+    /// The seconds a resumed run's carried records took before its checkpoint: from the first
+    /// one's issue to the last one's completion, and to its issue. The epoch's times count
+    /// them, and not the time between the stop and the resume.
+    carried: [f64; 2],
 }
 
 impl Epoch {
@@ -47,6 +51,16 @@ impl Epoch {
     pub(super) fn begin(epoch: usize, carried: Vec<BatchRecord>) -> Self {
         let rss_before = rss_bytes();
         let start = Instant::now();
+        let carried_span = match (carried.first(), carried.last()) {
+            (Some(first), Some(last)) => {
+                let done = [last.done, last.observed, last.issue_end]
+                    .into_iter()
+                    .filter(|at| at.is_finite())
+                    .fold(f64::NEG_INFINITY, f64::max);
+                [done, last.issue_end].map(|end| (end - first.issue_start).max(0.0))
+            }
+            _ => [0.0; 2],
+        };
         Self {
             epoch,
             flight: InFlight::new(epoch, rss_before),
@@ -59,6 +73,7 @@ impl Epoch {
             peak_pool: None,
             start,
             last_issue: start,
+            carried: carried_span,
         }
     }
 
@@ -128,8 +143,8 @@ impl Epoch {
             policy: policy.clone(),
             epoch: self.epoch,
             batches: records.len(),
-            time: (end - self.start).as_secs_f64(),
-            issue_time: (self.last_issue - self.start).as_secs_f64(),
+            time: self.carried[0] + (end - self.start).as_secs_f64(),
+            issue_time: self.carried[1] + (self.last_issue - self.start).as_secs_f64(),
             rss_before: self.rss_before,
             increased_mb: mb(rss_after as f64 - self.rss_before as f64),
             peak_growth_mb: mb(self.peak_rss as f64 - self.rss_before as f64),
