@@ -3,13 +3,15 @@
 //! Times are seconds since the run started (after the warm-up batch).
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use ember::io::write_atomic_bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::policy::PolicyKind;
+
+mod jsonl;
+pub use jsonl::Jsonl;
 
 /// One batch, from the frontend's issue to the policy's observation of its completion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -182,14 +184,7 @@ impl Trace {
     /// path. Each file keeps its old content if writing it fails.
     pub fn write(&self, path: &Path) -> ember::Result<Vec<PathBuf>> {
         if path.extension().is_some_and(|ext| ext == "jsonl") {
-            let mut out = Vec::new();
-            for batch in &self.batches {
-                out.extend(tagged("batch", batch).bytes().chain([b'\n']));
-            }
-            for epoch in &self.epochs {
-                out.extend(tagged("epoch", epoch).bytes().chain([b'\n']));
-            }
-            write_atomic_bytes(path, &out)?;
+            write_atomic_bytes(path, &Jsonl::default().of(self, &[]))?;
             Ok(vec![path.to_path_buf()])
         } else {
             let epochs = epochs_path(path);
@@ -223,41 +218,6 @@ impl Trace {
             vec![path.to_path_buf(), epochs_path(path)]
         }
     }
-
-    /// Reads a trace written as JSON Lines by [`Trace::write`].
-    ///
-    /// # Errors
-    /// [`ember::Error::Io`] naming the path, for a file that cannot be read or a line that is
-    /// not a record (with its number).
-    pub fn read_jsonl(path: &Path) -> ember::Result<Trace> {
-        let failed = |source: std::io::Error| ember::Error::io(path, source);
-        let invalid = |line: usize, e: serde_json::Error| {
-            failed(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("line {line}: {e}"),
-            ))
-        };
-        let mut trace = Trace::default();
-        for (index, line) in fs::read_to_string(path)
-            .map_err(failed)?
-            .lines()
-            .enumerate()
-        {
-            let mut value: serde_json::Value =
-                serde_json::from_str(line).map_err(|e| invalid(index + 1, e))?;
-            let kind = value.as_object_mut().and_then(|map| map.remove("kind"));
-            if kind.is_some_and(|kind| kind == "epoch") {
-                trace
-                    .epochs
-                    .push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
-            } else {
-                trace
-                    .batches
-                    .push(serde_json::from_value(value).map_err(|e| invalid(index + 1, e))?);
-            }
-        }
-        Ok(trace)
-    }
 }
 
 /// `<stem>.epochs.csv` beside a CSV trace.
@@ -266,14 +226,6 @@ fn epochs_path(path: &Path) -> PathBuf {
         "{}.epochs.csv",
         path.file_stem().unwrap_or_default().to_string_lossy()
     ))
-}
-
-fn tagged(kind: &str, record: &impl Serialize) -> String {
-    let mut value = serde_json::to_value(record).expect("records serialize");
-    if let serde_json::Value::Object(map) = &mut value {
-        map.insert("kind".to_string(), kind.into());
-    }
-    value.to_string()
 }
 
 /// CSV of flat records: the header from the field names, empty cells for absent values.

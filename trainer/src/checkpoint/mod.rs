@@ -32,6 +32,7 @@ use crate::trace::Trace;
 
 mod lock;
 mod scan;
+mod verified;
 
 pub use scan::{Entry, classify, scan, set_aside, step_of};
 
@@ -319,14 +320,15 @@ impl Checkpoint {
     }
 }
 
-/// Writes a checkpoint of `net`, `trainer` and `trace` at `position` into `settings.dir`,
-/// then removes the ones beyond `settings.keep`. Returns its directory.
+/// Writes a checkpoint of `net`, `trainer` and `trace` (the trace's JSON Lines, from
+/// [`crate::trace::Jsonl`]) at `position` into `settings.dir`, then removes the ones beyond
+/// `settings.keep`. Returns its directory.
 pub(crate) fn write<B: Block + 'static>(
     settings: &Checkpointing,
     position: &Position,
     net: &B,
     trainer: &Optimizer,
-    trace: &Trace,
+    trace: &[u8],
 ) -> Result<PathBuf> {
     let dir = settings.dir.join(format!("{PREFIX}{:010}", position.steps));
     if fs::symlink_metadata(&dir).is_ok() {
@@ -351,17 +353,19 @@ pub(crate) fn write<B: Block + 'static>(
             "reading the network back for a checkpoint",
             move || write_model(&net, &trainer, &into),
         )?;
-        trace.write(&tmp.join(TRACE))?;
+        ember::io::write_atomic_bytes(&tmp.join(TRACE), trace)?;
         let mut position = position.clone();
-        for file in [MODEL, OPTIMIZER, TRACE] {
+        for file in [MODEL, OPTIMIZER] {
             position
                 .checksums
                 .insert(file.to_string(), checksum(&tmp.join(file))?);
         }
+        (position.checksums).insert(TRACE.to_string(), crc32fast::hash(trace));
         let state = serde_json::to_string_pretty(&position)
             .map_err(|e| Error::io(tmp.join(STATE), std::io::Error::other(e)))?;
         ember::io::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
     })?;
+    verified::remember(&dir);
     // A `step-N` left empty, by a write that a second signal cut short, holds nothing: it goes
     // (`remove_dir` takes an empty directory only).
     for (_, entry) in scan(&settings.dir)? {

@@ -101,7 +101,12 @@ pub fn classify(path: &Path) -> Entry {
     // The step its name says first: the plainest reason where it is not the file's.
     let opened = Checkpoint::open(path).and_then(|c| match named {
         Some(n) if n != c.position.steps => Ok(c),
-        _ => c.verify().map(|()| c),
+        // One this process wrote or verified, and unchanged since, is not read again.
+        _ if super::verified::unchanged(path) => Ok(c),
+        _ => c.verify().map(|()| {
+            super::verified::remember(path);
+            c
+        }),
     });
     match opened {
         Ok(c) if named.is_some_and(|n| n != c.position.steps) => Entry::Damaged {

@@ -54,6 +54,8 @@ where
     /// Where the run stands: the next batch to issue, and the steps issued.
     pub(super) at: Position,
     pub(super) trace: Trace,
+    /// The trace's JSON Lines so far, for the checkpoints.
+    pub(super) jsonl: crate::trace::Jsonl,
     /// The clock's zero: the trace's times are seconds since then.
     pub(super) start: Instant,
     pub(super) stopped: Option<Signal>,
@@ -430,8 +432,7 @@ where
                 .wait()?;
             return Ok(());
         }
-        let mut so_far = self.trace.clone();
-        so_far.batches.extend(records.iter().cloned());
+        let so_far = self.jsonl.of(&self.trace, records);
         let dir = resume::write(&self.engine, checkpointing, &self.at, &so_far)?;
         self.progress.checkpointed(&dir);
         self.last_checkpoint = Some((dir, self.at.steps));

@@ -630,6 +630,7 @@ where
             example_shape,
             at: start.at,
             trace: start.trace,
+            jsonl: Default::default(),
             start: Instant::now(),
             stopped: None,
             last_checkpoint: None,

@@ -83,12 +83,12 @@ pub(super) fn start<B: Block>(
 }
 
 /// Writes a checkpoint of the backend's network, optimizer and training metrics' sums as they
-/// stand after every issued step, at `position`.
+/// stand after every issued step, at `position`, with `trace`'s JSON Lines.
 pub(super) fn write<B, L>(
     engine: &Engine<Backend<B, L>>,
     checkpointing: &Checkpointing,
     position: &Position,
-    trace: &Trace,
+    trace: &[u8],
 ) -> Result<PathBuf>
 where
     B: Block + 'static,
