@@ -33,6 +33,9 @@ mod profile;
 mod recipes;
 #[path = "cli/remote.rs"]
 mod remote;
+#[cfg(feature = "remote")]
+#[path = "cli/remote_lost.rs"]
+mod remote_lost;
 #[path = "cli/tensorboard.rs"]
 mod tensorboard;
 #[path = "cli/train.rs"]

@@ -224,6 +224,16 @@ pub enum Error {
         /// What went wrong there.
         source: Box<Error>,
     },
+    /// A run on remote devices failed, and these servers did not answer a new connection
+    /// afterwards ([`crate::device::remote::diagnosed`]): the ones to look at, since every
+    /// device that waits on a lost one fails with it.
+    #[error("{source}\n  {lost}")]
+    ServersLost {
+        /// Each such device as given, and what its server did.
+        lost: String,
+        /// What failed.
+        source: Box<Error>,
+    },
     /// What went wrong on one device of several, with the device's index.
     #[error("device {device}: {source}")]
     OnDevice {
@@ -305,11 +315,12 @@ impl Error {
     }
 
     /// The error behind the context that [`Error::Step`], [`Error::OnDevice`],
-    /// [`Error::InChild`] and [`Error::NotRun`] add: what actually went wrong.
+    /// [`Error::ServersLost`], [`Error::InChild`] and [`Error::NotRun`] add: what actually went wrong.
     pub fn root(&self) -> &Error {
         match self {
             Error::Step { source, .. }
             | Error::OnDevice { source, .. }
+            | Error::ServersLost { source, .. }
             | Error::InChild { source, .. } => source.root(),
             Error::NotRun(source) => source.root(),
             other => other,

@@ -4,7 +4,7 @@
 use super::common::cli::{TINY, args, fails_with, succeeds, text};
 
 /// `ember serve` processes on 127.0.0.1, stopped when dropped.
-struct Servers(Vec<std::process::Child>);
+pub(super) struct Servers(pub(super) Vec<std::process::Child>);
 
 impl Drop for Servers {
     fn drop(&mut self) {
@@ -17,7 +17,7 @@ impl Drop for Servers {
 
 /// Starts `count` flex servers on free ports, and returns them with their `remote:` devices
 /// once each accepts connections.
-fn serve(count: usize) -> (Servers, String) {
+pub(super) fn serve(count: usize) -> (Servers, String) {
     let mut servers = Servers(Vec::new());
     let mut devices = Vec::new();
     for _ in 0..count {
@@ -51,7 +51,7 @@ fn serve(count: usize) -> (Servers, String) {
 /// `ember train` in `dir` on `device` for 100,000 batches of 64, with a checkpoint every 20
 /// batches in `ck` and `--save save`, then `more`; its outputs piped.
 #[cfg(feature = "remote")]
-fn spawn_train(
+pub(super) fn spawn_train(
     dir: &std::path::Path,
     (device, ck, save): (&str, &std::path::Path, &std::path::Path),
     more: &[&str],
@@ -89,7 +89,7 @@ fn spawn_train_every(
 
 /// Waits (up to 120 s) until the checkpoint directory `ck` holds step 20.
 #[cfg(feature = "remote")]
-fn wait_for_step_20(ck: &std::path::Path) {
+pub(super) fn wait_for_step_20(ck: &std::path::Path) {
     let start = std::time::Instant::now();
     while !ck.join("step-0000000020").is_dir() {
         assert!(start.elapsed().as_secs() < 120, "no checkpoint after 120 s");

@@ -21,6 +21,26 @@ use burn::tensor::Device;
 
 use crate::error::{Error, Result};
 
+#[cfg(feature = "remote")]
+mod lost;
+#[cfg(feature = "remote")]
+pub use lost::diagnosed;
+
+/// `error` as it is: without the `remote` feature, no remote device was opened.
+#[cfg(not(feature = "remote"))]
+pub fn diagnosed(error: Error) -> Error {
+    error
+}
+
+/// `error` from `device`, where a panic on a remote device names it: burn's words ("Failed to
+/// read tensor during cross-backend transfer") did not, and its server may have gone.
+pub fn name_in(error: Error, device: &Device) -> Error {
+    match (error, name(device)) {
+        (Error::Panic(text), Some(name)) => Error::Panic(format!("{text}, on {name}")),
+        (error, _) => error,
+    }
+}
+
 /// The bound, in milliseconds.
 static ANSWER_WITHIN_MS: AtomicU64 = AtomicU64::new(60_000);
 /// Every remote device opened in this process, with its name as given (`remote:ws://…`).

@@ -192,7 +192,9 @@ impl Replicas {
                             source: std::sync::Arc::new(e),
                         }),
                     }
-                    .map_err(|e| on_remote(e, &devices[index]).on_device(index))
+                    .map_err(|e| {
+                        crate::device::remote::name_in(e, &devices[index]).on_device(index)
+                    })
                 })
                 .collect()
         });
@@ -284,16 +286,6 @@ impl Gate {
         state.1 &= ok;
         self.all_here.notify_all();
         state
-    }
-}
-
-/// `error` from a replica on `device`, where a panic on a remote device names it: burn's
-/// words ("Failed to read tensor during cross-backend transfer") did not, and its server may
-/// have gone.
-fn on_remote(error: Error, device: &Device) -> Error {
-    match (error, crate::device::remote::name(device)) {
-        (Error::Panic(text), Some(name)) => Error::Panic(format!("{text}, on {name}")),
-        (error, _) => error,
     }
 }
 

@@ -685,6 +685,8 @@ where
                 .wait()
         });
         if let Err(error) = trained {
+            // Where a remote server went, every device that waits on it fails alike: say which.
+            let error = ember::device::remote::diagnosed(error);
             if let Some(rescue) = self.rescue
                 && frontend.at.steps > 0
             {

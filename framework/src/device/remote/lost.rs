@@ -1,0 +1,79 @@
+//! Which remote servers have gone, asked after a failure. Where one server of several dies or
+//! stops, every device's wait fails (the others wait on the gradients it never sends), and
+//! their errors alike did not say which one to look at (hostile pass, issue 62). A WebSocket
+//! handshake with each server, bounded, tells them apart: a server killed refuses the
+//! connection, one stopped or hung lets the kernel accept it and never answers, and one alive
+//! answers (a refusal of the handshake's path is an answer too).
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// How long a server gets to answer the handshake.
+const PATIENCE: Duration = Duration::from_secs(1);
+
+/// `error`, where this process opened remote devices, with the ones whose servers do not
+/// answer a new connection now, and why: [`Error::ServersLost`]. `error` itself where every
+/// server answers, or where none was opened. The servers are asked at once, each for at most
+/// a second.
+pub fn diagnosed(error: Error) -> Error {
+    let names = super::names();
+    let lost: Vec<String> = std::thread::scope(|scope| {
+        let asked: Vec<_> = names
+            .iter()
+            .map(|name| scope.spawn(move || unanswered(name).map(|why| format!("{name} {why}"))))
+            .collect();
+        asked
+            .into_iter()
+            .filter_map(|asking| asking.join().ok().flatten())
+            .collect()
+    });
+    match lost.is_empty() {
+        true => error,
+        false => Error::ServersLost {
+            lost: lost.join("; "),
+            source: Box::new(error),
+        },
+    }
+}
+
+/// Why the server of the remote device `name` (`remote:ws://HOST:PORT`) does not answer a
+/// new connection within [`PATIENCE`]; `None` where it answers.
+fn unanswered(name: &str) -> Option<String> {
+    let url = name.strip_prefix("remote:").unwrap_or(name);
+    let request = match tungstenite::client::IntoClientRequest::into_client_request(url) {
+        Ok(request) => request,
+        Err(e) => return Some(format!("cannot be asked ({e})")),
+    };
+    let (host, port) = (
+        request.uri().host()?,
+        request.uri().port_u16().unwrap_or(80),
+    );
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let Some(address) = (host, port).to_socket_addrs().ok()?.next() else {
+        return Some("has no address now".to_string());
+    };
+    let stream = match TcpStream::connect_timeout(&address, PATIENCE) {
+        Ok(stream) => stream,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+            return Some("refuses connections: its server has stopped".to_string());
+        }
+        Err(e) => return Some(format!("cannot be reached ({e})")),
+    };
+    let _ = stream.set_read_timeout(Some(PATIENCE));
+    let _ = stream.set_write_timeout(Some(PATIENCE));
+    match tungstenite::client(request, stream) {
+        Ok((mut socket, _)) => {
+            let _ = socket.close(None);
+            None
+        }
+        // Any HTTP answer (the path refused) comes from a server that runs.
+        Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(_))) => None,
+        Err(_) => Some(format!(
+            "accepts a connection but gives no answer within {} s: its server is stopped or \
+             hung",
+            PATIENCE.as_secs()
+        )),
+    }
+}
