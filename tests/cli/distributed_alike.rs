@@ -53,6 +53,15 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
         &rank("0.1"),
     );
     assert!(stderr.contains("--sync"), "{stderr}");
+    // A job refused before its first checkpoint keeps none, whichever rank refused first: rank
+    // 0, ended by the launcher's SIGTERM, said its checkpoints "are kept" (hostile pass).
+    let ck = dir.path().join("ck");
+    let with_ck = |lr| [&rank(lr)[..], &["--checkpoint", ck.to_str().unwrap()]].concat();
+    let (_, stderr) = refused(&with_ck("0.1"), &with_ck("0.2"));
+    assert!(
+        !stderr.contains("are kept") && !stderr.contains("its last checkpoint is"),
+        "{stderr}"
+    );
 }
 
 /// Ranks resumed from two checkpoints of the same step, from runs at other rates, would train

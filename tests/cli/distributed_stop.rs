@@ -37,16 +37,19 @@ fn a_signal_to_mpirun_ends_the_job_naming_what_it_keeps() {
     let out = run.wait_with_output().unwrap();
     let (stdout, stderr) = text(&out);
     assert!(!out.status.success(), "{stdout}{stderr}");
-    assert!(
-        stderr.contains("SIGTERM: the job ends at once")
-            && stderr.contains(&format!(
-                "its checkpoints in {ck} are kept: go on with --resume {ck}"
-            )),
-        "{stderr}"
-    );
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // The newest checkpoint as the signal found it, named (it said "its checkpoints are kept",
+    // also where none was written yet, hostile pass).
     let newest = super::common::cli::checkpoints(std::path::Path::new(ck))
         .pop()
         .unwrap();
     assert!(newest.join("state.json").is_file(), "{newest:?}");
+    assert!(
+        stderr.contains("SIGTERM: the job ends at once")
+            && stderr.contains(&format!(
+                "its last checkpoint is {}: go on with --resume {ck}",
+                newest.display()
+            )),
+        "{stderr}"
+    );
 }

@@ -228,3 +228,43 @@ fn a_comparison_stopped_by_sigint_or_sigkill_leaves_no_scratch_behind() {
         }
     }
 }
+
+/// A second signal stops the run at once, and names the newest checkpoint as it found it: it
+/// said only "stopped at once", where the run could go on from its checkpoint (hostile pass).
+#[test]
+fn a_second_signal_stops_at_once_naming_the_last_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    // Batches of a tenth of a second or more: the second signal comes inside one.
+    let shape = [
+        "--batch-size",
+        "2048",
+        "--features",
+        "1024",
+        "--hidden",
+        "2048",
+    ];
+    let flags = ["--batches", "100000", "--checkpoint", ck.to_str().unwrap()];
+    let child = spawn(&[&TINY[..3], &shape, &flags, &["--checkpoint-every", "3"]].concat());
+    let start = std::time::Instant::now();
+    while super::common::cli::checkpoints(&ck).is_empty() {
+        assert!(start.elapsed().as_secs() < 120, "no checkpoint after 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    run_kill("INT", child.id());
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    run_kill("INT", child.id());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let newest = super::common::cli::checkpoints(&ck).pop().unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "SIGINT: stopped at once; a file being written keeps its old content; its last \
+             checkpoint is {}: go on with --resume {}",
+            newest.display(),
+            ck.display()
+        )),
+        "{stderr}"
+    );
+}

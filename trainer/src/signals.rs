@@ -16,8 +16,9 @@
 
 use std::fmt;
 use std::io::Write;
-use std::sync::OnceLock;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
 use signal_hook::iterator::Signals;
@@ -27,6 +28,34 @@ static REQUESTED: AtomicI32 = AtomicI32::new(0);
 /// How many runs are in progress and will stop by themselves.
 static RUNS: AtomicUsize = AtomicUsize::new(0);
 static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+/// The run's checkpoint directory, where it has one: a stop at once names what it keeps.
+static CHECKPOINTS: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The checkpoint directory of the run the signals stop, `None` for a run without: a stop at
+/// once names the newest checkpoint there, as it stands when the signal comes.
+pub fn checkpoints_in(dir: Option<PathBuf>) {
+    *CHECKPOINTS.lock().unwrap_or_else(|p| p.into_inner()) = dir;
+}
+
+/// What a stop at once keeps, looked at when the signal comes: `; its last checkpoint is …`,
+/// `; no checkpoint in … yet`, or nothing for a run without checkpoints.
+fn kept() -> String {
+    let dir = CHECKPOINTS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let Some(dir) = dir else {
+        return String::new();
+    };
+    match crate::checkpoint::Checkpoint::latest(&dir) {
+        Ok(Some(checkpoint)) => format!(
+            "; its last checkpoint is {}: go on with --resume {}",
+            checkpoint.dir.display(),
+            dir.display()
+        ),
+        _ => format!("; no checkpoint in {} yet", dir.display()),
+    }
+}
 
 /// The signals received: SIGINT and SIGTERM, and the others whose default action ends the
 /// process (a hang-up, SIGQUIT, the user signals).
@@ -136,7 +165,8 @@ fn listen(handle: impl Fn(i32) + Send + 'static) -> ember::Result<()> {
 fn stop_at_once(signal: Signal, why: &str) -> ! {
     let _ = writeln!(
         std::io::stderr(),
-        "{signal}: {why}; a file being written keeps its old content"
+        "{signal}: {why}; a file being written keeps its old content{}",
+        kept()
     );
     ember::io::remove_temporaries();
     // `_exit`: no destructors or exit handlers run while other threads are inside oneDNN

@@ -23,13 +23,23 @@ use crate::error::{Error, Result};
 
 #[cfg(feature = "remote")]
 mod lost;
-#[cfg(feature = "remote")]
-pub use lost::diagnosed;
 
-/// `error` as it is: without the `remote` feature, no remote device was opened.
-#[cfg(not(feature = "remote"))]
+/// `error`, where this process opened remote devices, with the ones whose servers do not
+/// answer a new connection now, and why: [`Error::ServersLost`]. Where one server of several
+/// dies or stops, every device that waits on it fails alike. `error` itself where every server
+/// answers, or where none was opened. The servers are asked at once, each for at most a second.
 pub fn diagnosed(error: Error) -> Error {
-    error
+    #[cfg(feature = "remote")]
+    let lost = lost::unanswered_of(&names());
+    #[cfg(not(feature = "remote"))]
+    let lost: Vec<String> = Vec::new();
+    match lost.is_empty() {
+        true => error,
+        false => Error::ServersLost {
+            lost: lost.join("; "),
+            source: Box::new(error),
+        },
+    }
 }
 
 /// `error` from `device`, where a panic on a remote device names it: burn's words ("Failed to

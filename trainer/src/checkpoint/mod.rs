@@ -165,6 +165,9 @@ const MODEL: &str = "model.bpk";
 const OPTIMIZER: &str = "optimizer.bpk";
 const TRACE: &str = "trace.jsonl";
 const STATE: &str = "state.json";
+/// Every file of a checkpoint, `state.json` first (a removal cut short leaves no sound-looking
+/// checkpoint with files missing).
+const FILES: [&str; 4] = [STATE, MODEL, OPTIMIZER, TRACE];
 const PREFIX: &str = "step-";
 const LOCK: &str = "lock";
 
@@ -365,7 +368,7 @@ pub(crate) fn write<B: Block + 'static>(
             .map_err(|e| Error::io(tmp.join(STATE), std::io::Error::other(e)))?;
         ember::io::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
     })?;
-    verified::remember(&dir);
+    verified::remember(&dir, &FILES);
     // A `step-N` left empty, by a write that a second signal cut short, holds nothing: it goes
     // (`remove_dir` takes an empty directory only).
     for (_, entry) in scan(&settings.dir)? {
@@ -408,7 +411,7 @@ fn write_model<B: Block>(net: &B, trainer: &Optimizer, tmp: &Path) -> Result<()>
 /// what it did not write. `state.json` goes first, so that a removal cut short leaves no
 /// sound-looking checkpoint with files missing.
 fn remove(old: &Path) {
-    for file in [STATE, MODEL, OPTIMIZER, TRACE] {
+    for file in FILES {
         let _ = fs::remove_file(old.join(file));
     }
     if fs::remove_dir(old).is_err() {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use ember::{Error, Result};
 
-use super::{Checkpoint, MODEL, OPTIMIZER, PREFIX, STATE, TRACE};
+use super::{Checkpoint, FILES, MODEL, OPTIMIZER, PREFIX, STATE, TRACE};
 
 /// One `step-N` entry of a checkpoint directory.
 #[derive(Debug, Clone)]
@@ -102,9 +102,9 @@ pub fn classify(path: &Path) -> Entry {
     let opened = Checkpoint::open(path).and_then(|c| match named {
         Some(n) if n != c.position.steps => Ok(c),
         // One this process wrote or verified, and unchanged since, is not read again.
-        _ if super::verified::unchanged(path) => Ok(c),
+        _ if super::verified::unchanged(path, &FILES) => Ok(c),
         _ => c.verify().map(|()| {
-            super::verified::remember(path);
+            super::verified::remember(path, &FILES);
             c
         }),
     });

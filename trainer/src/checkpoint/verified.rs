@@ -13,18 +13,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-use super::{MODEL, OPTIMIZER, STATE, TRACE};
-
-/// Each file's length and modification time, in [`FILES`]' order.
+/// Each file's length and modification time, in the order the checkpoint's files are given.
 type Stamp = Vec<(u64, SystemTime)>;
-
-const FILES: [&str; 4] = [STATE, MODEL, OPTIMIZER, TRACE];
 
 static SEEN: Mutex<BTreeMap<PathBuf, Stamp>> = Mutex::new(BTreeMap::new());
 
-/// The checkpoint `dir`'s files as they are now; `None` where one is missing or unreadable.
-fn stamp(dir: &Path) -> Option<Stamp> {
-    FILES
+/// The checkpoint `dir`'s `files` as they are now; `None` where one is missing or unreadable.
+fn stamp(dir: &Path, files: &[&str]) -> Option<Stamp> {
+    files
         .iter()
         .map(|file| {
             let meta = fs::symlink_metadata(dir.join(file)).ok()?;
@@ -37,26 +33,28 @@ fn key(dir: &Path) -> PathBuf {
     fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf())
 }
 
-/// Notes that the checkpoint `dir` is sound as its files are now: this process just wrote or
-/// verified it.
-pub(super) fn remember(dir: &Path) {
-    if let Some(stamp) = stamp(dir) {
+/// Notes that the checkpoint `dir`, of `files`, is sound as they are now: this process just
+/// wrote or verified it.
+pub(super) fn remember(dir: &Path, files: &[&str]) {
+    if let Some(stamp) = stamp(dir, files) {
         SEEN.lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(key(dir), stamp);
     }
 }
 
-/// Whether the checkpoint `dir` is one [`remember`] noted, none of its files changed since.
-pub(super) fn unchanged(dir: &Path) -> bool {
+/// Whether the checkpoint `dir` is one [`remember`] noted, none of its `files` changed since.
+pub(super) fn unchanged(dir: &Path, files: &[&str]) -> bool {
     let seen = SEEN.lock().unwrap_or_else(|p| p.into_inner());
     seen.get(&key(dir))
-        .is_some_and(|stamp| Some(stamp) == self::stamp(dir).as_ref())
+        .is_some_and(|stamp| Some(stamp) == self::stamp(dir, files).as_ref())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const FILES: [&str; 2] = ["model.bpk", "trace.jsonl"];
 
     #[test]
     fn a_checkpoint_changed_after_it_was_noted_is_verified_again() {
@@ -64,13 +62,13 @@ mod tests {
         for file in FILES {
             fs::write(dir.path().join(file), file).unwrap();
         }
-        assert!(!unchanged(dir.path()), "never noted");
-        remember(dir.path());
-        assert!(unchanged(dir.path()));
-        fs::write(dir.path().join(MODEL), "another model").unwrap();
-        assert!(!unchanged(dir.path()), "changed since");
-        fs::remove_file(dir.path().join(TRACE)).unwrap();
-        remember(dir.path());
-        assert!(!unchanged(dir.path()), "a file missing");
+        assert!(!unchanged(dir.path(), &FILES), "never noted");
+        remember(dir.path(), &FILES);
+        assert!(unchanged(dir.path(), &FILES));
+        fs::write(dir.path().join(FILES[0]), "another model").unwrap();
+        assert!(!unchanged(dir.path(), &FILES), "changed since");
+        fs::remove_file(dir.path().join(FILES[1])).unwrap();
+        remember(dir.path(), &FILES);
+        assert!(!unchanged(dir.path(), &FILES), "a file missing");
     }
 }

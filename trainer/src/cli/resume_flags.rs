@@ -44,7 +44,8 @@ pub fn compare(
                 now: v.to_string(),
             }),
             (Some(b), Some(v)) => differ.push(format!(
-                "it was written by a run with {flag} {b}, and this one has {flag} {v}"
+                "it was written by a run with {flag} {b}, and this one has {flag} {v}{}",
+                spans(flag, now)
             )),
             (Some(b), None) => differ.push(format!(
                 "it was written by a run with {flag} {b}, and this one has no {flag}{}",
@@ -89,6 +90,19 @@ fn kept(name: &str) -> String {
     match changeable(name) {
         true => format!(" ({name} may change on resume, to another value, but not come or go)"),
         false => String::new(),
+    }
+}
+
+/// For `--epochs`, recorded only under a schedule that spans the run: why it may not grow here,
+/// where it may elsewhere (the refusal did not say, and read as if --epochs never could).
+fn spans(name: &str, now: &BTreeMap<String, String>) -> String {
+    match (name, recorded(now, "--lr-schedule")) {
+        ("--epochs", Some(schedule)) => format!(
+            " (--epochs may grow on resume, but not under --lr-schedule {schedule}, whose rates \
+             depend on the run's length; the way on is a schedule that does not, such as \
+             constant)"
+        ),
+        _ => String::new(),
     }
 }
 
@@ -187,5 +201,13 @@ mod tests {
         let with = record(&[("--epochs", "3")]);
         assert_eq!(compare(&with, &record(&[])).unwrap(), []);
         assert!(compare(&with, &record(&[("--epochs", "4")])).is_err());
+        // And its refusal names the schedule that makes it so (it read as if --epochs could
+        // never grow, hostile pass).
+        let cosine = |epochs| record(&[("--epochs", epochs), ("--lr-schedule", "cosine")]);
+        let err = compare(&cosine("2"), &cosine("3")).unwrap_err();
+        assert!(
+            err.contains("--epochs may grow on resume, but not under --lr-schedule cosine"),
+            "{err}"
+        );
     }
 }

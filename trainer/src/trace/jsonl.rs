@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{BatchRecord, Trace};
+use super::records::{BatchRecord, Trace};
 
 /// A trace's JSON Lines as it grows, each record serialized once. Every checkpoint writes the
 /// trace so far; serializing all of it again each time made a run's checkpoints cost time

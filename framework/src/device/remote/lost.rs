@@ -8,18 +8,14 @@
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::error::Error;
-
 /// How long a server gets to answer the handshake.
 const PATIENCE: Duration = Duration::from_secs(1);
 
-/// `error`, where this process opened remote devices, with the ones whose servers do not
-/// answer a new connection now, and why: [`Error::ServersLost`]. `error` itself where every
-/// server answers, or where none was opened. The servers are asked at once, each for at most
-/// a second.
-pub fn diagnosed(error: Error) -> Error {
-    let names = super::names();
-    let lost: Vec<String> = std::thread::scope(|scope| {
+/// Each of the remote devices `names` whose server does not answer a new connection now, as
+/// `remote:ws://HOST:PORT refuses connections: …`. The servers are asked at once, each for at
+/// most [`PATIENCE`].
+pub(super) fn unanswered_of(names: &[String]) -> Vec<String> {
+    std::thread::scope(|scope| {
         let asked: Vec<_> = names
             .iter()
             .map(|name| scope.spawn(move || unanswered(name).map(|why| format!("{name} {why}"))))
@@ -28,14 +24,7 @@ pub fn diagnosed(error: Error) -> Error {
             .into_iter()
             .filter_map(|asking| asking.join().ok().flatten())
             .collect()
-    });
-    match lost.is_empty() {
-        true => error,
-        false => Error::ServersLost {
-            lost: lost.join("; "),
-            source: Box::new(error),
-        },
-    }
+    })
 }
 
 /// Why the server of the remote device `name` (`remote:ws://HOST:PORT`) does not answer a

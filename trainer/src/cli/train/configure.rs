@@ -29,20 +29,15 @@ impl Run<'_> {
         // A job's ranks would each stop at the batch their own signal found, and then wait in
         // different collectives: in a job, a signal ends the process, and the job goes on from
         // its last checkpoint, which rank 0 names.
+        signals::checkpoints_in(self.outputs.checkpoint.as_ref().map(|c| c.dir.clone()));
         match self.job {
             None => signals::install()?,
             Some(job) => signals::install_at_once((job.rank() == 0).then(|| {
-                let kept = match &self.outputs.checkpoint {
-                    Some(c) => format!(
-                        "its checkpoints in {} are kept: go on with --resume {}",
-                        c.dir.display(),
-                        c.dir.display()
-                    ),
-                    None => "nothing of it is kept (no --checkpoint)".to_string(),
+                let none = match &self.outputs.checkpoint {
+                    Some(_) => "",
+                    None => "; nothing of it is kept (no --checkpoint)",
                 };
-                format!(
-                    "the job ends at once (its ranks cannot agree on a batch to stop at); {kept}"
-                )
+                format!("the job ends at once (its ranks cannot agree on a batch to stop at){none}")
             }))?,
         }
         let description = self.description();
@@ -93,7 +88,8 @@ impl Run<'_> {
                 |differ| {
                     anyhow::anyhow!(
                         "cannot resume from {}: {differ}; resume with the flags of that run (only \
-                         {} may change)",
+                         {} may change, and --lr-schedule only to another schedule: it may not \
+                         come or go)",
                         checkpoint.dir.display(),
                         resume_flags::changeable_flags()
                     )
