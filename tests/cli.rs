@@ -3,6 +3,8 @@
 
 mod common;
 
+#[path = "cli/callbacks.rs"]
+mod callbacks;
 #[path = "cli/data.rs"]
 mod data;
 #[path = "cli/devices.rs"]
@@ -36,6 +38,8 @@ mod remote;
 #[cfg(feature = "remote")]
 #[path = "cli/remote_lost.rs"]
 mod remote_lost;
+#[path = "cli/summary.rs"]
+mod summary;
 #[path = "cli/tensorboard.rs"]
 mod tensorboard;
 #[path = "cli/train.rs"]
