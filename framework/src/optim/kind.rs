@@ -5,6 +5,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use super::positive::{invalid, within};
 use crate::error::{Error, Result};
 
 /// An optimizer with its hyper-parameters. `"adamw".parse()` (or a constructor) gives
@@ -275,51 +276,6 @@ impl OptimizerKind {
     }
 }
 
-fn invalid(name: &'static str, value: impl fmt::Display, reason: &str) -> Error {
-    Error::InvalidValue {
-        name,
-        value: value.to_string(),
-        reason: reason.to_string(),
-    }
-}
-
-/// `value` if it lies in [low, high), in f32 too (burn's optimizers take their
-/// hyper-parameters in single precision: a β₂ of 0.99999999 would be 1, and its bias
-/// correction a division by 0). −0 is 0.
-fn within(name: &'static str, value: f64, low: f64, high: f64) -> Result<f64> {
-    if !(value.is_finite() && value >= low && value < high) {
-        let range = if high.is_finite() {
-            format!("must lie in [{low}, {high})")
-        } else {
-            format!("must be a finite number, {low} or more")
-        };
-        return Err(invalid(name, crate::error::number(value), &range));
-    }
-    single(name, value + 0.0, high)
-}
-
-/// `value` if single precision keeps it finite and below `high`, and above 0 where it is (a
-/// weight decay of 1e-50 is none at all there, nor is 1e-44, which kernels flush to 0
-/// ([`super::vanishes`]): 0 says so).
-fn single(name: &'static str, value: f64, high: f64) -> Result<f64> {
-    let rounded = f64::from(value as f32);
-    if super::vanishes(value) {
-        return Err(invalid(
-            name,
-            crate::error::number(value),
-            "it is 0 in single precision, which the optimizer runs in, or flushed to 0 there \
-             (below about 1.2e-38); give 0 for none",
-        ));
-    }
-    if !(rounded.is_finite() && rounded < high) {
-        return Err(invalid(
-            name,
-            crate::error::number(value),
-            &format!("it is {rounded} in single precision, which the optimizer runs in"),
-        ));
-    }
-    Ok(value)
-}
 
 impl FromStr for OptimizerKind {
     type Err = Error;

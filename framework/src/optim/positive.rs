@@ -1,5 +1,5 @@
-//! One check for every rate, bound and factor that reaches the training's arithmetic: a
-//! finite number that single precision neither makes infinite nor lets vanish.
+//! The checks of every rate, bound, factor and hyper-parameter that reaches the training's
+//! arithmetic: a finite number that single precision neither makes infinite nor lets vanish.
 
 use crate::error::{Error, Result};
 
@@ -44,6 +44,53 @@ pub fn positive(name: &'static str, value: f64) -> Result<f64> {
         value: crate::error::number(value),
         reason,
     })
+}
+
+/// The error for `name`'s `value`, and why.
+pub(super) fn invalid(name: &'static str, value: impl std::fmt::Display, reason: &str) -> Error {
+    Error::InvalidValue {
+        name,
+        value: value.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// `value` if it lies in [low, high), in f32 too (burn's optimizers take their
+/// hyper-parameters in single precision: a β₂ of 0.99999999 would be 1, and its bias
+/// correction a division by 0). −0 is 0.
+pub(super) fn within(name: &'static str, value: f64, low: f64, high: f64) -> Result<f64> {
+    if !(value.is_finite() && value >= low && value < high) {
+        let range = if high.is_finite() {
+            format!("must lie in [{low}, {high})")
+        } else {
+            format!("must be a finite number, {low} or more")
+        };
+        return Err(invalid(name, crate::error::number(value), &range));
+    }
+    single(name, value + 0.0, high)
+}
+
+/// `value` if single precision keeps it finite and below `high`, and above 0 where it is (a
+/// weight decay of 1e-50 is none at all there, nor is 1e-44, which kernels flush to 0
+/// ([`vanishes`]): 0 says so).
+pub(super) fn single(name: &'static str, value: f64, high: f64) -> Result<f64> {
+    let rounded = f64::from(value as f32);
+    if vanishes(value) {
+        return Err(invalid(
+            name,
+            crate::error::number(value),
+            "it is 0 in single precision, which the optimizer runs in, or flushed to 0 there \
+             (below about 1.2e-38); give 0 for none",
+        ));
+    }
+    if !(rounded.is_finite() && rounded < high) {
+        return Err(invalid(
+            name,
+            crate::error::number(value),
+            &format!("it is {rounded} in single precision, which the optimizer runs in"),
+        ));
+    }
+    Ok(value)
 }
 
 #[cfg(test)]
