@@ -89,4 +89,3 @@ fn callbacks_are_part_of_what_a_resume_must_match_and_a_stopped_run_says_so() {
         "--reduce-lr-on-plateau scales --lr, which --lr-schedule onecycle:0.1 ignores",
     );
 }
-

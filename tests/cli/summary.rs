@@ -53,4 +53,3 @@ fn summary_of_lenet_gives_pytorchs_shapes_and_parameters() {
         "--outputs 0",
     );
 }
-

@@ -276,7 +276,6 @@ impl OptimizerKind {
     }
 }
 
-
 impl FromStr for OptimizerKind {
     type Err = Error;
 
