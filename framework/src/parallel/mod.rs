@@ -4,6 +4,7 @@
 //! cards where every rank has one (`nccl`, in a build with `cuda` and `mpi`).
 
 pub mod exchange;
+mod gate;
 // NCCL's sum takes the gradients flat; the pieces are tested on the CPU in every build.
 #[cfg_attr(not(all(feature = "cuda", feature = "mpi")), allow(dead_code))]
 mod flat;
