@@ -30,7 +30,6 @@
 //! net = trainer.step_params(net, grads, 8).unwrap();
 //! ```
 
-
 use burn::module::Module;
 use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::tensor::{Device, Tensor};
