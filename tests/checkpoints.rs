@@ -387,15 +387,22 @@ fn the_lock_never_writes_over_a_users_file_and_goes_with_the_run() {
 /// exited 0), and a state.json whose step is not its name's is damaged, so the resume falls
 /// back.
 #[test]
-fn a_resume_with_nothing_to_train_is_refused_and_an_edited_step_is_damage() {
+fn a_resume_with_fewer_epochs_is_refused_one_with_as_many_writes_its_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let ck = dir.path().join("ck");
-    succeeds(&strs(&run(&ck, "2", &[])));
+    let (first, again) = (dir.path().join("first.st"), dir.path().join("again.st"));
+    succeeds(&strs(&run(&ck, "2", &["--save", first.to_str().unwrap()])));
     let resume = ["--resume", ck.to_str().unwrap()];
     fails_with(
         &strs(&run(&ck, "1", &resume)),
-        "has done 2 epoch(s) already",
+        "has done 2 epoch(s) already; give 2 or more",
     );
+    // A run killed after its last checkpoint, before `--save`, gets its file from the resume:
+    // it was refused, and the network trained reached no file (hostile pass).
+    let save = ["--save", again.to_str().unwrap()];
+    let stdout = succeeds(&strs(&run(&ck, "2", &[&resume[..], &save].concat())));
+    assert!(stdout.contains("nothing more to train"), "{stdout}");
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&first).unwrap());
     let state = ck.join("step-0000000008").join("state.json");
     let text = std::fs::read_to_string(&state).unwrap();
     std::fs::write(&state, text.replace("\"steps\": 8", "\"steps\": 7")).unwrap();

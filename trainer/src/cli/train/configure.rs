@@ -104,11 +104,21 @@ impl Run<'_> {
                 );
             }
             let done = checkpoint.position.epoch;
-            if done >= self.epochs {
+            if done > self.epochs {
                 bail!(
                     "invalid --epochs {}: the run resumed from {} has done {done} epoch(s) \
-                     already; give more epochs to train on",
+                     already; give {done} or more",
                     self.epochs,
+                    checkpoint.dir.display()
+                );
+            }
+            // Its last checkpoint written, a run killed before `--save` still gets it: the
+            // resume trains nothing and writes the outputs (it was refused, and the trained
+            // network reached no file, hostile pass).
+            if done == self.epochs {
+                say!(
+                    "the run resumed from {} has done its {done} epoch(s): nothing more to \
+                     train; writing its outputs",
                     checkpoint.dir.display()
                 );
             }
