@@ -327,6 +327,17 @@ impl Error {
         }
     }
 
+    /// The remote device that fell silent ([`Error::Silent`]) anywhere in this error, with
+    /// several devices' errors searched too: a read from the network it holds, or from one
+    /// that waits on it, would wait a whole bound again.
+    pub fn silent_device(&self) -> Option<&str> {
+        match self.root() {
+            Error::Silent { device, .. } => Some(device),
+            Error::Several(errors) => errors.iter().find_map(Error::silent_device),
+            _ => None,
+        }
+    }
+
     /// Whether the run diverged: a loss or a parameter went NaN or infinite.
     pub fn diverged(&self) -> bool {
         matches!(

@@ -31,11 +31,11 @@ pub fn rescue(
         // Parameters on a device that is gone (a remote server that died) cannot be read, and
         // a worker stuck on a server that stopped answering never hands them over: nothing is
         // tried, beside --save or anywhere else.
-        let unreadable = match (&save, net, error.root()) {
+        let unreadable = match (&save, net, error.silent_device()) {
             (None, _, _) => None,
-            (Some(_), _, ember::Error::Silent { device, .. }) => {
-                Some(format!("{device} stopped answering"))
-            }
+            // Of several devices too: the others wait on it (a second whole bound, hostile
+            // pass).
+            (Some(_), _, Some(device)) => Some(format!("{device} stopped answering")),
             (Some(_), None, _) => Some("the backend worker stopped".to_string()),
             (Some(_), Some(net), _) => ember::io::safetensors::readable(net)
                 .err()
