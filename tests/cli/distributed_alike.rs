@@ -53,6 +53,16 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
         &rank("0.1"),
     );
     assert!(stderr.contains("--sync"), "{stderr}");
+    // The kernels in use, however chosen: `--cpu-kernels flex` beside oneDNN trained, exit 0,
+    // where only EMBER_CPU_KERNELS was compared (hostile pass).
+    let (_, stderr) = refused(
+        &[&rank("0.1")[..], &["--cpu-kernels", "flex"]].concat(),
+        &rank("0.1"),
+    );
+    assert!(
+        stderr.contains("rank 1 has the CPU kernels onednn, rank 0 has the CPU kernels flex"),
+        "{stderr}"
+    );
     // A job refused before its first checkpoint keeps none, whichever rank refused first: rank
     // 0, ended by the launcher's SIGTERM, said its checkpoints "are kept" (hostile pass).
     let ck = dir.path().join("ck");

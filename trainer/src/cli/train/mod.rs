@@ -346,12 +346,12 @@ fn ranks_alike(args: &TrainArgs) -> BTreeMap<String, String> {
         ("--profile".to_string(), path(&args.profile)),
         ("--tensorboard".to_string(), path(&args.tensorboard)),
         ("--sync".to_string(), args.sync.to_string()),
+        // The kernels in use, whichever way they were chosen (--cpu-kernels, the environment,
+        // a library that is missing): comparing the variable alone let `--cpu-kernels flex`
+        // beside oneDNN through, and refused it beside `EMBER_CPU_KERNELS=flex` (hostile pass).
         (
-            ember::kernels::ENV.to_string(),
-            std::env::var(ember::kernels::ENV)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .unwrap_or_else(|| "unset".to_string()),
+            "the CPU kernels".to_string(),
+            ember::kernels::status().kernels.to_string(),
         ),
     ])
 }
