@@ -402,7 +402,10 @@ fn a_resume_with_fewer_epochs_is_refused_one_with_as_many_writes_its_outputs() {
     let save = ["--save", again.to_str().unwrap()];
     let stdout = succeeds(&strs(&run(&ck, "2", &[&resume[..], &save].concat())));
     assert!(stdout.contains("nothing more to train"), "{stdout}");
-    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&first).unwrap());
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(&first).unwrap()
+    );
     let state = ck.join("step-0000000008").join("state.json");
     let text = std::fs::read_to_string(&state).unwrap();
     std::fs::write(&state, text.replace("\"steps\": 8", "\"steps\": 7")).unwrap();

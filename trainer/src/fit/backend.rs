@@ -3,15 +3,18 @@
 //! gradients wait for the next ones, [`super::Fit::accumulate`]), and the reads of the epoch's
 //! metrics and of the network itself.
 
-use burn::optim::{GradientsAccumulator, GradientsParams};
+mod passes;
+
+use burn::optim::GradientsAccumulator;
 use burn::tensor::{Device, Tensor};
 use ember::engine::Computed;
 use ember::parallel::mpi::{Collective, Exchanged};
-use ember::{Block, Loss, NdTensor, Optimizer, Precision, Replicas, Result, random};
+use ember::{Block, Loss, Optimizer, Precision, Replicas, Result};
 use ember_datasets::Batch;
 
 use super::target::Target;
 use crate::metric::Metric;
+use passes::{Pass, Streams, gradients};
 
 /// The backend's state: it lives on the engine's worker thread during the run. The network is
 /// always the one after the last step that succeeded.
@@ -332,131 +335,6 @@ impl Computed for StepLosses {
             .sum();
         (sum / total.max(1) as f64) as f32
     }
-}
-
-/// The step's gradients of `net` on `batch`, summed over the replicas (on the main device),
-/// with each device's per-example loss and, where asked, its outputs (detached) and targets,
-/// moved to the main device for the metrics.
-type StepGradients<T> = (GradientsParams, Vec<Tensor<1>>, Vec<(Tensor<2>, T)>);
-
-/// Forward and backward of `net` on `batch`: on the main device alone, or split across the
-/// replicas with burn's fork, gradient transfer and accumulation ([`Replicas::backward`]). On
-/// one device the batch's features become the input tensor, uncopied.
-fn gradients<B, L>(
-    net: &B,
-    loss: &L,
-    mut batch: Batch,
-    replicas: &Replicas,
-    streams: Option<Streams>,
-    pass: Pass,
-) -> Result<StepGradients<L::Target>>
-where
-    B: Block,
-    L: Loss + Sync,
-    L::Target: Target,
-{
-    let main = replicas.main();
-    if replicas.len() == 1 {
-        let x = batch.take_x_on(main)?;
-        let (l, out) = loss_of(net, loss, x, &batch, main, streams.map(|s| s.of(0)), pass)?;
-        let grads = GradientsParams::from_grads(l.backward(), net);
-        return Ok((grads, vec![l], out.into_iter().collect()));
-    }
-    let shards = batch.split(replicas.len())?;
-    let (grads, shares) = replicas.backward(net, |replica: &B, index, device| {
-        let shard = &shards[index];
-        let x = shard.x_on(device)?;
-        loss_of(
-            replica,
-            loss,
-            x,
-            shard,
-            device,
-            streams.map(|s| s.of(index)),
-            pass,
-        )
-    })?;
-    let mut outputs = Vec::new();
-    let mut losses = Vec::with_capacity(shares.len());
-    for (l, out) in shares {
-        losses.push(l);
-        if let Some((out, y)) = out {
-            outputs.push((out.to_device(main), y.to_device(main)));
-        }
-    }
-    Ok((grads, losses, outputs))
-}
-
-/// A seeded step's random streams, one per replica: the step's seed for the main device (the
-/// one-device run's), and one derived from it for each other replica, so that no two shards
-/// draw the same Dropout masks.
-#[derive(Debug, Clone, Copy)]
-struct Streams(u64);
-
-impl Streams {
-    fn of(self, replica: usize) -> u64 {
-        match replica {
-            0 => self.0,
-            _ => ember::random::derive(self.0, replica as u64),
-        }
-    }
-}
-
-/// The per-example loss of `net` on the features `x` of `batch`, already uploaded (upload the
-/// targets, forward, check the targets, loss), and where `pass.metered` the outputs, detached, with
-/// the targets, for the metrics. With a `stream`, the forward pass draws from a stream of
-/// this thread's seeded by it ([`random::with_stream`]), whatever other threads draw meanwhile.
-fn loss_of<B, L>(
-    net: &B,
-    loss: &L,
-    x: NdTensor,
-    batch: &Batch,
-    device: &Device,
-    stream: Option<u64>,
-    pass: Pass,
-) -> Result<Shared<L::Target>>
-where
-    B: Block,
-    L: Loss,
-    L::Target: Target,
-{
-    match stream {
-        Some(seed) => random::with_stream(seed, || loss_on(net, loss, x, batch, device, pass)),
-        None => loss_on(net, loss, x, batch, device, pass),
-    }
-}
-
-/// How a step's forward pass runs on each device.
-#[derive(Debug, Clone, Copy)]
-struct Pass {
-    /// Whether its outputs go to the training metrics.
-    metered: bool,
-    /// The precision of its products: the forward pass runs under [`ember::autocast`]; the
-    /// loss, the gradients and the update stay in f32.
-    precision: Precision,
-}
-
-/// A device's per-example loss, and its outputs and targets for the metrics.
-type Shared<T> = (Tensor<1>, Option<(Tensor<2>, T)>);
-
-fn loss_on<B, L>(
-    net: &B,
-    loss: &L,
-    x: NdTensor,
-    batch: &Batch,
-    device: &Device,
-    pass: Pass,
-) -> Result<Shared<L::Target>>
-where
-    B: Block,
-    L: Loss,
-    L::Target: Target,
-{
-    let y = L::Target::upload(batch, device)?;
-    let pred: Tensor<2> = ember::autocast(pass.precision, || net.forward(x)).into_rank()?;
-    L::Target::check(batch, pred.dims()[1])?;
-    let out = pass.metered.then(|| (pred.clone().detach(), y.clone()));
-    Ok((loss.forward(pred, y)?, out))
 }
 
 #[cfg(test)]

@@ -6,6 +6,9 @@
 //! and stops (a signal's, a batch-level callback's) wait for the group's last batch, so that
 //! every checkpoint holds whole updates and a resume forms the same groups.
 
+mod callbacks;
+mod checkpoints;
+
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -15,12 +18,11 @@ use ember_datasets::Batch;
 
 use super::backend::{Backend, StepLosses};
 use super::best::Best;
-use super::callback::{Action, Callback};
+use super::callback::Callback;
 use super::epoch::{Epoch, Evaluation};
 use super::groups::Groups;
 use super::progress::Progress;
 use super::rates::Rates;
-use super::resume;
 use super::source::BatchSource;
 use super::target::Target;
 use crate::checkpoint::{Checkpointing, Position};
@@ -208,70 +210,6 @@ where
         update.map_or(Ok(()), |update| update.wait())
     }
 
-    /// At an update's end: whether `--checkpoint-every`'s count of batches passed a multiple
-    /// since the last update's end. Each batch ends an update without `--accumulate`.
-    fn update_ends_due(&mut self) -> bool {
-        let every = self.checkpointing.as_ref().and_then(|c| c.every);
-        self.groups.passed(self.at.steps, every)
-    }
-
-    /// Moves the completions the loop has observed into their records, and tells the
-    /// callbacks of each batch's end, in issue order.
-    fn observe(&mut self, current: &mut Epoch) -> Result<()> {
-        for done in current.absorb(&|at| self.seconds(at)) {
-            let record = &current.records[done];
-            self.ask_callbacks(|callback| callback.batch_end(record))?;
-        }
-        Ok(())
-    }
-
-    /// Each callback's answer to `ask`, acted on in turn: a scaled learning rate for the steps
-    /// issued after it, or the run's end (the first reason given stays).
-    fn ask_callbacks(
-        &mut self,
-        mut ask: impl FnMut(&mut dyn Callback) -> Result<Action>,
-    ) -> Result<()> {
-        for callback in &mut self.callbacks {
-            let action = ask(callback.as_mut())?;
-            if let Some((scale, why)) = action.scale_lr {
-                match super::rates::scaled(self.rates.base, scale) {
-                    Some(rate) => {
-                        self.rates.base = rate;
-                        self.progress.acted(&why);
-                    }
-                    None => self.progress.acted(&format!(
-                        "{why}: not done, since it would make the rate {} 0 in single \
-                         precision; it stays",
-                        ember::error::number(self.rates.base)
-                    )),
-                }
-            }
-            if let Some(why) = action.stop
-                && self.ended_early.is_none()
-            {
-                self.progress.acted(&why);
-                self.ended_early = Some(why);
-            }
-        }
-        Ok(())
-    }
-
-    /// The network, to what [`super::Fit::save_best`] gave, where the epoch's `record` improves
-    /// the watched metric ([`Best::improves`]).
-    fn save_best(&mut self, record: &crate::trace::EpochRecord) -> Result<()> {
-        let Some(best) = &mut self.best else {
-            return Ok(());
-        };
-        if !best.improves(record)? {
-            return Ok(());
-        }
-        let snapshot = self
-            .engine
-            .issue(|b: &mut Backend<B, L>| Ok(b.net.valid()))
-            .wait()?;
-        (best.save)(&snapshot, record)
-    }
-
     /// Issues the epoch's batches from `first` on, each when the policy allows, until the data
     /// ends or a signal stops the run.
     fn issue_epoch(
@@ -401,93 +339,6 @@ where
             self.settle(current)?;
         }
         Ok(false)
-    }
-
-    /// `waitall` in the middle of an epoch, every completion into its record (the callbacks
-    /// told), and a checkpoint there.
-    fn settle(&mut self, current: &mut Epoch) -> Result<()> {
-        current.flight.wait_all()?;
-        self.observe(current)?;
-        current.sample_pools();
-        self.checkpoint_within(current)
-    }
-
-    /// A checkpoint of `current` so far: in a job, its losses become the job's first, so that
-    /// a job resumed inside the epoch carries the job's losses.
-    fn checkpoint_within(&mut self, current: &mut Epoch) -> Result<()> {
-        self.job_losses(current)?;
-        self.checkpoint(&current.records)
-    }
-
-    /// Writes a checkpoint of the run as it stands, with the current epoch's `records` so far,
-    /// where the run keeps checkpoints.
-    fn checkpoint(&mut self, records: &[BatchRecord]) -> Result<()> {
-        let Some(checkpointing) = &self.checkpointing else {
-            return Ok(());
-        };
-        // Rank 0 writes the job's checkpoint; the others take part in summing its metrics.
-        if self.rank.is_some_and(|rank| rank > 0) {
-            self.engine
-                .issue(|b: &mut Backend<B, L>| b.metric_states().map(Host))
-                .wait()?;
-            return Ok(());
-        }
-        let so_far = self.jsonl.of(&self.trace, records);
-        let dir = resume::write(&self.engine, checkpointing, &self.at, &so_far)?;
-        self.progress.checkpointed(&dir);
-        self.last_checkpoint = Some((dir, self.at.steps));
-        Ok(())
-    }
-
-    /// A loss that came back NaN or infinite at the step right after this run's last
-    /// checkpoint came from that checkpoint's parameters: a resume from it would diverge
-    /// again. It is moved aside as `diverged-step-N` (kept, never deleted), so that the newest
-    /// checkpoint is one whose parameters gave a finite loss. `records` are the current
-    /// epoch's, one a step, after the trace's.
-    fn set_aside_if_diverged(&mut self, error: &Error, records: &[BatchRecord]) {
-        let Error::NonFiniteLoss { at, .. } = error.root() else {
-            return;
-        };
-        let Some(index) = records
-            .iter()
-            .position(|r| r.epoch == at.epoch && r.batch == at.batch)
-        else {
-            return;
-        };
-        let step = (self.trace.batches.len() + index + 1) as u64;
-        if let Some((dir, steps)) = &self.last_checkpoint
-            && steps + 1 == step
-        {
-            crate::checkpoint::set_aside(dir, "diverged");
-            self.last_checkpoint = None;
-        }
-    }
-
-    /// The loss of the parameters the epoch's last update left, on that update's last batch
-    /// (made again by `data`, as the source makes each epoch's batches alike), read once an
-    /// epoch after its clock stopped: NaN or infinite is divergence
-    /// ([`Error::NonFiniteAfterUpdate`]), found before `save_best`, a checkpoint or `--save`
-    /// keeps those parameters. Every other update's parameters meet the next step's loss.
-    fn check_last_update(&mut self, data: &mut dyn BatchSource, current: &Epoch) -> Result<()> {
-        let Some(last) = current.records.last() else {
-            return Ok(());
-        };
-        let at = StepAt {
-            epoch: last.epoch,
-            batch: last.batch,
-        };
-        let Some(batch) = data.batches_from(at.epoch, at.batch).next() else {
-            return Ok(());
-        };
-        let (batch, device) = (batch?, self.replicas.main().clone());
-        let value = self
-            .engine
-            .issue(move |b: &mut Backend<B, L>| b.loss_after_update(batch, &device).map(Host))
-            .wait()?;
-        match value.is_finite() {
-            true => Ok(()),
-            false => Err(Error::NonFiniteAfterUpdate { at, value }),
-        }
     }
 
     /// The epoch's metrics: the training metrics its steps summed (`train_acc`…), and each

@@ -1,6 +1,7 @@
-//! The training loop: the frontend prepares and issues batches through the [`Engine`], the
-//! [`SyncPolicy`] decides how far it may run ahead, and every batch lands in the [`Trace`].
-//! A run is set up with [`Fit`], and can keep checkpoints and resume from them:
+//! The training loop: the frontend prepares and issues batches through the
+//! [`Engine`](ember::engine::Engine), the [`SyncPolicy`] decides how far it may run ahead, and
+//! every batch lands in the [`Trace`]. A run is set up with [`Fit`], and can keep checkpoints
+//! and resume from them:
 //!
 //! ```
 //! use burn::prelude::*;
@@ -43,27 +44,27 @@
 mod backend;
 mod best;
 mod callback;
+mod devices;
 mod epoch;
 mod frontend;
 mod groups;
 mod job;
 mod lr_find;
+mod metrics;
 mod progress;
 mod rates;
 mod resume;
+mod run;
 mod source;
 mod target;
 mod watched;
 
-use std::time::Instant;
-
 use burn::tensor::Device;
-use ember::engine::Engine;
 use ember::optim::LrSchedule;
 use ember::{Block, Loss, Optimizer, Precision, Replicas, Result};
-use ember_datasets::{Batch, DataLoader};
+use ember_datasets::Batch;
 
-use crate::metric::{Accuracy, Metric, column};
+use crate::metric::Metric;
 
 pub use crate::metric::Goal;
 pub use best::SaveFn;
@@ -77,12 +78,8 @@ pub use watched::{EarlyStopping, ReduceLrOnPlateau, Watched};
 
 use crate::checkpoint::{Checkpoint, Checkpointing};
 use crate::policy::SyncPolicy;
-use crate::signals::{RunInProgress, Signal};
+use crate::signals::Signal;
 use crate::trace::{EpochRecord, Trace};
-use backend::Backend;
-use frontend::Frontend;
-use groups::Groups;
-use rates::Rates;
 
 /// What a run hands back.
 pub struct FitRun<B> {
@@ -183,34 +180,6 @@ where
         }
     }
 
-    /// Data parallelism over `replicas` (see [`ember::parallel`]): each step splits its
-    /// batch across the devices, and the policy bounds the steps in flight across all of them.
-    /// They replace the device given to [`Fit::new`]; the network must live on the first
-    /// one, the main device. Every batch needs at least one example per device.
-    ///
-    /// ```
-    /// use burn::prelude::*;
-    /// use ember::{Block, Dense, Init, L2Loss, Replicas, Sequential, Optimizer};
-    /// use ember_datasets::Synthetic;
-    /// use ember_trainer::fit::{Fit, SyntheticEpochs};
-    ///
-    /// let device = Device::flex().autodiff();
-    /// let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
-    /// let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
-    /// let replicas = Replicas::new(vec![device.clone(), device.clone()]).unwrap();
-    /// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 3);
-    /// let run = Fit::new(net, L2Loss, optimizer, &device)
-    ///     .replicas(replicas)
-    ///     .run(&mut data)
-    ///     .unwrap();
-    /// // Each batch records when each of the two devices finished its half.
-    /// assert!(run.trace.batches.iter().all(|b| b.device_done.len() == 2));
-    /// ```
-    pub fn replicas(mut self, replicas: Replicas) -> Self {
-        self.replicas = replicas;
-        self
-    }
-
     /// The sync policy (a `&mut` one works too, to read its state afterwards).
     pub fn policy(mut self, policy: impl SyncPolicy + 'a) -> Self {
         self.policy = Box::new(policy);
@@ -230,91 +199,6 @@ where
     /// first batch's recorded loss is its loss before its own update.
     pub fn warmup(mut self, warmup: bool) -> Self {
         self.warmup = warmup;
-        self
-    }
-
-    /// Adds a metric computed after each epoch on a snapshot of the network without autodiff,
-    /// on the caller's thread; its time does not count in the epoch's.
-    pub fn evaluate(
-        mut self,
-        name: impl Into<String>,
-        metric: impl Fn(&B) -> Result<f64> + 'static,
-    ) -> Self {
-        self.evaluations.push(Evaluation {
-            names: vec![name.into()],
-            compute: Box::new(move |net| Ok(vec![metric(net)?])),
-        });
-        self
-    }
-
-    /// The metrics the training steps update, read at each epoch's end as `train_<name>`
-    /// ([`crate::metric`]). They add no barrier: each step adds to sums on the device, read
-    /// where the epoch ends. By default, accuracy where the loss takes class labels, and none
-    /// otherwise; an empty list turns them off. A checkpoint written in the middle of an epoch
-    /// keeps their sums so far ([`Metric::state`]), and a run resumed from it goes on from them,
-    /// so that the epoch's counts (`acc`, `topK`, `f1`) are the uninterrupted run's, and its
-    /// float sums (`ce`, `mse`, `mae`) are to the rounding of where the sums were cut. A metric
-    /// of one's own that keeps no state, or whose sum is not finite, counts that epoch from
-    /// the resume on.
-    ///
-    /// ```
-    /// use burn::prelude::*;
-    /// use ember::{Block, Dense, Init, Optimizer, Sequential, SoftmaxCrossEntropyLoss};
-    /// use ember_datasets::{DataLoader, Examples};
-    /// use ember_trainer::fit::Fit;
-    /// use ember_trainer::metric::MetricKind;
-    ///
-    /// let device = Device::flex().autodiff();
-    /// let x: Vec<f32> = (0..64).map(|i| (i as f32 * 0.37).sin()).collect();
-    /// let labels: Vec<usize> = (0..32).map(|i| i % 3).collect();
-    /// let data = Examples::classification(x, 2, labels, 3).unwrap();
-    /// let net: Sequential = Sequential::new().add(Dense::new(3)).initialize(Init::default(), &device);
-    /// let optimizer = Optimizer::new(&net, "sgd", 0.1).unwrap();
-    /// let kinds = MetricKind::parse_list("acc,top2,ce").unwrap();
-    /// let test = DataLoader::new(data.clone(), 16).unwrap();
-    /// let mut train = DataLoader::new(data, 8).unwrap();
-    /// let run = Fit::new(net, SoftmaxCrossEntropyLoss, optimizer, &device)
-    ///     .metrics(kinds.iter().map(|k| k.build()))
-    ///     .evaluate_metrics("test", test, kinds.iter().map(|k| k.build()), &Device::flex())
-    ///     .run(&mut train)
-    ///     .unwrap();
-    /// let epoch = &run.trace.epochs[0];
-    /// assert!((0.0..=1.0).contains(&epoch.metrics["train_top2"]));
-    /// assert!(epoch.metrics["test_ce"] > 0.0);
-    /// assert!(epoch.metrics["test_acc"] <= epoch.metrics["test_top2"]);
-    /// ```
-    pub fn metrics(mut self, metrics: impl IntoIterator<Item = Box<dyn Metric>>) -> Self {
-        self.metrics = Some(metrics.into_iter().collect());
-        self
-    }
-
-    /// After each epoch, `metrics` over every example of `data`, on a snapshot of the network
-    /// without autodiff, which lives on `device` (the training device without autodiff,
-    /// `device.inner()`), as `<set>_<name>`
-    /// columns (`test_acc`): one pass over the data for all of them. Its time does not count
-    /// in the epoch's.
-    pub fn evaluate_metrics(
-        mut self,
-        set: &str,
-        data: DataLoader,
-        metrics: impl IntoIterator<Item = Box<dyn Metric>>,
-        device: &Device,
-    ) -> Self {
-        let metrics: Vec<Box<dyn Metric>> = metrics.into_iter().collect();
-        let names = metrics.iter().map(|m| column(set, &m.name())).collect();
-        let device = device.clone();
-        let metrics = std::cell::RefCell::new(metrics);
-        self.evaluations.push(Evaluation {
-            names,
-            compute: Box::new(move |net: &B| {
-                crate::evaluate::metrics::<B, L::Target>(
-                    net,
-                    &mut metrics.borrow_mut(),
-                    &data,
-                    &device,
-                )
-            }),
-        });
         self
     }
 
@@ -410,35 +294,6 @@ where
         self
     }
 
-    /// Mixed precision, PyTorch's `torch.autocast`: each step's forward pass runs under
-    /// [`ember::autocast`]`(precision)`, so that with [`Precision::Bf16`] Dense's and the
-    /// convolutions' products are in bf16 ([`ember::precision`]). The parameters (the master
-    /// weights), their gradients, the optimizer's state, the loss and the training metrics
-    /// stay in f32; so do the evaluations ([`Fit::evaluate`]) and the parameter files. Every
-    /// replica's device must have the precision's arithmetic ([`Precision::check`]): burn's
-    /// wgpu has no bf16.
-    ///
-    /// ```
-    /// use burn::prelude::*;
-    /// use ember::{Block, Dense, Init, L2Loss, Precision, Sequential, Optimizer};
-    /// use ember_datasets::Synthetic;
-    /// use ember_trainer::fit::{Fit, SyntheticEpochs};
-    ///
-    /// let device = Device::flex().autodiff();
-    /// let net: Sequential = Sequential::new().add(Dense::new(1)).initialize(Init::default(), &device);
-    /// let optimizer = Optimizer::new(&net, "sgd", 0.01).unwrap();
-    /// let mut data = SyntheticEpochs::new(Synthetic::chapter(8, 4, 0), 3);
-    /// let run = Fit::new(net, L2Loss, optimizer, &device)
-    ///     .precision(Precision::Bf16)
-    ///     .run(&mut data)
-    ///     .unwrap();
-    /// assert_eq!(run.trace.batches.len(), 3);
-    /// ```
-    pub fn precision(mut self, precision: Precision) -> Self {
-        self.precision = precision;
-        self
-    }
-
     /// Where progress goes (a `&mut` one works too).
     pub fn progress(mut self, progress: impl Progress + 'a) -> Self {
         self.progress = Box::new(progress);
@@ -451,21 +306,6 @@ where
     /// thread's draws change it; burn's own generator is re-seeded too.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = Some(seed);
-        self
-    }
-
-    /// Trains as one rank of `collective`'s job (`mpirun -np N`), as PyTorch's DDP does: the
-    /// data given to [`Fit::run`] is this rank's share (`DataLoader::shard`), each update sums
-    /// the gradients over the ranks and divides by all their examples, so that N ranks of
-    /// batch b step as one process of batch N·b, and every rank steps alike. The epoch's mean
-    /// loss and training metrics are the job's. Rank 0 alone writes checkpoints (every rank
-    /// takes part in reading the metrics' sums for them); a resumed job reads them on every
-    /// rank, from a directory they all see. Every rank must make the same calls to the same
-    /// collectives: the same settings, and no stop that one rank could take alone (a
-    /// callback's stop at a batch's end, [`crate::signals`]: `ember train` installs no signal
-    /// handler in a job). Epoch-end decisions are safe: every rank takes rank 0's metrics.
-    pub fn distributed(mut self, collective: ember::parallel::mpi::Collective) -> Self {
-        self.distributed = Some(collective);
         self
     }
 
@@ -493,219 +333,6 @@ where
     pub fn rescue(mut self, rescue: impl FnOnce(Option<&B>, &Trace, &ember::Error) + 'a) -> Self {
         self.rescue = Some(Box::new(rescue));
         self
-    }
-
-    /// Trains on `data`.
-    ///
-    /// Before anything else, the run passes the first batch through the network's
-    /// [`Block::infer`]: layers whose input size was deferred take it from there, and a batch
-    /// that does not fit the network is an error naming the layer, before any training step.
-    /// Every later batch must have the first one's example shape.
-    ///
-    /// # Errors
-    /// Any error of the data, the network's `infer`, a step (as [`ember::Error::Step`], naming
-    /// the batch), an evaluation or a checkpoint.
-    pub fn run(mut self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
-        // Before the first batch starts rayon's or a loader's threads: glibc's settings reach
-        // only threads that have not allocated yet.
-        ember::kernels::keep_freed_memory();
-        let device = self.replicas.main().clone();
-        if self.accumulate == 0 {
-            return Err(ember::Error::InvalidValue {
-                name: "accumulate",
-                value: "0".to_string(),
-                reason: "an update needs the gradients of at least 1 batch".to_string(),
-            });
-        }
-        for device in self.replicas.devices() {
-            self.precision.check(device)?;
-        }
-        let total = match (&self.schedule, data.batches_per_epoch()) {
-            (Some(schedule), Some(per_epoch)) => {
-                let total = (per_epoch.div_ceil(self.accumulate) * self.epochs) as u64;
-                schedule.check(total)?;
-                total
-            }
-            (Some(schedule), None) if !schedule.spans_run() => 0,
-            (Some(schedule), None) => {
-                return Err(ember::Error::InvalidValue {
-                    name: "learning-rate schedule",
-                    value: schedule.describe(),
-                    reason: "the data source does not say how many batches an epoch has \
-                             (BatchSource::batches_per_epoch), and the schedule spans the run"
-                        .to_string(),
-                });
-            }
-            (None, _) => 0,
-        };
-        // The rank that writes checkpoints; the others only keep the same schedule.
-        let rank = self.distributed.as_ref().map(|c| c.rank());
-        let writes = rank.unwrap_or(0) == 0;
-        if let Some(checkpointing) = &self.checkpointing
-            && writes
-        {
-            checkpointing.prepare(self.resume.as_ref())?;
-        }
-        let first = data.batches(0).next().transpose()?;
-        let net = match &first {
-            Some(batch) => infer(self.net, batch, &self.replicas)?,
-            None => self.net,
-        };
-        let example_shape = first.as_ref().map(|batch| batch.x_shape[1..].to_vec());
-        let start = resume::start(
-            net,
-            self.optimizer,
-            self.seed,
-            self.checkpointing.as_ref(),
-            self.resume.as_ref(),
-        )?;
-        // The callbacks' state, and the rate's scalings, from the epochs already done.
-        let given = start.optimizer.learning_rate();
-        let mut base = given;
-        let mut ended_early = None;
-        for callback in &mut self.callbacks {
-            let actions = callback.replay(&start.trace.epochs)?;
-            for action in &actions {
-                if let Some((scale, _)) = &action.scale_lr {
-                    base = rates::scaled(base, *scale).unwrap_or(base);
-                }
-            }
-            if let Some(why) = actions.last().and_then(|a| a.stop.clone()) {
-                ended_early = Some(why);
-            }
-        }
-        if let Some(best) = &mut self.best {
-            best.replay(&start.trace.epochs)?;
-        }
-        // Before anything is written: a schedule whose rate underflows trains nothing.
-        if let Some(schedule) = &self.schedule {
-            rates::refuse_underflow(schedule.as_ref(), base, total, self.epochs)?;
-        }
-        if base != given {
-            self.progress.acted(&format!(
-                "learning rate {base}: {given} as the callbacks scaled it before this resume"
-            ));
-        }
-        if let Some(why) = &ended_early {
-            self.progress
-                .acted(&format!("{why}, before this resume: nothing more to train"));
-        }
-        let mut metrics = self.metrics.unwrap_or_else(|| match L::Target::LABELS {
-            true => vec![Box::new(Accuracy::default())],
-            false => Vec::new(),
-        });
-        // A checkpoint in the middle of an epoch holds the sums of the epoch's batches so far.
-        // (In a job, rank 0's checkpoint holds the job's sums: the others start from none.)
-        if let Some(checkpoint) = &self.resume
-            && start.at.next_batch > 0
-            && writes
-        {
-            for metric in &mut metrics {
-                if let Some(state) = checkpoint.position.metrics.get(&metric.name()) {
-                    metric.restore(state, &device)?;
-                }
-            }
-        }
-        let groups = Groups::start(self.accumulate, &start.at, &start.trace);
-        let mut frontend = Frontend {
-            engine: Engine::new(
-                Backend::new(start.net, start.optimizer, self.loss, metrics)
-                    .distributed(self.distributed, &device)
-                    .precision(self.precision),
-                Some(device),
-            ),
-            replicas: self.replicas,
-            kind: self.policy.kind(),
-            policy: self.policy,
-            progress: self.progress,
-            evaluations: self.evaluations,
-            checkpointing: self.checkpointing,
-            rank,
-            epochs: self.epochs,
-            rates: Rates {
-                base,
-                schedule: self.schedule,
-                total,
-            },
-            example_shape,
-            at: start.at,
-            trace: start.trace,
-            jsonl: Default::default(),
-            start: Instant::now(),
-            stopped: None,
-            last_checkpoint: None,
-            callbacks: self.callbacks,
-            best: self.best,
-            ended_early,
-            halted: false,
-            groups,
-        };
-        if self.warmup
-            && let Some(batch) = first
-        {
-            frontend.warmup(batch)?;
-        }
-        for callback in &mut frontend.callbacks {
-            callback.train_begin(&frontend.trace)?;
-        }
-        // Inferring sizes here (and whatever the caller ran on this thread before) gave it a
-        // team of OpenMP threads; only the backend's should be left while it trains.
-        ember::kernels::release_threads();
-        let run_in_progress = RunInProgress::start();
-        frontend.start = Instant::now();
-        let mut carried = start.carried;
-        let mut trained = Ok(());
-        for epoch in frontend.at.epoch..self.epochs {
-            if frontend.ended_early.is_some() {
-                break;
-            }
-            match frontend.epoch(data, epoch, std::mem::take(&mut carried)) {
-                Ok(false) => {}
-                Ok(true) => break,
-                Err(error) => {
-                    trained = Err(error);
-                    break;
-                }
-            }
-        }
-        drop(run_in_progress);
-        // The directory is free again for the next run (a resume, most likely).
-        if let Some(checkpointing) = &frontend.checkpointing
-            && writes
-        {
-            checkpointing.unlock();
-        }
-        // The network goes to this thread, which saves it: nothing of the worker's may still
-        // be in flight under its reads (see `ember::engine::settle`). A device that fails or
-        // falls silent there fails the run as a step would, rescue included.
-        let trained = trained.and_then(|()| {
-            frontend
-                .engine
-                .issue(|b: &mut Backend<B, L>| ember::engine::settle(&b.net))
-                .wait()
-        });
-        if let Err(error) = trained {
-            // Where a remote server went, every device that waits on it fails alike: say which.
-            let error = ember::device::remote::diagnosed(error);
-            if let Some(rescue) = self.rescue
-                && frontend.at.steps > 0
-            {
-                let backend = frontend.engine.salvage();
-                rescue(backend.as_ref().map(|b| &b.net), &frontend.trace, &error);
-            }
-            return Err(error);
-        }
-        let backend = frontend.engine.finish()?;
-        for callback in &mut frontend.callbacks {
-            callback.train_end(&frontend.trace)?;
-        }
-        Ok(FitRun {
-            net: backend.net,
-            optimizer: backend.optimizer,
-            trace: frontend.trace,
-            stopped: frontend.stopped,
-            ended_early: frontend.ended_early,
-        })
     }
 }
 

@@ -1,0 +1,238 @@
+//! The run itself ([`Fit::run`]): its settings checked, the first batch's sizes inferred, the
+//! start (or the resume) set up, the frontend driven epoch by epoch, and what it hands back.
+
+use std::time::Instant;
+
+use ember::engine::Engine;
+use ember::{Block, Loss, Result};
+
+use super::backend::Backend;
+use super::frontend::Frontend;
+use super::groups::Groups;
+use super::rates::{self, Rates};
+use super::resume;
+use super::source::BatchSource;
+use super::target::Target;
+use super::{Fit, FitRun, infer};
+use crate::metric::Accuracy;
+use crate::signals::RunInProgress;
+
+impl<B, L> Fit<'_, B, L>
+where
+    B: Block + 'static,
+    L: Loss + Send + Sync + 'static,
+    L::Target: Target,
+{
+    /// Trains on `data`.
+    ///
+    /// Before anything else, the run passes the first batch through the network's
+    /// [`Block::infer`]: layers whose input size was deferred take it from there, and a batch
+    /// that does not fit the network is an error naming the layer, before any training step.
+    /// Every later batch must have the first one's example shape.
+    ///
+    /// # Errors
+    /// Any error of the data, the network's `infer`, a step (as [`ember::Error::Step`], naming
+    /// the batch), an evaluation or a checkpoint.
+    pub fn run(mut self, data: &mut dyn BatchSource) -> Result<FitRun<B>> {
+        // Before the first batch starts rayon's or a loader's threads: glibc's settings reach
+        // only threads that have not allocated yet.
+        ember::kernels::keep_freed_memory();
+        let device = self.replicas.main().clone();
+        if self.accumulate == 0 {
+            return Err(ember::Error::InvalidValue {
+                name: "accumulate",
+                value: "0".to_string(),
+                reason: "an update needs the gradients of at least 1 batch".to_string(),
+            });
+        }
+        for device in self.replicas.devices() {
+            self.precision.check(device)?;
+        }
+        let total = match (&self.schedule, data.batches_per_epoch()) {
+            (Some(schedule), Some(per_epoch)) => {
+                let total = (per_epoch.div_ceil(self.accumulate) * self.epochs) as u64;
+                schedule.check(total)?;
+                total
+            }
+            (Some(schedule), None) if !schedule.spans_run() => 0,
+            (Some(schedule), None) => {
+                return Err(ember::Error::InvalidValue {
+                    name: "learning-rate schedule",
+                    value: schedule.describe(),
+                    reason: "the data source does not say how many batches an epoch has \
+                             (BatchSource::batches_per_epoch), and the schedule spans the run"
+                        .to_string(),
+                });
+            }
+            (None, _) => 0,
+        };
+        // The rank that writes checkpoints; the others only keep the same schedule.
+        let rank = self.distributed.as_ref().map(|c| c.rank());
+        let writes = rank.unwrap_or(0) == 0;
+        if let Some(checkpointing) = &self.checkpointing
+            && writes
+        {
+            checkpointing.prepare(self.resume.as_ref())?;
+        }
+        let first = data.batches(0).next().transpose()?;
+        let net = match &first {
+            Some(batch) => infer(self.net, batch, &self.replicas)?,
+            None => self.net,
+        };
+        let example_shape = first.as_ref().map(|batch| batch.x_shape[1..].to_vec());
+        let start = resume::start(
+            net,
+            self.optimizer,
+            self.seed,
+            self.checkpointing.as_ref(),
+            self.resume.as_ref(),
+        )?;
+        // The callbacks' state, and the rate's scalings, from the epochs already done.
+        let given = start.optimizer.learning_rate();
+        let mut base = given;
+        let mut ended_early = None;
+        for callback in &mut self.callbacks {
+            let actions = callback.replay(&start.trace.epochs)?;
+            for action in &actions {
+                if let Some((scale, _)) = &action.scale_lr {
+                    base = rates::scaled(base, *scale).unwrap_or(base);
+                }
+            }
+            if let Some(why) = actions.last().and_then(|a| a.stop.clone()) {
+                ended_early = Some(why);
+            }
+        }
+        if let Some(best) = &mut self.best {
+            best.replay(&start.trace.epochs)?;
+        }
+        // Before anything is written: a schedule whose rate underflows trains nothing.
+        if let Some(schedule) = &self.schedule {
+            rates::refuse_underflow(schedule.as_ref(), base, total, self.epochs)?;
+        }
+        if base != given {
+            self.progress.acted(&format!(
+                "learning rate {base}: {given} as the callbacks scaled it before this resume"
+            ));
+        }
+        if let Some(why) = &ended_early {
+            self.progress
+                .acted(&format!("{why}, before this resume: nothing more to train"));
+        }
+        let mut metrics = self.metrics.unwrap_or_else(|| match L::Target::LABELS {
+            true => vec![Box::new(Accuracy::default())],
+            false => Vec::new(),
+        });
+        // A checkpoint in the middle of an epoch holds the sums of the epoch's batches so far.
+        // (In a job, rank 0's checkpoint holds the job's sums: the others start from none.)
+        if let Some(checkpoint) = &self.resume
+            && start.at.next_batch > 0
+            && writes
+        {
+            for metric in &mut metrics {
+                if let Some(state) = checkpoint.position.metrics.get(&metric.name()) {
+                    metric.restore(state, &device)?;
+                }
+            }
+        }
+        let groups = Groups::start(self.accumulate, &start.at, &start.trace);
+        let mut frontend = Frontend {
+            engine: Engine::new(
+                Backend::new(start.net, start.optimizer, self.loss, metrics)
+                    .distributed(self.distributed, &device)
+                    .precision(self.precision),
+                Some(device),
+            ),
+            replicas: self.replicas,
+            kind: self.policy.kind(),
+            policy: self.policy,
+            progress: self.progress,
+            evaluations: self.evaluations,
+            checkpointing: self.checkpointing,
+            rank,
+            epochs: self.epochs,
+            rates: Rates {
+                base,
+                schedule: self.schedule,
+                total,
+            },
+            example_shape,
+            at: start.at,
+            trace: start.trace,
+            jsonl: Default::default(),
+            start: Instant::now(),
+            stopped: None,
+            last_checkpoint: None,
+            callbacks: self.callbacks,
+            best: self.best,
+            ended_early,
+            halted: false,
+            groups,
+        };
+        if self.warmup
+            && let Some(batch) = first
+        {
+            frontend.warmup(batch)?;
+        }
+        for callback in &mut frontend.callbacks {
+            callback.train_begin(&frontend.trace)?;
+        }
+        // Inferring sizes here (and whatever the caller ran on this thread before) gave it a
+        // team of OpenMP threads; only the backend's should be left while it trains.
+        ember::kernels::release_threads();
+        let run_in_progress = RunInProgress::start();
+        frontend.start = Instant::now();
+        let mut carried = start.carried;
+        let mut trained = Ok(());
+        for epoch in frontend.at.epoch..self.epochs {
+            if frontend.ended_early.is_some() {
+                break;
+            }
+            match frontend.epoch(data, epoch, std::mem::take(&mut carried)) {
+                Ok(false) => {}
+                Ok(true) => break,
+                Err(error) => {
+                    trained = Err(error);
+                    break;
+                }
+            }
+        }
+        drop(run_in_progress);
+        // The directory is free again for the next run (a resume, most likely).
+        if let Some(checkpointing) = &frontend.checkpointing
+            && writes
+        {
+            checkpointing.unlock();
+        }
+        // The network goes to this thread, which saves it: nothing of the worker's may still
+        // be in flight under its reads (see `ember::engine::settle`). A device that fails or
+        // falls silent there fails the run as a step would, rescue included.
+        let trained = trained.and_then(|()| {
+            frontend
+                .engine
+                .issue(|b: &mut Backend<B, L>| ember::engine::settle(&b.net))
+                .wait()
+        });
+        if let Err(error) = trained {
+            // Where a remote server went, every device that waits on it fails alike: say which.
+            let error = ember::device::remote::diagnosed(error);
+            if let Some(rescue) = self.rescue
+                && frontend.at.steps > 0
+            {
+                let backend = frontend.engine.salvage();
+                rescue(backend.as_ref().map(|b| &b.net), &frontend.trace, &error);
+            }
+            return Err(error);
+        }
+        let backend = frontend.engine.finish()?;
+        for callback in &mut frontend.callbacks {
+            callback.train_end(&frontend.trace)?;
+        }
+        Ok(FitRun {
+            net: backend.net,
+            optimizer: backend.optimizer,
+            trace: frontend.trace,
+            stopped: frontend.stopped,
+            ended_early: frontend.ended_early,
+        })
+    }
+}
