@@ -33,7 +33,7 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         (&["--wd", "1e-44"], "flushed to 0 there"),
         (
             &["--lr-schedule", "multistep:1,2:1e-20", "--epochs", "3"],
-            "which single precision makes 0: from there",
+            "which single precision makes 0 (below about 1.2e-38): from there",
         ),
         // A step schedule's factor cut every epoch after the first to a rate of 0 (hostile
         // pass); so did one whose rate reaches 0 in single precision before the run ends.
@@ -43,7 +43,7 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         ),
         (
             &["--lr-schedule", "multistep:1,2:1e-30", "--epochs", "3"],
-            "this at the start of epoch 3",
+            "makes every rate of epoch 3 at most this",
         ),
         (
             &["--wd", "1e-50"],
@@ -68,22 +68,32 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
 fn a_cut_to_nothing_is_not_made_and_patience_counts_as_early_stop_does() {
     let dir = tempfile::tempdir().unwrap();
     let metrics = dir.path().join("m.csv");
-    let stdout = super::common::cli::succeeds(&args(
-        &TINY,
-        &[
-            "--epochs",
-            "4",
-            "--lr",
-            "2e-38",
+    let metrics_arg = metrics.to_str().unwrap();
+    // Beside a step schedule the cut must leave every later epoch a rate too: it took the
+    // rate to 6.25e-39 by epoch 5, exit 0 (hostile pass).
+    let schedule = [
+        "--lr-schedule",
+        "step:1:0.5",
+        "--epochs",
+        "7",
+        "--lr",
+        "1e-36",
+    ];
+    for more in [&["--epochs", "4", "--lr", "2e-38"][..], &schedule] {
+        let plateau = [
             "--reduce-lr-on-plateau",
             "loss:1:0.1",
             "--metrics",
-            metrics.to_str().unwrap(),
-        ],
-    ));
-    assert!(stdout.contains("it stays"), "{stdout}");
-    for row in super::common::cli::csv_rows(&metrics) {
-        let lr: f64 = row["lr"].parse().unwrap();
-        assert!(lr >= ember::optim::SMALLEST, "{row:?}");
+            metrics_arg,
+        ];
+        let stdout = super::common::cli::succeeds(&args(&args(&TINY, more), &plateau));
+        assert!(
+            stdout.contains("not done") && stdout.contains("stays"),
+            "{stdout}"
+        );
+        for row in super::common::cli::csv_rows(&metrics) {
+            let lr: f64 = row["lr"].parse().unwrap();
+            assert!(lr >= ember::optim::SMALLEST, "{more:?}: {row:?}");
+        }
     }
 }

@@ -27,7 +27,7 @@ use std::f64::consts::PI;
 use std::fmt;
 use std::str::FromStr;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, number as short};
 
 /// Where a step stands, all a schedule is given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -292,20 +292,21 @@ impl FromStr for Schedule {
     }
 }
 
-/// The spec `--lr-schedule` takes, which parses back to the same schedule.
+/// The spec `--lr-schedule` takes, which parses back to the same schedule (a number past 12
+/// digits in exponent form: `step:1:1e-19`, not 0.0000000000000000001).
 impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Schedule::Constant => write!(f, "constant"),
             Schedule::Cosine { warmup: 0 } => write!(f, "cosine"),
             Schedule::Cosine { warmup } => write!(f, "cosine:warmup={warmup}"),
-            Schedule::Step { every, factor } => write!(f, "step:{every}:{factor}"),
+            Schedule::Step { every, factor } => write!(f, "step:{every}:{}", short(*factor)),
             Schedule::MultiStep { milestones, factor } => {
                 let list: Vec<String> = milestones.iter().map(ToString::to_string).collect();
-                write!(f, "multistep:{}:{factor}", list.join(","))
+                write!(f, "multistep:{}:{}", list.join(","), short(*factor))
             }
-            Schedule::Poly { power } => write!(f, "poly:{power}"),
-            Schedule::OneCycle { max_lr } => write!(f, "onecycle:{max_lr}"),
+            Schedule::Poly { power } => write!(f, "poly:{}", short(*power)),
+            Schedule::OneCycle { max_lr } => write!(f, "onecycle:{}", short(*max_lr)),
         }
     }
 }
@@ -324,6 +325,7 @@ mod tests {
             "multistep:2,5,9:0.1",
             "poly:2",
             "onecycle:0.4",
+            "step:1:1e-19",
         ] {
             let schedule: Schedule = spec.parse().unwrap();
             assert_eq!(schedule.to_string(), spec);

@@ -21,10 +21,29 @@ pub(super) fn scaled(base: f64, scale: f64) -> Option<f64> {
     (!ember::optim::vanishes(next)).then_some(next)
 }
 
-/// Refuses `schedule` where its rate from `base`, above 0, vanishes in single precision
-/// ([`ember::optim::vanishes`]) at the start of one of `epochs` epochs of `per_epoch` steps, of
-/// a run of `total`: those epochs would train nothing (a step schedule's factor cut the rate to
-/// 1e-62 by the third epoch, and the run exited 0).
+/// The first of epochs `from..epochs` (of a run of `total` steps) that `schedule` from `base`
+/// makes train nothing, with its largest rate: every rate of the epoch is above 0 and vanishes
+/// in single precision ([`ember::optim::vanishes`]). A decaying schedule's last steps may
+/// vanish alone; an epoch whose every step does (a step schedule's factor cut the rate to
+/// 1e-62 by the third epoch, and the run exited 0) is refused.
+pub(super) fn idle_epoch(
+    schedule: &dyn LrSchedule,
+    base: f64,
+    total: u64,
+    (from, epochs): (usize, usize),
+) -> Option<(usize, f64)> {
+    let per_epoch = total / epochs.max(1) as u64;
+    (from..epochs).find_map(|epoch| {
+        let first = epoch as u64 * per_epoch;
+        let largest = (first..(first + per_epoch).max(first + 1))
+            .map(|step| schedule.rate(base, ScheduleAt { step, epoch, total }))
+            .fold(0.0, f64::max);
+        (largest > 0.0 && ember::optim::vanishes(largest)).then_some((epoch, largest))
+    })
+}
+
+/// Refuses `schedule` where from `base` it makes one of the run's `epochs` (of `total` steps)
+/// train nothing ([`idle_epoch`]).
 ///
 /// # Errors
 /// [`Error::InvalidValue`] naming the rate, the schedule and the first such epoch.
@@ -34,31 +53,49 @@ pub(super) fn refuse_underflow(
     total: u64,
     epochs: usize,
 ) -> Result<()> {
-    let per_epoch = total / epochs.max(1) as u64;
-    for epoch in 0..epochs {
-        let at = ScheduleAt {
-            step: epoch as u64 * per_epoch,
-            epoch,
-            total,
-        };
-        let rate = schedule.rate(base, at);
-        if rate > 0.0 && ember::optim::vanishes(rate) {
-            return Err(Error::InvalidValue {
-                name: "learning rate",
-                value: ember::error::number(rate),
-                reason: format!(
-                    "the schedule {} makes the rate of {base} this at the start of epoch {}, \
-                     which single precision makes 0: from there the run would train nothing",
-                    schedule.describe(),
-                    epoch + 1
-                ),
-            });
-        }
+    match idle_epoch(schedule, base, total, (0, epochs)) {
+        None => Ok(()),
+        Some((epoch, rate)) => Err(Error::InvalidValue {
+            name: "learning rate",
+            value: ember::error::number(rate),
+            reason: format!(
+                "the schedule {} makes every rate of epoch {} at most this, which single \
+                 precision makes 0 (below about 1.2e-38): from there the run would train \
+                 nothing",
+                schedule.describe(),
+                epoch + 1
+            ),
+        }),
     }
-    Ok(())
 }
 
 impl Rates<'_> {
+    /// The base rate times `scale` (a callback's cut), where the steps after it still train:
+    /// the new rate does not vanish in single precision, nor, under the schedule, does every
+    /// rate of one of epochs `from..epochs` ([`idle_epoch`]). Otherwise what would vanish, in
+    /// words: a plateau's cut beside a step schedule took the rate to 6.25e-39 (hostile pass).
+    pub(super) fn cut(
+        &self,
+        scale: f64,
+        epochs: (usize, usize),
+    ) -> std::result::Result<f64, String> {
+        let next = self.base * scale;
+        if ember::optim::vanishes(next) {
+            return Err(format!("the rate {}", ember::error::number(next)));
+        }
+        match self.schedule.as_deref().and_then(|schedule| {
+            idle_epoch(schedule, next, self.total, epochs).map(|found| (schedule, found))
+        }) {
+            Some((schedule, (epoch, rate))) => Err(format!(
+                "every rate of epoch {} {} or less, under --lr-schedule {}",
+                epoch + 1,
+                ember::error::number(rate),
+                schedule.describe()
+            )),
+            None => Ok(next),
+        }
+    }
+
     /// The rate of optimizer step `step` (from 0: a batch, or with accumulation a group of
     /// batches), in epoch `epoch`.
     ///

@@ -34,14 +34,14 @@ where
         for callback in &mut self.callbacks {
             let action = ask(callback.as_mut())?;
             if let Some((scale, why)) = action.scale_lr {
-                match crate::fit::rates::scaled(self.rates.base, scale) {
-                    Some(rate) => {
+                match self.rates.cut(scale, (self.at.epoch, self.epochs)) {
+                    Ok(rate) => {
                         self.rates.base = rate;
                         self.progress.acted(&why);
                     }
-                    None => self.progress.acted(&format!(
-                        "{why}: not done, since it would make the rate {} 0 in single \
-                         precision; it stays",
+                    Err(vanishing) => self.progress.acted(&format!(
+                        "{why}: not done, since it would make {vanishing}, which single \
+                         precision makes 0 (below about 1.2e-38); the base rate stays {}",
                         ember::error::number(self.rates.base)
                     )),
                 }
