@@ -242,6 +242,16 @@ fn options_before_an_experiments_name_are_its_own() {
 #[test]
 fn bad_bench_options_are_named() {
     fails_with(&["bench", "--repeat", "0", "--quick"], "--repeat 0");
+    // Samples for 2^32 rounds aborted on their allocation (hostile pass).
+    let repeat = ["--repeat", "4294967296"];
+    let out = tempfile::tempdir().unwrap();
+    let compare = ["compare", "--out", out.path().to_str().unwrap()];
+    for command in [&["bench", "--quick"][..], &compare] {
+        fails_with(
+            &[command, &repeat].concat(),
+            "invalid --repeat 4294967296: must be 1 to 1000 rounds",
+        );
+    }
     fails_with(&["bench", "--gpu", "tpu", "--quick"], "tpu");
     fails_with(&["bench", "warp-speed"], "warp-speed");
     let dir = tempfile::tempdir().unwrap();

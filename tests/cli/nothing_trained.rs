@@ -17,7 +17,12 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         let said = format!("invalid --classes {classes}: softmax cross-entropy needs 2 or more");
         fails_with(&flags, &said);
     }
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
+        // Every rate after the first 0.0 (hostile pass of the CUDA build).
+        (
+            &["--lr-schedule", "poly:1e30", "--epochs", "3"],
+            "invalid learning rate 0: the schedule poly:1e30 makes every rate of epoch 2",
+        ),
         (
             &["--reduce-lr-on-plateau", "loss:1:1e-50"],
             "at least about 1.2e-38",

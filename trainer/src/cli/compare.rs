@@ -90,7 +90,7 @@ pub fn run(args: CompareArgs) -> anyhow::Result<()> {
 
 fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?;
-    let repeat = positive("repeat", args.repeat)?;
+    let repeat = super::rounds::rounds(args.repeat)?;
     let epochs = positive("epochs", args.epochs)?;
     let main = args.policies.0;
     let sweep = args.sweep.as_ref().map(sweep_policies);

@@ -119,6 +119,7 @@ mod recipe;
 mod rescue_file;
 mod rescued;
 mod resume_flags;
+mod rounds;
 mod serve;
 mod summary;
 mod task;

@@ -22,8 +22,8 @@ pub(super) fn scaled(base: f64, scale: f64) -> Option<f64> {
 }
 
 /// The first of epochs `from..epochs` (of a run of `total` steps) that `schedule` from `base`
-/// makes train nothing, with its largest rate: every rate of the epoch is above 0 and vanishes
-/// in single precision ([`ember::optim::vanishes`]). A decaying schedule's last steps may
+/// makes train nothing, with its largest rate: every rate of the epoch is 0 or vanishes in
+/// single precision ([`ember::optim::vanishes`]). A decaying schedule's last steps may
 /// vanish alone; an epoch whose every step does (a step schedule's factor cut the rate to
 /// 1e-62 by the third epoch, and the run exited 0) is refused.
 pub(super) fn idle_epoch(
@@ -38,7 +38,8 @@ pub(super) fn idle_epoch(
         let largest = (first..(first + per_epoch).max(first + 1))
             .map(|step| schedule.rate(base, ScheduleAt { step, epoch, total }))
             .fold(0.0, f64::max);
-        (largest > 0.0 && ember::optim::vanishes(largest)).then_some((epoch, largest))
+        // 0 itself too: poly:1e30 made every rate after the first 0.0, exit 0 (hostile pass).
+        (largest < ember::optim::SMALLEST).then_some((epoch, largest))
     })
 }
 

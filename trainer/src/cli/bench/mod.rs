@@ -13,7 +13,7 @@ use super::child::{self, Child};
 use ember_trainer::policy::PolicyKind;
 
 use super::list::List;
-use super::workload::{Workload, WorkloadArgs, positive};
+use super::workload::{Workload, WorkloadArgs};
 
 mod chapter_args;
 mod outputs;
@@ -156,7 +156,7 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
         }
         return Ok(());
     }
-    let repeat = positive("repeat", args.repeat)?;
+    let repeat = crate::cli::rounds::rounds(args.repeat)?;
     let cpu = args.cpu.resolve()?;
     // The book's GPU is the asynchronous device: wgpu on any adapter, lavapipe included.
     let gpu = match args.gpu {
@@ -317,7 +317,7 @@ fn child(workload: &Workload, config: &str) -> anyhow::Result<Sample> {
 
 fn policies(args: PoliciesArgs) -> anyhow::Result<()> {
     let workload = Workload::try_from(args.workload)?.plain_sgd("ember bench")?;
-    let repeat = positive("repeat", args.repeat)?;
+    let repeat = crate::cli::rounds::rounds(args.repeat)?;
     let specs = args.policies.0;
     let picked = workload.one_device("ember bench")?.open()?;
     say!("device: {}", picked.reason);
