@@ -264,3 +264,51 @@ fn an_epoch_resumed_at_its_last_batch_keeps_its_batches_time() {
          completion, and {issued} s to the last issue"
     );
 }
+
+/// A resume compares what the run trained on by content, not `--data` as typed: the same file
+/// named otherwise was refused, and another file under the same name was trained on in
+/// silence (hostile pass, issue 62).
+#[test]
+fn a_resume_compares_the_datas_content_not_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (sub, ck) = (dir.path().join("a"), dir.path().join("ck"));
+    std::fs::create_dir(&sub).unwrap();
+    let csv = sub.join("table.csv");
+    let table = |rows: usize| -> String {
+        (0..rows)
+            .map(|i| format!("{},{},{}\n", i % 7, i % 5, i % 3))
+            .collect()
+    };
+    std::fs::write(&csv, table(90)).unwrap();
+    let run = |data: String, epochs: &str, more: &[&str]| -> Vec<String> {
+        let flags = [
+            "train",
+            "--device",
+            "flex",
+            "--classes",
+            "3",
+            "--batch-size",
+            "10",
+        ];
+        let data = ["--data", &data, "--epochs", epochs];
+        [&flags[..], &data, more]
+            .concat()
+            .iter()
+            .map(|a| a.to_string())
+            .collect()
+    };
+    let (plain, other_spelling) = (
+        format!("csv:{}", csv.display()),
+        format!("csv:{}/../a/./table.csv", sub.display()),
+    );
+    let ck_arg = ck.to_str().unwrap();
+    succeeds(&strs(&run(plain.clone(), "1", &["--checkpoint", ck_arg])));
+    let resume = ["--resume", ck_arg];
+    succeeds(&strs(&run(other_spelling, "2", &resume)));
+    // The same name, other rows.
+    std::fs::write(&csv, table(60)).unwrap();
+    fails_with(
+        &strs(&run(plain, "3", &resume)),
+        "it was written by a run with the data's content 540 bytes",
+    );
+}

@@ -104,6 +104,7 @@ mod child;
 mod clash;
 mod compare;
 mod compare_outputs;
+mod data_content;
 mod devices;
 mod distributed;
 mod eval;

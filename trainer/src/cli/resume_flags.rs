@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::data_content;
 use super::flags::{Flag, Resume};
 
 /// A changeable flag the resumed run gives another value.
@@ -27,9 +28,17 @@ pub fn compare(
 ) -> Result<Vec<Change>, String> {
     let flags: std::collections::BTreeSet<&String> = before.keys().chain(now.keys()).collect();
     let (mut changes, mut differ) = (Vec::new(), Vec::new());
+    // What the run trained on is its data's content: where both runs recorded it, --data may
+    // name the files otherwise (`./big.csv`, another directory); a checkpoint from before
+    // ember recorded it compares --data as typed.
+    let (content_before, content_now) = (before.get(data_content::KEY), now.get(data_content::KEY));
+    let recorded_content = content_before.is_some();
     for flag in flags {
         let (was, is) = (recorded(before, flag), recorded(now, flag));
-        if was == is {
+        if was == is
+            || (flag == "--data" && recorded_content && content_before == content_now)
+            || (flag == data_content::KEY && !recorded_content)
+        {
             continue;
         }
         // --epochs is recorded under a schedule spanning the run only: a change to another
