@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The house's figures, checked: no import circle, no source file over its length, a README that
+stays a guide. CI runs it (`.ci/run`); it exits 1 on a breach, saying where the thing should go.
+
+    python3 scripts/house.py            # check, print the figures
+    python3 scripts/house.py --figures  # print them only
+
+Every threshold is here, and so is every debt issue 63 has not paid yet: a circle or a long
+file listed in DEBTS may stay as it is or shrink, never grow; anything new fails. Paying a debt
+means deleting its line here.
+"""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from structure import Crate, drawing  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+# The crates whose files and folders must not import in a circle.
+CRATES = ["framework/src", "trainer/src", "datasets/src"]
+# Where source files may not pass MAX_LINES lines (tests included).
+SOURCES = ["framework", "trainer", "datasets", "tests", "examples"]
+MAX_LINES = 450
+README_MAX = 500
+
+# Debts, as of the last round: circles (their files, sorted) and files with their lines then.
+DEBTS = {
+    "circles": [
+        # framework/src: the 18 files that meet through lib.rs's re-exports, and their folders.
+        "block.rs <-> device/list.rs <-> device/open.rs <-> engine/computed.rs <-> engine/mod.rs"
+        " <-> io/safetensors.rs <-> layers/activation.rs <-> layers/conv/mod.rs"
+        " <-> layers/conv/options.rs <-> layers/mod.rs <-> layers/norm.rs"
+        " <-> layers/sequential.rs <-> lib.rs <-> onnx/export.rs <-> parallel/exchange.rs"
+        " <-> parallel/mod.rs <-> parallel/replicas.rs <-> summary.rs",
+        "block <-> device <-> engine <-> io",
+        "parallel/mpi/gradients.rs <-> parallel/mpi/mod.rs",
+        # trainer/src: the run's specification, still in cli/ (it moves to a library module).
+        "cli/flags.rs <-> cli/model.rs <-> cli/precision.rs <-> cli/recipe.rs <-> cli/task.rs"
+        " <-> cli/workload.rs",
+        "policy.rs <-> policy/auto.rs <-> policy/kind.rs",
+        "checkpoint/mod.rs <-> checkpoint/scan.rs",
+        "fit/lr_find/mod.rs <-> fit/mod.rs",
+        "plot/bars.rs <-> plot/lr_find.rs <-> plot/memory.rs <-> plot/mod.rs <-> plot/sweep.rs"
+        " <-> plot/time.rs <-> plot/timeline.rs",
+        "evaluate <-> fit",
+    ],
+    # Both move out of cli/ with the run's specification.
+    "long files": {
+        "trainer/src/cli/output_paths.rs": 504,
+        "trainer/src/cli/workload.rs": 485,
+    },
+}
+
+
+def circles():
+    """Every circle of files, and of top-level folders, in CRATES: (crate, members) pairs."""
+    found = []
+    for root in CRATES:
+        crate = Crate(str(ROOT / root))
+        edges = crate.edges()
+        files, _, _ = drawing(list(crate.files), edges, crate.name)
+        found += [(root, tuple(sorted(c))) for c in files]
+        top = lambda m: m[:1]  # noqa: E731
+        folder_edges = {}
+        for u, vs in edges.items():
+            for v in vs:
+                if top(u) != top(v) and top(v) != ():
+                    folder_edges.setdefault(top(u), set()).add(top(v))
+        nodes = sorted({top(m) for m in crate.files})
+        folders, _, _ = drawing(nodes, folder_edges, lambda m: "/".join(m) or "lib.rs")
+        found += [(root + " (folders)", tuple(sorted(c))) for c in folders]
+    return found
+
+
+def long_files():
+    """Every .rs file under SOURCES over MAX_LINES lines: path to its line count."""
+    found = {}
+    for source in SOURCES:
+        for path in sorted((ROOT / source).rglob("*.rs")):
+            if "target" in path.parts:
+                continue
+            lines = len(path.read_text(errors="replace").splitlines())
+            if lines > MAX_LINES:
+                found[str(path.relative_to(ROOT))] = lines
+    return found
+
+
+def main():
+    breaches = []
+    known = [set(c.split(" <-> ")) for c in DEBTS["circles"]]
+    found = circles()
+    for crate, members in found:
+        print(f"circle in {crate}: {' <-> '.join(members)}")
+        # A debt may shrink: a circle within a known one is that one, smaller.
+        if not any(set(members) <= debt for debt in known):
+            breaches.append(
+                f"{crate}: a new circle, {' <-> '.join(members)}: move what the files share down "
+                "into a file (or folder) of its own that each imports, so that imports only go down"
+            )
+    for path, lines in long_files().items():
+        print(f"long file: {path}, {lines} lines")
+        allowed = DEBTS["long files"].get(path)
+        if allowed is None or lines > allowed:
+            limit = MAX_LINES if allowed is None else allowed
+            breaches.append(
+                f"{path} has {lines} lines, over {limit}: the next concept gets a file of its own "
+                "(split where the concepts are, not in halves; ../shared/STYLE.md)"
+            )
+    readme = len((ROOT / "README.md").read_text().splitlines())
+    print(f"README.md: {readme} lines (at most {README_MAX})")
+    if readme > README_MAX:
+        breaches.append(
+            f"README.md has {readme} lines, over {README_MAX}: long guides go to docs/ (indexed in "
+            "docs/README.md), measurements to bench/RESULTS.md"
+        )
+    print(f"{len(found)} circles, {len(long_files())} files over {MAX_LINES} lines")
+    if "--figures" in sys.argv[1:]:
+        return 0
+    for breach in breaches:
+        print(f"house: {breach}", file=sys.stderr)
+    return 1 if breaches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
