@@ -84,21 +84,35 @@ fn a_cut_to_nothing_is_not_made_and_patience_counts_as_early_stop_does() {
         "--lr",
         "1e-36",
     ];
-    for more in [&["--epochs", "4", "--lr", "2e-38"][..], &schedule] {
+    let cases = [&["--epochs", "4", "--lr", "2e-38"][..], &schedule];
+    for (i, more) in cases.iter().enumerate() {
+        let ck = dir.path().join(format!("ck{i}"));
         let plateau = [
             "--reduce-lr-on-plateau",
             "loss:1:0.1",
             "--metrics",
             metrics_arg,
         ];
-        let stdout = super::common::cli::succeeds(&args(&args(&TINY, more), &plateau));
+        let run = args(&args(&TINY, more), &plateau);
+        let ck_arg = ck.to_str().unwrap();
+        let every = ["--checkpoint", ck_arg, "--checkpoint-every", "4"];
+        let stdout = super::common::cli::succeeds(&args(&run, &every));
         assert!(
             stdout.contains("not done") && stdout.contains("stays"),
             "{stdout}"
         );
-        for row in super::common::cli::csv_rows(&metrics) {
-            let lr: f64 = row["lr"].parse().unwrap();
-            assert!(lr >= ember::optim::SMALLEST, "{more:?}: {row:?}");
-        }
+        let every_rate_trains = |run: &str| {
+            for row in super::common::cli::csv_rows(&metrics) {
+                let lr: f64 = row["lr"].parse().unwrap();
+                assert!(lr >= ember::optim::SMALLEST, "{run}, {more:?}: {row:?}");
+            }
+        };
+        every_rate_trains("the run");
+        // A resume replays the cuts as the run made them: one it did not make made a resume
+        // from the epoch before the last refuse its rate (hostile review).
+        let newest = super::common::cli::checkpoints(&ck).pop().unwrap();
+        std::fs::remove_dir_all(newest).unwrap();
+        super::common::cli::succeeds(&args(&run, &["--resume", ck_arg]));
+        every_rate_trains("resumed");
     }
 }

@@ -13,14 +13,6 @@ pub(super) struct Rates<'a> {
     pub(super) total: u64,
 }
 
-/// `base` times `scale`, unless that vanishes in single precision, which training computes in
-/// ([`ember::optim::vanishes`]): a rate cut to nothing would train nothing, so it stays as it
-/// was (`None`).
-pub(super) fn scaled(base: f64, scale: f64) -> Option<f64> {
-    let next = base * scale;
-    (!ember::optim::vanishes(next)).then_some(next)
-}
-
 /// The first of epochs `from..epochs` (of a run of `total` steps) that `schedule` from `base`
 /// makes train nothing, with its largest rate: every rate of the epoch is 0 or vanishes in
 /// single precision ([`ember::optim::vanishes`]). A decaying schedule's last steps may
@@ -43,8 +35,8 @@ pub(super) fn idle_epoch(
     })
 }
 
-/// Refuses `schedule` where from `base` it makes one of the run's `epochs` (of `total` steps)
-/// train nothing ([`idle_epoch`]).
+/// Refuses `schedule` where from `base` it makes one of epochs `from..epochs` (of a run of
+/// `total` steps) train nothing ([`idle_epoch`]).
 ///
 /// # Errors
 /// [`Error::InvalidValue`] naming the rate, the schedule and the first such epoch.
@@ -52,9 +44,9 @@ pub(super) fn refuse_underflow(
     schedule: &dyn LrSchedule,
     base: f64,
     total: u64,
-    epochs: usize,
+    epochs: (usize, usize),
 ) -> Result<()> {
-    match idle_epoch(schedule, base, total, (0, epochs)) {
+    match idle_epoch(schedule, base, total, epochs) {
         None => Ok(()),
         Some((epoch, rate)) => Err(Error::InvalidValue {
             name: "learning rate",
@@ -70,31 +62,50 @@ pub(super) fn refuse_underflow(
     }
 }
 
+/// `base` times `scale` (a callback's cut), where the steps after it still train: the new
+/// rate is finite and not below single precision's smallest normal number (0, a negative or
+/// NaN factor included), and, under `schedule`, no epoch of `from..epochs` trains nothing
+/// ([`idle_epoch`]). Otherwise what would vanish, in words: a plateau's cut beside a step
+/// schedule took the rate to 6.25e-39 (hostile pass). A resume replays the cuts of the epochs
+/// done through it too, each with the epochs after it, as the run made them.
+pub(super) fn cut(
+    base: f64,
+    scale: f64,
+    schedule: Option<&dyn LrSchedule>,
+    total: u64,
+    epochs: (usize, usize),
+) -> std::result::Result<f64, String> {
+    let next = base * scale;
+    if !(next.is_finite() && next >= ember::optim::SMALLEST) {
+        return Err(format!("the rate {}", ember::error::number(next)));
+    }
+    match schedule.and_then(|schedule| {
+        idle_epoch(schedule, next, total, epochs).map(|found| (schedule, found))
+    }) {
+        Some((schedule, (epoch, rate))) => Err(format!(
+            "every rate of epoch {} {} or less, under --lr-schedule {}",
+            epoch + 1,
+            ember::error::number(rate),
+            schedule.describe()
+        )),
+        None => Ok(next),
+    }
+}
+
 impl Rates<'_> {
-    /// The base rate times `scale` (a callback's cut), where the steps after it still train:
-    /// the new rate does not vanish in single precision, nor, under the schedule, does every
-    /// rate of one of epochs `from..epochs` ([`idle_epoch`]). Otherwise what would vanish, in
-    /// words: a plateau's cut beside a step schedule took the rate to 6.25e-39 (hostile pass).
+    /// [`cut`] of the base rate, under the run's schedule.
     pub(super) fn cut(
         &self,
         scale: f64,
         epochs: (usize, usize),
     ) -> std::result::Result<f64, String> {
-        let next = self.base * scale;
-        if ember::optim::vanishes(next) {
-            return Err(format!("the rate {}", ember::error::number(next)));
-        }
-        match self.schedule.as_deref().and_then(|schedule| {
-            idle_epoch(schedule, next, self.total, epochs).map(|found| (schedule, found))
-        }) {
-            Some((schedule, (epoch, rate))) => Err(format!(
-                "every rate of epoch {} {} or less, under --lr-schedule {}",
-                epoch + 1,
-                ember::error::number(rate),
-                schedule.describe()
-            )),
-            None => Ok(next),
-        }
+        cut(
+            self.base,
+            scale,
+            self.schedule.as_deref(),
+            self.total,
+            epochs,
+        )
     }
 
     /// The rate of optimizer step `step` (from 0: a batch, or with accumulation a group of

@@ -93,9 +93,13 @@ where
         let mut ended_early = None;
         for callback in &mut self.callbacks {
             let actions = callback.replay(&start.trace.epochs)?;
-            for action in &actions {
+            // Each as the run made it at the end of its epoch: a cut it did not make (the
+            // rate would have vanished) is not made here either.
+            for (epoch, action) in actions.iter().enumerate() {
                 if let Some((scale, _)) = &action.scale_lr {
-                    base = rates::scaled(base, *scale).unwrap_or(base);
+                    let after = (epoch + 1, self.epochs);
+                    let schedule = self.schedule.as_deref();
+                    base = rates::cut(base, *scale, schedule, total, after).unwrap_or(base);
                 }
             }
             if let Some(why) = actions.last().and_then(|a| a.stop.clone()) {
@@ -107,7 +111,8 @@ where
         }
         // Before anything is written: a schedule whose rate underflows trains nothing.
         if let Some(schedule) = &self.schedule {
-            rates::refuse_underflow(schedule.as_ref(), base, total, self.epochs)?;
+            let epochs = (start.at.epoch, self.epochs);
+            rates::refuse_underflow(schedule.as_ref(), base, total, epochs)?;
         }
         if base != given {
             self.progress.acted(&format!(
