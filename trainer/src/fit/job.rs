@@ -42,6 +42,11 @@ where
             record.allreduce_start = Some(self.seconds(start));
             record.allreduce_end = Some(self.seconds(end));
         }
+        // Records the epoch's checkpoints already wrote changed: their lines are made again
+        // (the trace's JSON Lines keep each record's line, hostile review).
+        if !current.updates.is_empty() {
+            self.jsonl = crate::trace::Jsonl::default();
+        }
         let first: Vec<(String, u64)> = serde_json::from_slice(&first).map_err(|e| {
             Error::Distributed(format!("rank 0's metrics did not arrive whole: {e}"))
         })?;
