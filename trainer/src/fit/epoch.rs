@@ -51,16 +51,7 @@ impl Epoch {
     pub(super) fn begin(epoch: usize, carried: Vec<BatchRecord>) -> Self {
         let rss_before = rss_bytes();
         let start = Instant::now();
-        let carried_span = match (carried.first(), carried.last()) {
-            (Some(first), Some(last)) => {
-                let done = [last.done, last.observed, last.issue_end]
-                    .into_iter()
-                    .filter(|at| at.is_finite())
-                    .fold(f64::NEG_INFINITY, f64::max);
-                [done, last.issue_end].map(|end| (end - first.issue_start).max(0.0))
-            }
-            _ => [0.0; 2],
-        };
+        let carried_span = carried_spans(&carried);
         Self {
             epoch,
             flight: InFlight::new(epoch, rss_before),
@@ -159,6 +150,25 @@ impl Epoch {
     }
 }
 
+/// The seconds `carried` records took, from each process's first issue to its last completion,
+/// and to its last issue, summed over the processes: each process's clock starts at 0, so an
+/// epoch resumed twice holds two clocks (one span across them was meaningless, hostile
+/// review).
+fn carried_spans(carried: &[BatchRecord]) -> [f64; 2] {
+    let mut spans = [0.0; 2];
+    let processes = carried.chunk_by(|before, after| after.issue_start >= before.issue_start);
+    for process in processes {
+        let (first, last) = (&process[0], &process[process.len() - 1]);
+        let done = [last.done, last.observed, last.issue_end]
+            .into_iter()
+            .filter(|at| at.is_finite())
+            .fold(f64::NEG_INFINITY, f64::max);
+        spans[0] += (done - first.issue_start).max(0.0);
+        spans[1] += (last.issue_end - first.issue_start).max(0.0);
+    }
+    spans
+}
+
 /// Per device, the mean seconds from a batch's issue to the device finishing its share, over
 /// the batches that recorded it (none on one device).
 fn device_times(records: &[BatchRecord]) -> Vec<f64> {
@@ -171,4 +181,24 @@ fn device_times(records: &[BatchRecord]) -> Vec<f64> {
             lags.iter().sum::<f64>() / lags.len().max(1) as f64
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::examples::batch;
+
+    #[test]
+    fn an_epoch_resumed_twice_counts_each_processs_span() {
+        // Batches 0-1 from the first process, 2-3 from the second, whose clock began again.
+        let carried = [
+            batch(0, 0, 0.0),
+            batch(0, 1, 0.02),
+            batch(0, 2, 0.0),
+            batch(0, 3, 0.02),
+        ];
+        let [done, issued] = super::carried_spans(&carried);
+        assert!((done - 2.0 * 0.030).abs() < 1e-12, "{done}");
+        assert!((issued - 2.0 * 0.021).abs() < 1e-12, "{issued}");
+        assert_eq!(super::carried_spans(&[]), [0.0; 2]);
+    }
 }
