@@ -309,6 +309,6 @@ fn a_resume_compares_the_datas_content_not_its_name() {
     std::fs::write(&csv, table(60)).unwrap();
     fails_with(
         &strs(&run(plain, "3", &resume)),
-        "it was written by a run with the data's content 540 bytes",
+        "it was written by a run with --data's content 540 bytes",
     );
 }
