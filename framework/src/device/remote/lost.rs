@@ -40,15 +40,31 @@ fn unanswered(name: &str) -> Option<String> {
         request.uri().port_u16().unwrap_or(80),
     );
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let Some(address) = (host, port).to_socket_addrs().ok()?.next() else {
-        return Some("has no address now".to_string());
+    let addresses: Vec<_> = match (host, port).to_socket_addrs() {
+        Ok(addresses) => addresses.collect(),
+        Err(e) => return Some(format!("has no address now ({e})")),
     };
-    let stream = match TcpStream::connect_timeout(&address, PATIENCE) {
-        Ok(stream) => stream,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-            return Some("refuses connections: its server has stopped".to_string());
+    // Each address in turn, as burn's client tries them: `localhost` may be ::1 first, where
+    // a server on 127.0.0.1 refuses.
+    let mut refused = None;
+    let mut connected = None;
+    for address in &addresses {
+        match TcpStream::connect_timeout(address, PATIENCE) {
+            Ok(stream) => {
+                connected = Some(stream);
+                break;
+            }
+            Err(e) => refused = Some(e),
         }
-        Err(e) => return Some(format!("cannot be reached ({e})")),
+    }
+    let Some(stream) = connected else {
+        return Some(match refused {
+            Some(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                "refuses connections: its server has stopped".to_string()
+            }
+            Some(e) => format!("cannot be reached ({e})"),
+            None => "has no address now".to_string(),
+        });
     };
     let _ = stream.set_read_timeout(Some(PATIENCE));
     let _ = stream.set_write_timeout(Some(PATIENCE));
