@@ -27,21 +27,25 @@ fn newest(ck: &Path) -> PathBuf {
 
 #[test]
 fn a_checkpoint_file_changed_after_it_was_written_is_refused_on_resume() {
-    let dir = tempfile::tempdir().unwrap();
-    let ck = dir.path().join("ck");
-    succeeds(&strs(&run(&ck, "1", &[])));
-    let model = newest(&ck).join("model.bpk");
-    let mut bytes = std::fs::read(&model).unwrap();
-    let at = bytes.len() - 5;
-    bytes[at] ^= 0x10;
-    bytes[at - 40] ^= 0x01;
-    std::fs::write(&model, bytes).unwrap();
-    let resume = run(&ck, "2", &["--resume", ck.to_str().unwrap()]);
-    let stderr = fails_with(&strs(&resume), "model.bpk");
-    assert!(
-        stderr.contains("the file changed after it was written"),
-        "{stderr}"
-    );
+    // The trace is named as a file of the checkpoint, not a parameter file (hostile pass).
+    for (file, parameter_file) in [("model.bpk", true), ("trace.jsonl", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = dir.path().join("ck");
+        succeeds(&strs(&run(&ck, "1", &[])));
+        let changed = newest(&ck).join(file);
+        let mut bytes = std::fs::read(&changed).unwrap();
+        let at = bytes.len() - 5;
+        bytes[at] ^= 0x10;
+        bytes[at - 40] ^= 0x01;
+        std::fs::write(&changed, bytes).unwrap();
+        let resume = run(&ck, "2", &["--resume", ck.to_str().unwrap()]);
+        let stderr = fails_with(&strs(&resume), file);
+        assert!(
+            stderr.contains("the file changed after it was written")
+                && stderr.contains("parameter file") == parameter_file,
+            "{stderr}"
+        );
+    }
 }
 
 #[test]

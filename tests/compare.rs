@@ -317,7 +317,7 @@ fn bad_input_is_a_clear_error_that_leaves_nothing_behind() {
                 "--repeat",
                 "6148914691236517206",
             ],
-            "more runs than this machine counts",
+            "invalid --repeat 6148914691236517206: must be 1 to 1000 rounds",
         ),
     ];
     for (args, needle) in later {

@@ -48,6 +48,14 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
     let with_save = [&rank("0.1")[..], &["--save", save.to_str().unwrap()]].concat();
     let (_, stderr) = refused(&rank("0.1"), &with_save);
     assert!(stderr.contains("rank 1 has --save"), "{stderr}");
+    // One file spelled two ways is one output (`./m.st` and `m.st` were refused as two).
+    let dotted = format!("{}/./m13.safetensors", dir.path().display());
+    let out = output(two_ranks(
+        &[&rank("0.1")[..], &["--save", &dotted]].concat(),
+        &with_save,
+    ));
+    assert!(out.status.success(), "{:?}", text(&out));
+    assert!(save.is_file());
     let (_, stderr) = refused(
         &[&rank("0.1")[..], &["--sync", "none"]].concat(),
         &rank("0.1"),

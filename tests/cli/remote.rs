@@ -1,9 +1,9 @@
 //! `ember serve` and `remote:` devices: they train as local ones, a lost server is an error
 //! naming the batch and the device, and a build without them says which build has them.
 
-use super::common::cli::{fails_with, succeeds};
 #[cfg(feature = "remote")]
 use super::common::cli::{TINY, args, text};
+use super::common::cli::{fails_with, succeeds};
 
 /// `ember serve` processes on 127.0.0.1, stopped when dropped.
 pub(super) struct Servers(pub(super) Vec<std::process::Child>);

@@ -6,9 +6,11 @@ use super::common::cli::{fails_with, succeeds};
 #[test]
 fn train_prints_the_books_lines_and_writes_metrics() {
     let dir = tempfile::tempdir().unwrap();
+    // `.JSONL` is JSON Lines too (it was written as CSV, beside a `.epochs.csv`, hostile pass).
     for (metrics, extra) in [
         ("trace.csv", "trace.epochs.csv"),
         ("trace.jsonl", "trace.jsonl"),
+        ("TRACE.JSONL", "TRACE.JSONL"),
     ] {
         let path = dir.path().join(metrics);
         let stdout = succeeds(&[
@@ -60,7 +62,14 @@ fn train_prints_the_books_lines_and_writes_metrics() {
 
 #[test]
 fn bad_values_are_clear_errors_with_a_nonzero_exit() {
-    let cases: [(&[&str], &str); 7] = [
+    let bound = "a remote device's bound is 0.001 s to 86400 s (a day)";
+    let cases: [(&[&str], &str); 9] = [
+        // Named as given: 1e30 was "not a number of seconds", and 1e-40 was named 0.
+        (
+            &["--remote-timeout", "1e30", "devices"],
+            "invalid --remote-timeout 1e30: ",
+        ),
+        (&["--remote-timeout", "1e-40", "devices"], bound),
         (&["train", "--sync", "sometimes"], "window:K"),
         (&["train", "--sync", "window:0"], "window:0"),
         (&["train", "--batch-size", "0"], "--batch-size 0"),

@@ -13,15 +13,19 @@ pub use jsonl::Jsonl;
 pub use records::{BatchRecord, EpochRecord, Trace, device_count};
 
 impl Trace {
-    /// Writes the trace. `*.jsonl` gives one JSON object per line, each with a `kind` of
-    /// `batch` or `epoch`; any other name gives CSV: batches in the file itself, epochs beside
-    /// it in `<stem>.epochs.csv`. Files are written to a temporary name and renamed.
+    /// Writes the trace. `*.jsonl` (in any case: `.JSONL` was written as CSV) gives one JSON
+    /// object per line, each with a `kind` of `batch` or `epoch`; any other name gives CSV:
+    /// batches in the file itself, epochs beside it in `<stem>.epochs.csv`. Files are written
+    /// to a temporary name and renamed.
     ///
     /// # Errors
     /// [`ember::Error::Output`] for a path that cannot take a file, and I/O errors naming the
     /// path. Each file keeps its old content if writing it fails.
     pub fn write(&self, path: &Path) -> ember::Result<Vec<PathBuf>> {
-        if path.extension().is_some_and(|ext| ext == "jsonl") {
+        if path
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("jsonl"))
+        {
             write_atomic_bytes(path, &Jsonl::default().of(self, &[]))?;
             Ok(vec![path.to_path_buf()])
         } else {
@@ -50,7 +54,10 @@ impl Trace {
     /// The files [`Trace::write`] writes for `path`: `path` itself, and for CSV the epochs'
     /// file beside it. For checking them all before a run.
     pub fn paths(path: &Path) -> Vec<PathBuf> {
-        if path.extension().is_some_and(|ext| ext == "jsonl") {
+        if path
+            .extension()
+            .is_some_and(|ext| ext.eq_ignore_ascii_case("jsonl"))
+        {
             vec![path.to_path_buf()]
         } else {
             vec![path.to_path_buf(), epochs_path(path)]

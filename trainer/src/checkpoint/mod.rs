@@ -193,7 +193,8 @@ impl Checkpoint {
     /// found here, where a resume falls back to an earlier checkpoint, not after it began.
     ///
     /// # Errors
-    /// [`Error::Io`] naming a missing file; [`Error::ParameterFile`] naming a changed one;
+    /// [`Error::Io`] naming a missing file; [`Error::ParameterFile`] naming a changed network or
+    /// optimizer state, [`Error::Io`] a changed trace;
     /// [`Error::InvalidValue`] for a position that is not where the trace ends.
     pub fn verify(&self) -> Result<()> {
         self.verify_checksums()?;
@@ -216,12 +217,17 @@ impl Checkpoint {
             let found = checksum(&path)?;
             match self.position.checksums.get(file) {
                 Some(&recorded) if recorded != found => {
-                    return Err(Error::ParameterFile {
-                        path,
-                        message: format!(
-                            "its checksum is {found:08x}, and the checkpoint recorded \
-                             {recorded:08x}: the file changed after it was written"
+                    let message = format!(
+                        "its checksum is {found:08x}, and the checkpoint recorded \
+                         {recorded:08x}: the file changed after it was written"
+                    );
+                    // The trace is no parameter file (it was called one, hostile pass).
+                    return Err(match file {
+                        TRACE => Error::io(
+                            &path,
+                            std::io::Error::new(std::io::ErrorKind::InvalidData, message),
                         ),
+                        _ => Error::ParameterFile { path, message },
                     });
                 }
                 _ => {}

@@ -204,13 +204,18 @@ pub fn run() -> ExitCode {
             }
         }
     }
-    let bound = std::time::Duration::try_from_secs_f64(cli.remote_timeout)
-        .map_err(|_| ember::Error::InvalidValue {
+    // The range on the value as given: 1e30 was "not a number of seconds", and 1e-40 was
+    // named as 0 (hostile pass).
+    let bound = match cli.remote_timeout {
+        seconds if (0.001..=86_400.0).contains(&seconds) => {
+            ember::device::remote::set_answer_within(std::time::Duration::from_secs_f64(seconds))
+        }
+        seconds => Err(ember::Error::InvalidValue {
             name: "--remote-timeout",
-            value: flags::number(cli.remote_timeout),
-            reason: "a number of seconds is expected".to_string(),
-        })
-        .and_then(ember::device::remote::set_answer_within);
+            value: flags::number(seconds),
+            reason: "a remote device's bound is 0.001 s to 86400 s (a day)".to_string(),
+        }),
+    };
     if let Err(err) = bound {
         say_err!("error: {err}");
         return ExitCode::FAILURE;

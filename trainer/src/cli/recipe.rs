@@ -237,11 +237,12 @@ impl Recipe {
     /// `--lr-schedule onecycle:` where one cycle ignores `--lr`; with this run's value.
     pub fn rate_flag(&self, lr: f64) -> (String, String) {
         match self.schedule {
+            // Short past 12 digits: 1e30 was printed with its 31 digits (hostile pass).
             Some(Schedule::OneCycle { max_lr }) => (
                 format!("{} onecycle:", Flag::LR_SCHEDULE),
-                max_lr.to_string(),
+                ember::error::number(max_lr),
             ),
-            _ => (format!("{} ", Flag::LR), lr.to_string()),
+            _ => (format!("{} ", Flag::LR), ember::error::number(lr)),
         }
     }
 

@@ -95,11 +95,17 @@ impl Run<'_> {
                     )
                 },
             )?;
+            // A number past 12 digits, short (1e30 was printed with its 31 digits).
+            let short = |value: &str| {
+                value
+                    .parse()
+                    .map_or(value.to_string(), ember::error::number)
+            };
             for change in changes {
                 say!(
                     "resuming with {flag} {} (the checkpoint's run had {flag} {})",
-                    change.now,
-                    change.before,
+                    short(&change.now),
+                    short(&change.before),
                     flag = change.flag
                 );
             }
@@ -121,13 +127,14 @@ impl Run<'_> {
                      train; writing its outputs",
                     checkpoint.dir.display()
                 );
+            } else {
+                say!(
+                    "resuming from {}: epoch {}, batch {}",
+                    checkpoint.dir.display(),
+                    checkpoint.position.epoch + 1,
+                    checkpoint.position.next_batch
+                );
             }
-            say!(
-                "resuming from {}: epoch {}, batch {}",
-                checkpoint.dir.display(),
-                checkpoint.position.epoch + 1,
-                checkpoint.position.next_batch
-            );
             let unverified = checkpoint.unverified();
             if !unverified.is_empty() {
                 say_err!(

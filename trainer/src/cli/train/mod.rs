@@ -335,9 +335,16 @@ struct Run<'a> {
 /// outputs as given (rank 0 writes them, and another rank's would be dropped in silence), the
 /// sync policy, and the CPU's kernels (`EMBER_CPU_KERNELS`), which change a rank's arithmetic.
 fn ranks_alike(args: &TrainArgs) -> BTreeMap<String, String> {
+    // `./x.st` is `x.st` (they were refused as two files, hostile pass); nothing is resolved
+    // on disk, as another host's rank would resolve it in its own directories.
     let path = |p: &Option<PathBuf>| {
-        p.as_ref()
-            .map_or("none".to_string(), |p| p.display().to_string())
+        p.as_ref().map_or("none".to_string(), |p| {
+            let plain: PathBuf = p
+                .components()
+                .filter(|c| *c != std::path::Component::CurDir)
+                .collect();
+            plain.display().to_string()
+        })
     };
     BTreeMap::from([
         ("--save".to_string(), path(&args.save)),
