@@ -40,10 +40,8 @@ DEBTS = {
         " <-> cli/workload.rs",
         "policy.rs <-> policy/auto.rs <-> policy/kind.rs",
         "checkpoint/mod.rs <-> checkpoint/scan.rs",
-        "fit/lr_find/mod.rs <-> fit/mod.rs",
         "plot/bars.rs <-> plot/lr_find.rs <-> plot/memory.rs <-> plot/mod.rs <-> plot/sweep.rs"
         " <-> plot/time.rs <-> plot/timeline.rs",
-        "evaluate <-> fit",
     ],
     # Both move out of cli/ with the run's specification.
     "long files": {

@@ -4,8 +4,8 @@ use burn::tensor::{Device, Int, Tensor};
 use ember::{Block, Loss, Result};
 use ember_datasets::DataLoader;
 
-use crate::fit::Target;
 use crate::metric::{Accuracy, Metric, read_floats};
+use crate::target::Target;
 
 /// Each of `metrics` over every example of `data`, in their order: one forward pass a batch,
 /// the metrics summed on the device and read back once each, at the end. Each metric starts

@@ -83,5 +83,6 @@ pub mod policy;
 pub mod profile;
 pub mod signals;
 pub mod summary;
+mod target;
 pub mod tensorboard;
 pub mod trace;

@@ -12,8 +12,8 @@ use ember::parallel::mpi::{Collective, Exchanged};
 use ember::{Block, Loss, Optimizer, Precision, Replicas, Result};
 use ember_datasets::Batch;
 
-use super::target::Target;
 use crate::metric::Metric;
+use crate::target::Target;
 use passes::{Pass, Streams, gradients};
 
 /// The backend's state: it lives on the engine's worker thread during the run. The network is

@@ -4,7 +4,7 @@
 use ember::{Block, Loss, Precision, Replicas};
 
 use super::Fit;
-use super::target::Target;
+use crate::target::Target;
 
 impl<B, L> Fit<'_, B, L>
 where

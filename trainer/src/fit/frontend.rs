@@ -24,11 +24,11 @@ use super::groups::Groups;
 use super::progress::Progress;
 use super::rates::Rates;
 use super::source::BatchSource;
-use super::target::Target;
 use crate::checkpoint::{Checkpointing, Position};
 use crate::metric::{TRAIN, column};
 use crate::policy::{PolicyKind, SyncPolicy};
 use crate::signals::{Signal, requested};
+use crate::target::Target;
 use crate::trace::{BatchRecord, Trace};
 
 /// Everything the frontend holds during a run. The backend's state lives in `engine`.

@@ -9,7 +9,7 @@ use ember::{Block, Error, Loss, Result};
 use super::backend::Backend;
 use super::epoch::Epoch;
 use super::frontend::Frontend;
-use super::target::Target;
+use crate::target::Target;
 
 impl<B, L> Frontend<'_, B, L>
 where

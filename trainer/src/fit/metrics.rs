@@ -7,8 +7,8 @@ use ember_datasets::DataLoader;
 
 use super::Fit;
 use super::epoch::Evaluation;
-use super::target::Target;
 use crate::metric::{Metric, column};
+use crate::target::Target;
 
 impl<B, L> Fit<'_, B, L>
 where

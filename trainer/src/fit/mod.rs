@@ -56,7 +56,6 @@ mod rates;
 mod resume;
 mod run;
 mod source;
-mod target;
 mod watched;
 
 use burn::tensor::Device;
@@ -67,13 +66,13 @@ use ember_datasets::Batch;
 use crate::metric::Metric;
 
 pub use crate::metric::Goal;
+pub use crate::target::Target;
 pub use best::SaveFn;
 pub use callback::{Action, Callback};
 pub use epoch::{Evaluate, Evaluation};
 pub use lr_find::{LrFinding, LrPoint, LrSweep, Suggestion, SweepEnd, SweepMode};
 pub use progress::Progress;
 pub use source::{BatchSource, SyntheticEpochs};
-pub use target::Target;
 pub use watched::{EarlyStopping, ReduceLrOnPlateau, Watched};
 
 use crate::checkpoint::{Checkpoint, Checkpointing};

@@ -6,8 +6,8 @@ use ember::engine::{Engine, Host};
 use ember::{Block, Loss, Optimizer, Result};
 
 use super::backend::Backend;
-use super::target::Target;
 use crate::checkpoint::{self, Checkpoint, Checkpointing, Position};
+use crate::target::Target;
 use crate::trace::{BatchRecord, Trace};
 
 /// The state a run starts from: its position, the trace so far, and the records of the epoch a

@@ -12,10 +12,10 @@ use super::groups::Groups;
 use super::rates::{self, Rates};
 use super::resume;
 use super::source::BatchSource;
-use super::target::Target;
 use super::{Fit, FitRun, infer};
 use crate::metric::Accuracy;
 use crate::signals::RunInProgress;
+use crate::target::Target;
 
 impl<B, L> Fit<'_, B, L>
 where

@@ -7,7 +7,7 @@ use burn::tensor::{Device, Tensor};
 use ember::{Block, Loss, NdTensor, Precision, Replicas, Result, random};
 use ember_datasets::Batch;
 
-use crate::fit::target::Target;
+use crate::target::Target;
 
 /// The step's gradients of `net` on `batch`, summed over the replicas (on the main device),
 /// with each device's per-example loss and, where asked, its outputs (detached) and targets,

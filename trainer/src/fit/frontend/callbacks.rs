@@ -7,7 +7,7 @@ use super::Frontend;
 use crate::fit::backend::Backend;
 use crate::fit::callback::{Action, Callback};
 use crate::fit::epoch::Epoch;
-use crate::fit::target::Target;
+use crate::target::Target;
 
 impl<B, L> Frontend<'_, B, L>
 where

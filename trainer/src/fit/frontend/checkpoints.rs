@@ -9,7 +9,7 @@ use crate::fit::backend::Backend;
 use crate::fit::epoch::Epoch;
 use crate::fit::resume;
 use crate::fit::source::BatchSource;
-use crate::fit::target::Target;
+use crate::target::Target;
 use crate::trace::BatchRecord;
 
 impl<B, L> Frontend<'_, B, L>

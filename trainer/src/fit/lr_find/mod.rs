@@ -29,6 +29,7 @@
 //! // found.net is the network as given, ready for a run at the suggested rate.
 //! ```
 
+mod finding;
 mod suggestion;
 mod sweep;
 #[cfg(test)]
@@ -37,40 +38,17 @@ mod tests;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use ember::{Block, Error, Loss, Optimizer, Result};
+use ember::{Block, Error, Loss, Result};
 
 use super::callback::{Action, Callback};
 use super::source::BatchSource;
-use super::target::Target;
 use super::{Fit, infer};
+use crate::target::Target;
 use crate::trace::BatchRecord;
 
+pub use finding::LrFinding;
 pub use suggestion::{LrPoint, Suggestion, SweepEnd};
 pub use sweep::{LrSweep, SweepMode};
-
-/// What [`Fit::lr_find`] hands back.
-pub struct LrFinding<B> {
-    /// The network as given, untrained (its deferred sizes resolved from the first batch):
-    /// the sweep trained a copy.
-    pub net: B,
-    /// The optimizer as given, its state untouched.
-    pub optimizer: Optimizer,
-    /// One point a batch, in order.
-    pub points: Vec<LrPoint>,
-    /// The suggested rate, or why there is none.
-    pub suggestion: Suggestion,
-    /// Why the sweep ended.
-    pub ended: SweepEnd,
-    /// The sweep.
-    pub sweep: LrSweep,
-}
-
-impl<B> LrFinding<B> {
-    /// The suggestion with other skips (Lightning's `suggestion(skip_begin, skip_end)`).
-    pub fn suggest(&self, skip_begin: usize, skip_end: usize) -> Suggestion {
-        Suggestion::of(&self.points, self.sweep.mode, skip_begin, skip_end)
-    }
-}
 
 /// The curve as it grows: smoothing and the divergence check, batch by batch.
 struct Curve {
