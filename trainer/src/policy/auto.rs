@@ -42,7 +42,10 @@
 
 use std::time::Instant;
 
-use super::{InFlight, PolicyKind, Result, SyncPolicy};
+use ember::Result;
+
+use super::kind::PolicyKind;
+use super::sync::{InFlight, SyncPolicy};
 use crate::memory::available_bytes;
 
 /// Intervals timed in each block.

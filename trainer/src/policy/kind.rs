@@ -6,7 +6,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::{Auto, Error, EveryN, MemoryBudget, NoSync, Result, SyncPolicy, Window};
+use ember::{Error, Result};
 
 /// What a policy is, as data: a built-in with its parameter, or a user's policy by name.
 /// It prints as the policy's name (`barrier`, `window:2`, `none`, `every:10`, `memory:256`),
@@ -90,35 +90,6 @@ pub fn forms() -> String {
         })
         .collect();
     forms.join(" | ")
-}
-
-impl PolicyKind {
-    /// The built-in policy of this kind.
-    ///
-    /// # Errors
-    /// [`Error::InvalidValue`] for a user's own policy, which only its own code can build.
-    pub fn build(&self) -> Result<Box<dyn SyncPolicy>> {
-        Ok(match self {
-            PolicyKind::Window(k) => Box::new(Window(*k)),
-            PolicyKind::NoSync => Box::new(NoSync),
-            PolicyKind::EveryN(n) => Box::new(EveryN(*n)),
-            PolicyKind::MemoryBudget(mb) => Box::new(MemoryBudget(*mb)),
-            PolicyKind::Auto(mb) => Box::new(Auto::new(*mb)),
-            PolicyKind::Custom(name) => {
-                return Err(Error::InvalidValue {
-                    name: "sync policy",
-                    value: name.clone(),
-                    reason: format!("not a built-in one ({})", forms()),
-                });
-            }
-        })
-    }
-
-    /// The kind a trace names: a built-in where the name is one, else a user's policy.
-    pub fn from_name(name: &str) -> Self {
-        name.parse()
-            .unwrap_or_else(|_| PolicyKind::Custom(name.to_string()))
-    }
 }
 
 impl fmt::Display for PolicyKind {
