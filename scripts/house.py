@@ -38,7 +38,6 @@ DEBTS = {
         # trainer/src: the run's specification, still in cli/ (it moves to a library module).
         "cli/flags.rs <-> cli/model.rs <-> cli/precision.rs <-> cli/recipe.rs <-> cli/task.rs"
         " <-> cli/workload.rs",
-        "checkpoint/mod.rs <-> checkpoint/scan.rs",
         "plot/bars.rs <-> plot/lr_find.rs <-> plot/memory.rs <-> plot/mod.rs <-> plot/sweep.rs"
         " <-> plot/time.rs <-> plot/timeline.rs",
     ],

@@ -26,14 +26,14 @@ use std::path::{Path, PathBuf};
 
 use burn::store::{BurnpackStore, ModuleSnapshot};
 use ember::{Block, Error, Optimizer, Result};
-use serde::{Deserialize, Serialize};
-
-use crate::trace::Trace;
 
 mod lock;
+mod record;
 mod scan;
 mod verified;
 
+pub use record::{Checkpoint, Position};
+use record::{FILES, LOCK, MODEL, OPTIMIZER, PREFIX, STATE, TRACE, checksum};
 pub use scan::{Entry, classify, scan, set_aside, step_of};
 
 /// Where and how often a run writes checkpoints.
@@ -127,50 +127,6 @@ impl Checkpointing {
     }
 }
 
-/// Where a run stands: what a checkpoint's `state.json` holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Position {
-    /// The epoch to go on with, from 0.
-    pub epoch: usize,
-    /// The first batch of that epoch not yet trained on.
-    pub next_batch: usize,
-    /// Training steps taken since the run began.
-    pub steps: u64,
-    /// The seed of the per-step random stream, if the run has one.
-    pub seed: Option<u64>,
-    /// The caller's description of the run ([`Checkpointing::describe`]).
-    pub description: BTreeMap<String, String>,
-    /// The CRC-32 of each other file of the checkpoint, verified on resume (none in a
-    /// checkpoint written before ember kept them).
-    #[serde(default)]
-    pub checksums: BTreeMap<String, u32>,
-    /// The training metrics' sums over the epoch's batches so far, by metric name
-    /// ([`crate::metric::Metric::state`]), where the checkpoint is in the middle of an epoch:
-    /// a resume counts the epoch whole. None in a checkpoint written before ember kept them,
-    /// nor for a metric that cannot say.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub metrics: BTreeMap<String, Vec<f64>>,
-}
-
-/// A complete checkpoint found on disk.
-#[derive(Debug, Clone)]
-pub struct Checkpoint {
-    /// Its directory.
-    pub dir: PathBuf,
-    /// Where the run stood.
-    pub position: Position,
-}
-
-const MODEL: &str = "model.bpk";
-const OPTIMIZER: &str = "optimizer.bpk";
-const TRACE: &str = "trace.jsonl";
-const STATE: &str = "state.json";
-/// Every file of a checkpoint, `state.json` first (a removal cut short leaves no sound-looking
-/// checkpoint with files missing).
-const FILES: [&str; 4] = [STATE, MODEL, OPTIMIZER, TRACE];
-const PREFIX: &str = "step-";
-const LOCK: &str = "lock";
-
 impl Checkpoint {
     /// The newest sound checkpoint in `dir` (every file there, unchanged), or `None` when
     /// there is none yet; [`scan`] says what was passed over and why.
@@ -185,147 +141,6 @@ impl Checkpoint {
                 Entry::Sound(checkpoint) => Some(checkpoint),
                 _ => None,
             }))
-    }
-
-    /// Every file is there, unchanged since it was written (where the checkpoint recorded
-    /// checksums), and its position is where its trace ends: `state.json`, which holds the
-    /// checksums, is checked against the trace, so that one edited into other valid JSON is
-    /// found here, where a resume falls back to an earlier checkpoint, not after it began.
-    ///
-    /// # Errors
-    /// [`Error::Io`] naming a missing file; [`Error::ParameterFile`] naming a changed network or
-    /// optimizer state, [`Error::Io`] a changed trace;
-    /// [`Error::InvalidValue`] for a position that is not where the trace ends.
-    pub fn verify(&self) -> Result<()> {
-        self.verify_checksums()?;
-        self.check_position(&Trace::read_jsonl(&self.dir.join(TRACE))?)
-    }
-
-    /// The files whose checksum the checkpoint does not record: a checkpoint written before
-    /// ember recorded them (2026-11-25), or a `state.json` edited to drop them. Their
-    /// contents cannot be verified; [`Checkpoint::verify`] takes them as they are.
-    pub fn unverified(&self) -> Vec<&'static str> {
-        [MODEL, OPTIMIZER, TRACE]
-            .into_iter()
-            .filter(|file| !self.position.checksums.contains_key(*file))
-            .collect()
-    }
-
-    fn verify_checksums(&self) -> Result<()> {
-        for file in [MODEL, OPTIMIZER, TRACE] {
-            let path = self.dir.join(file);
-            let found = checksum(&path)?;
-            match self.position.checksums.get(file) {
-                Some(&recorded) if recorded != found => {
-                    let message = format!(
-                        "its checksum is {found:08x}, and the checkpoint recorded \
-                         {recorded:08x}: the file changed after it was written"
-                    );
-                    // The trace is no parameter file (it was called one, hostile pass).
-                    return Err(match file {
-                        TRACE => Error::io(
-                            &path,
-                            std::io::Error::new(std::io::ErrorKind::InvalidData, message),
-                        ),
-                        _ => Error::ParameterFile { path, message },
-                    });
-                }
-                _ => {}
-            }
-        }
-        Ok(())
-    }
-
-    /// The checkpoint in `dir`, one `step-N` directory (to go back to an earlier one than the
-    /// newest).
-    ///
-    /// # Errors
-    /// [`Error::Io`] when its `state.json` is missing or unreadable.
-    pub fn open(dir: &Path) -> Result<Checkpoint> {
-        let path = dir.join(STATE);
-        let text = fs::read_to_string(&path).map_err(|source| Error::io(&path, source))?;
-        let position = serde_json::from_str(&text).map_err(|e| {
-            Error::io(
-                &path,
-                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-            )
-        })?;
-        Ok(Checkpoint {
-            dir: dir.to_path_buf(),
-            position,
-        })
-    }
-
-    /// What the run that wrote it said it was.
-    pub fn description(&self) -> &BTreeMap<String, String> {
-        &self.position.description
-    }
-
-    /// Loads the parameters into `net` (built and resolved as the run's was), the optimizer's
-    /// state into `trainer`, and returns them with the trace so far.
-    ///
-    /// # Errors
-    /// [`Error::ParameterFile`] or [`Error::Io`] naming the file that does not fit.
-    pub fn restore<B: Block>(&self, net: B, trainer: Optimizer) -> Result<(B, Optimizer, Trace)> {
-        self.verify()?;
-        let model = self.dir.join(MODEL);
-        let mut store = BurnpackStore::from_file(&model).auto_extension(false);
-        // As `load_parameters` does: no update held for a thread outlives the restore.
-        ember::settle_running_statistics(&net);
-        let mut net = net;
-        let result = net
-            .load_from(&mut store)
-            .map_err(|e| Error::ParameterFile {
-                path: model.clone(),
-                message: e.to_string(),
-            })?;
-        if !result.errors.is_empty() || !result.missing.is_empty() || !result.unused.is_empty() {
-            return Err(Error::ParameterMismatch {
-                path: model,
-                details: result.to_string(),
-            });
-        }
-        let trainer = trainer.load_state(&self.dir.join(OPTIMIZER))?;
-        let trace = Trace::read_jsonl(&self.dir.join(TRACE))?;
-        self.check_position(&trace)?;
-        Ok((net, trainer, trace))
-    }
-
-    /// The position must be where the trace ends: as many steps as batches recorded, and the
-    /// next batch right after the last one recorded (in its epoch, or at the start of a later
-    /// one).
-    fn check_position(&self, trace: &Trace) -> Result<()> {
-        let p = &self.position;
-        let fits = match trace.batches.last() {
-            None => p.steps == 0 && p.next_batch == 0,
-            Some(last) => {
-                p.steps == trace.batches.len() as u64
-                    && ((p.epoch == last.epoch && p.next_batch == last.batch + 1)
-                        || (p.epoch == last.epoch + 1 && p.next_batch == 0))
-            }
-        };
-        if fits {
-            return Ok(());
-        }
-        Err(Error::InvalidValue {
-            name: "checkpoint position",
-            value: format!(
-                "epoch {}, next batch {}, {} steps in {}",
-                p.epoch,
-                p.next_batch,
-                p.steps,
-                self.dir.join(STATE).display()
-            ),
-            reason: format!(
-                "its trace records {} batches{}; the file was edited or is damaged",
-                trace.batches.len(),
-                trace.batches.last().map_or(String::new(), |b| format!(
-                    ", the last batch {} of epoch {}",
-                    b.batch + 1,
-                    b.epoch + 1
-                ))
-            ),
-        })
     }
 }
 
@@ -435,10 +250,4 @@ fn steps_in(dir: &Path) -> Result<Vec<PathBuf>> {
             _ => None,
         })
         .collect())
-}
-
-/// The CRC-32 of a file's bytes.
-fn checksum(path: &Path) -> Result<u32> {
-    let bytes = fs::read(path).map_err(|source| Error::io(path, source))?;
-    Ok(crc32fast::hash(&bytes))
 }

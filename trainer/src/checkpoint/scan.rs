@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use ember::{Error, Result};
 
-use super::{Checkpoint, FILES, MODEL, OPTIMIZER, PREFIX, STATE, TRACE};
+use super::record::{Checkpoint, FILES, MODEL, OPTIMIZER, PREFIX, STATE, TRACE};
 
 /// One `step-N` entry of a checkpoint directory.
 #[derive(Debug, Clone)]
