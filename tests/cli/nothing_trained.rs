@@ -17,11 +17,25 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         let said = format!("invalid --classes {classes}: softmax cross-entropy needs 2 or more");
         fails_with(&flags, &said);
     }
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 15] = [
+        // Single steps too: a cosine from 1e-37 ended at 3.8e-39, poly:50 at 7e-48, one cycle
+        // of 1e-37 began at 4e-39, each exit 0 (third hostile pass).
+        (
+            &["--lr", "1e-37", "--lr-schedule", "cosine", "--epochs", "2"],
+            "the schedule cosine makes the rate of step",
+        ),
+        (
+            &["--lr-schedule", "poly:50", "--epochs", "2"],
+            "the schedule poly:50 makes the rate of step 8 (epoch 2)",
+        ),
+        (
+            &["--lr-schedule", "onecycle:1e-37"],
+            "the schedule onecycle:1e-37 makes the rate of step 1 (epoch 1)",
+        ),
         // Every rate after the first 0.0 (hostile pass of the CUDA build).
         (
             &["--lr-schedule", "poly:1e30", "--epochs", "3"],
-            "invalid learning rate 0: the schedule poly:1e30 makes every rate of epoch 2",
+            "invalid learning rate 0: the schedule poly:1e30 makes the rate of step 2 (epoch 1)",
         ),
         (
             &["--reduce-lr-on-plateau", "loss:1:1e-50"],
@@ -38,7 +52,7 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         (&["--wd", "1e-44"], "flushed to 0 there"),
         (
             &["--lr-schedule", "multistep:1,2:1e-20", "--epochs", "3"],
-            "which single precision makes 0 (below about 1.2e-38): from there",
+            "which single precision makes 0 (below about 1.2e-38): that step would train nothing",
         ),
         // A step schedule's factor cut every epoch after the first to a rate of 0 (hostile
         // pass); so did one whose rate reaches 0 in single precision before the run ends.
@@ -48,7 +62,7 @@ fn values_that_would_train_nothing_are_refused_naming_them() {
         ),
         (
             &["--lr-schedule", "multistep:1,2:1e-30", "--epochs", "3"],
-            "makes every rate of epoch 3 at most this",
+            "makes the rate of step 9 (epoch 3) this",
         ),
         (
             &["--wd", "1e-50"],

@@ -13,30 +13,29 @@ pub(super) struct Rates<'a> {
     pub(super) total: u64,
 }
 
-/// The first of epochs `from..epochs` (of a run of `total` steps) that `schedule` from `base`
-/// makes train nothing, with its largest rate: every rate of the epoch is 0 or vanishes in
-/// single precision ([`ember::optim::vanishes`]). A decaying schedule's last steps may
-/// vanish alone; an epoch whose every step does (a step schedule's factor cut the rate to
-/// 1e-62 by the third epoch, and the run exited 0) is refused.
-pub(super) fn idle_epoch(
+/// The first step of epochs `from..epochs` (of a run of `total` steps) whose rate, from
+/// `base` under `schedule`, is 0 or vanishes in single precision ([`ember::optim::vanishes`]):
+/// its epoch, its number from 0, and its rate. Every step counts: a step schedule's factor cut
+/// every rate of the third epoch to 1e-62, poly:1e30 every rate after the first to 0.0, and a
+/// cosine from 1e-37 its last ones to 3.8e-39, each exit 0 (hostile passes).
+pub(super) fn vanishing_step(
     schedule: &dyn LrSchedule,
     base: f64,
     total: u64,
     (from, epochs): (usize, usize),
-) -> Option<(usize, f64)> {
+) -> Option<(usize, u64, f64)> {
     let per_epoch = total / epochs.max(1) as u64;
     (from..epochs).find_map(|epoch| {
         let first = epoch as u64 * per_epoch;
-        let largest = (first..(first + per_epoch).max(first + 1))
-            .map(|step| schedule.rate(base, ScheduleAt { step, epoch, total }))
-            .fold(0.0, f64::max);
-        // 0 itself too: poly:1e30 made every rate after the first 0.0, exit 0 (hostile pass).
-        (largest < ember::optim::SMALLEST).then_some((epoch, largest))
+        (first..(first + per_epoch).max(first + 1)).find_map(|step| {
+            let rate = schedule.rate(base, ScheduleAt { step, epoch, total });
+            (rate < ember::optim::SMALLEST).then_some((epoch, step, rate))
+        })
     })
 }
 
-/// Refuses `schedule` where from `base` it makes one of epochs `from..epochs` (of a run of
-/// `total` steps) train nothing ([`idle_epoch`]).
+/// Refuses `schedule` where from `base` it makes a step of epochs `from..epochs` (of a run of
+/// `total` steps) train nothing ([`vanishing_step`]).
 ///
 /// # Errors
 /// [`Error::InvalidValue`] naming the rate, the schedule and the first such epoch.
@@ -46,16 +45,16 @@ pub(super) fn refuse_underflow(
     total: u64,
     epochs: (usize, usize),
 ) -> Result<()> {
-    match idle_epoch(schedule, base, total, epochs) {
+    match vanishing_step(schedule, base, total, epochs) {
         None => Ok(()),
-        Some((epoch, rate)) => Err(Error::InvalidValue {
+        Some((epoch, step, rate)) => Err(Error::InvalidValue {
             name: "learning rate",
             value: ember::error::number(rate),
             reason: format!(
-                "the schedule {} makes every rate of epoch {} at most this, which single \
-                 precision makes 0 (below about 1.2e-38): from there the run would train \
-                 nothing",
+                "the schedule {} makes the rate of step {} (epoch {}) this, which single \
+                 precision makes 0 (below about 1.2e-38): that step would train nothing",
                 schedule.describe(),
+                step + 1,
                 epoch + 1
             ),
         }),
@@ -64,8 +63,8 @@ pub(super) fn refuse_underflow(
 
 /// `base` times `scale` (a callback's cut), where the steps after it still train: the new
 /// rate is finite and not below single precision's smallest normal number (0, a negative or
-/// NaN factor included), and, under `schedule`, no epoch of `from..epochs` trains nothing
-/// ([`idle_epoch`]). Otherwise what would vanish, in words: a plateau's cut beside a step
+/// NaN factor included), and, under `schedule`, no step of epochs `from..epochs` trains
+/// nothing ([`vanishing_step`]). Otherwise what would vanish, in words: a plateau's cut beside a step
 /// schedule took the rate to 6.25e-39 (hostile pass). A resume replays the cuts of the epochs
 /// done through it too, each with the epochs after it, as the run made them.
 pub(super) fn cut(
@@ -80,10 +79,11 @@ pub(super) fn cut(
         return Err(format!("the rate {}", ember::error::number(next)));
     }
     match schedule.and_then(|schedule| {
-        idle_epoch(schedule, next, total, epochs).map(|found| (schedule, found))
+        vanishing_step(schedule, next, total, epochs).map(|found| (schedule, found))
     }) {
-        Some((schedule, (epoch, rate))) => Err(format!(
-            "every rate of epoch {} {} or less, under --lr-schedule {}",
+        Some((schedule, (epoch, step, rate))) => Err(format!(
+            "the rate of step {} (epoch {}) {}, under --lr-schedule {}",
+            step + 1,
             epoch + 1,
             ember::error::number(rate),
             schedule.describe()
