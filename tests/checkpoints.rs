@@ -52,12 +52,31 @@ fn a_checkpoint_file_changed_after_it_was_written_is_refused_on_resume() {
 fn a_position_edited_out_of_place_is_refused_on_resume() {
     let dir = tempfile::tempdir().unwrap();
     let ck = dir.path().join("ck");
+    succeeds(&strs(&run(&ck, "2", &[])));
+    let state = newest(&ck).join("state.json");
+    let text = std::fs::read_to_string(&state).unwrap();
+    let resume = run(&ck, "3", &["--resume", ck.to_str().unwrap()]);
+    // state.json's own checksum: one flipped bit in the run's flags was refused as another
+    // run's (third hostile pass); the checkpoint before is taken, saying why.
+    std::fs::write(&state, text.replace("--features", "--feateres")).unwrap();
+    let stdout = succeeds(&strs(&resume));
+    assert!(
+        stdout.contains("state.json: its checksum is") && stdout.contains("step-0000000004"),
+        "{stdout}"
+    );
+    // Where it records none (an older checkpoint), the position is checked against the trace.
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
     succeeds(&strs(&run(&ck, "1", &[])));
     let state = newest(&ck).join("state.json");
     let text = std::fs::read_to_string(&state).unwrap();
-    let edited = text.replace("\"next_batch\": 0", "\"next_batch\": 999");
-    assert_ne!(text, edited, "{text}");
-    std::fs::write(&state, edited).unwrap();
+    let mut older: serde_json::Value = serde_json::from_str(&text).unwrap();
+    older["checksums"]
+        .as_object_mut()
+        .unwrap()
+        .remove("state.json");
+    older["next_batch"] = 999.into();
+    std::fs::write(&state, serde_json::to_string_pretty(&older).unwrap()).unwrap();
     let resume = run(&ck, "2", &["--resume", ck.to_str().unwrap()]);
     let stderr = fails_with(&strs(&resume), "checkpoint position");
     assert!(
@@ -77,8 +96,17 @@ fn a_seed_edited_in_a_checkpoint_is_refused_on_resume() {
     let text = std::fs::read_to_string(&state).unwrap();
     let edited = text.replace("\"seed\": 3,", "\"seed\": 7,");
     assert_ne!(text, edited, "{text}");
-    std::fs::write(&state, edited).unwrap();
     let resume = run(&ck, "2", &["--seed", "3", "--resume", ck.to_str().unwrap()]);
+    // state.json's own checksum finds the edit first.
+    std::fs::write(&state, &edited).unwrap();
+    fails_with(&strs(&resume), "state.json: its checksum is");
+    // Where that checksum is gone too, the seed itself is compared.
+    let mut json: serde_json::Value = serde_json::from_str(&edited).unwrap();
+    json["checksums"]
+        .as_object_mut()
+        .unwrap()
+        .remove("state.json");
+    std::fs::write(&state, json.to_string()).unwrap();
     fails_with(&strs(&resume), "invalid seed 3: ");
     let stderr = fails_with(&strs(&resume), "records seed 7");
     assert!(stderr.contains("state.json was edited"), "{stderr}");
@@ -98,6 +126,8 @@ fn a_checkpoint_without_checksums_resumes_saying_its_files_are_unverified() {
     let checksums = json["checksums"].as_object_mut().expect("checksums");
     assert!(checksums.remove("model.bpk").is_some(), "{checksums:?}");
     checksums.remove("trace.jsonl");
+    // An edit that drops its own checksum too, as an older ember wrote none.
+    assert!(checksums.remove("state.json").is_some(), "{checksums:?}");
     std::fs::write(&state, json.to_string()).unwrap();
     let resume = run(&ck, "2", &["--resume", ck.to_str().unwrap()]);
     let out = common::cli::ember(&strs(&resume));
@@ -283,8 +313,9 @@ fn a_damaged_newest_checkpoint_falls_back_to_the_one_before() {
             }
             _ => std::fs::write(&damaged, "{").unwrap(),
         }
+        // An edit of state.json meets its own checksum first.
         let case_file = match change {
-            "edit" | "epoch" => "the file was edited or is damaged",
+            "edit" | "epoch" => "state.json: its checksum is",
             _ => file,
         };
         let stdout = succeeds(&strs(&run(&ck, "3", &["--resume", ck.to_str().unwrap()])));

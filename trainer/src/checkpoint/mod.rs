@@ -185,8 +185,11 @@ pub(crate) fn write<B: Block + 'static>(
                 .insert(file.to_string(), checksum(&tmp.join(file))?);
         }
         (position.checksums).insert(TRACE.to_string(), crc32fast::hash(trace));
-        let state = serde_json::to_string_pretty(&position)
-            .map_err(|e| Error::io(tmp.join(STATE), std::io::Error::other(e)))?;
+        // state.json's own, over its text without it: a flipped bit in the run's flags was
+        // refused as another run's, where a damaged checkpoint is passed over (hostile pass).
+        let state_crc = crc32fast::hash(position.state_text()?.as_bytes());
+        (position.checksums).insert(STATE.to_string(), state_crc);
+        let state = position.state_text()?;
         ember::io::write_atomic_bytes(&tmp.join(STATE), state.as_bytes())
     })?;
     verified::remember(&dir, &FILES);

@@ -36,6 +36,16 @@ pub struct Position {
     pub metrics: BTreeMap<String, Vec<f64>>,
 }
 
+impl Position {
+    /// `state.json`'s text for this position.
+    ///
+    /// # Errors
+    /// [`Error::Io`] where it cannot be serialized.
+    pub(super) fn state_text(&self) -> Result<String> {
+        serde_json::to_string_pretty(self).map_err(|e| Error::io(STATE, std::io::Error::other(e)))
+    }
+}
+
 /// A complete checkpoint found on disk.
 #[derive(Debug, Clone)]
 pub struct Checkpoint {
@@ -81,6 +91,22 @@ impl Checkpoint {
     }
 
     fn verify_checksums(&self) -> Result<()> {
+        // state.json's own checksum, where it records one: over its text without it.
+        if let Some(&recorded) = self.position.checksums.get(STATE) {
+            let mut without = self.position.clone();
+            without.checksums.remove(STATE);
+            let found = crc32fast::hash(without.state_text()?.as_bytes());
+            if found != recorded {
+                let message = format!(
+                    "its checksum is {found:08x}, and it recorded {recorded:08x}: the file \
+                     changed after it was written"
+                );
+                return Err(Error::io(
+                    self.dir.join(STATE),
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, message),
+                ));
+            }
+        }
         for file in [MODEL, OPTIMIZER, TRACE] {
             let path = self.dir.join(file);
             let found = checksum(&path)?;
