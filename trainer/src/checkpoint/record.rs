@@ -24,8 +24,9 @@ pub struct Position {
     pub seed: Option<u64>,
     /// The caller's description of the run ([`Checkpointing::describe`]).
     pub description: BTreeMap<String, String>,
-    /// The CRC-32 of each other file of the checkpoint, verified on resume (none in a
-    /// checkpoint written before ember kept them).
+    /// The CRC-32 of each file of the checkpoint, verified on resume: the other files', and
+    /// `state.json`'s own over its text without it (none in a checkpoint written before ember
+    /// kept them).
     #[serde(default)]
     pub checksums: BTreeMap<String, u32>,
     /// The training metrics' sums over the epoch's batches so far, by metric name
