@@ -9,7 +9,6 @@ use ember::{DeviceList, DeviceName, DeviceSpec, Init, Loss, Optimizer, PickedDev
 use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs, Target};
 
-use super::data_content;
 use super::devices;
 use super::flags::{Flag, Resume};
 use super::list::{self, List, Size};
@@ -108,26 +107,6 @@ impl std::str::FromStr for DataSpec {
                 _ => bail!("expected npy:X.npy,Y.npy"),
             },
             _ => bail!("expected synthetic, fashion-mnist[:DIR], csv:PATH or npy:X.npy,Y.npy"),
-        }
-    }
-}
-
-impl DataSpec {
-    /// The files it reads, in order; none for synthetic data.
-    pub fn files(&self) -> Vec<PathBuf> {
-        match self {
-            DataSpec::Synthetic => Vec::new(),
-            DataSpec::FashionMnist(dir) => ember_datasets::fashion_mnist::FILES
-                .iter()
-                .map(|file| {
-                    let [gz, plain] = ember_datasets::fashion_mnist::names(file);
-                    Some(dir.join(&gz))
-                        .filter(|p| p.exists())
-                        .unwrap_or(dir.join(plain))
-                })
-                .collect(),
-            DataSpec::Csv(path) => vec![path.clone()],
-            DataSpec::Npy(x, y) => vec![x.clone(), y.clone()],
         }
     }
 }
@@ -289,19 +268,13 @@ impl Workload {
     /// What makes two runs of this workload the same run, flag by flag: what a checkpoint
     /// records and a resumed run must match, with `opened`, what `--device` opened.
     pub fn description(&self, opened: DeviceName) -> BTreeMap<String, String> {
-        let mut flags: BTreeMap<String, String> = self
-            .flags()
+        self.flags()
             .filter_map(|(flag, value)| match flag.resume {
                 Resume::Value | Resume::Changeable => Some((flag.to_string(), value)),
                 Resume::Opened => Some((flag.to_string(), opened.to_string())),
                 Resume::Nothing => None,
             })
-            .collect();
-        let files = self.data.files();
-        if !files.is_empty() {
-            flags.insert(data_content::KEY.to_string(), data_content::of(&files));
-        }
-        flags
+            .collect()
     }
 
     /// Each flag this workload reads, with its value, in [`Flag::ALL`]'s order.

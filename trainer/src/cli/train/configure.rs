@@ -163,6 +163,7 @@ impl Run<'_> {
     /// grow and --sync changes no result, so neither is here.
     fn description(&self) -> BTreeMap<String, String> {
         let mut flags = self.workload.description(self.device_name);
+        super::super::data_content::describe(&self.workload.data, &mut flags);
         if let Some(job) = self.job {
             flags.insert("--distributed".to_string(), job.describe());
         }
