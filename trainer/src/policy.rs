@@ -58,12 +58,6 @@ impl PolicyKind {
             }
         })
     }
-
-    /// The kind a trace names: a built-in where the name is one, else a user's policy.
-    pub fn from_name(name: &str) -> Self {
-        name.parse()
-            .unwrap_or_else(|_| PolicyKind::Custom(name.to_string()))
-    }
 }
 
 #[cfg(test)]

@@ -92,6 +92,14 @@ pub fn forms() -> String {
     forms.join(" | ")
 }
 
+impl PolicyKind {
+    /// The kind a trace names: a built-in where the name is one, else a user's policy.
+    pub fn from_name(name: &str) -> Self {
+        name.parse()
+            .unwrap_or_else(|_| PolicyKind::Custom(name.to_string()))
+    }
+}
+
 impl fmt::Display for PolicyKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
