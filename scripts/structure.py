@@ -245,6 +245,18 @@ def drawing(nodes, edges, label):
     return circles, up, floors
 
 
+def folders(crate, edges):
+    """The same drawing with one node per top-level module: its nodes, edges and label."""
+    top = lambda m: m[:1]  # noqa: E731
+    fedges = defaultdict(set)
+    for u, vs in edges.items():
+        for v in vs:
+            if top(u) != top(v) and top(v) != ():
+                fedges[top(u)].add(top(v))
+    nodes = sorted({top(m) for m in crate.files})
+    return nodes, fedges, lambda m: "/".join(m) or "lib.rs"
+
+
 def main():
     args = sys.argv[1:]
     root = next((a for a in args if not a.startswith("--")), "framework/src")
@@ -253,15 +265,7 @@ def main():
     nodes = list(crate.files)
     label = crate.name
     if "--folders" in args:
-        top = lambda m: m[:1]
-        fedges = defaultdict(set)
-        for u, vs in edges.items():
-            for v in vs:
-                if top(u) != top(v) and top(v) != ():
-                    fedges[top(u)].add(top(v))
-        nodes = sorted({top(m) for m in crate.files})
-        edges = fedges
-        label = lambda m: "/".join(m) or "lib.rs"
+        nodes, edges, label = folders(crate, edges)
     circles, up, floors = drawing(nodes, edges, label)
     if "--edges" in args:
         for u in nodes:
