@@ -1,6 +1,7 @@
 //! Callbacks at the end of every epoch: early stopping on an evaluation's plateau, the same
 //! stop in a run resumed from a checkpoint (the callback's state replayed from the trace), and
-//! the learning rate reduced on a plateau, as the trace's `lr` column shows.
+//! the learning rate reduced on a plateau, as the trace's `lr` column shows, and a resume with
+//! another rate making the cuts the run made.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -102,6 +103,49 @@ fn reduce_lr_on_plateau_scales_the_rate_of_the_steps_after_it() {
     assert_eq!(&rates[..15], &[0.01; 15]);
     assert_eq!(&rates[15..], &[0.005; 3]);
     assert!(run.ended_early.is_none());
+}
+
+/// A resume replays the cuts the run made, not the ones its callbacks asked for: from 1.6e-38
+/// a cut by 0.8 is made once (1.28e-38) and then not (1.02e-38 is below single precision's
+/// smallest normal number). Resumed with a rate of 1, the run goes on at 0.8, where replaying
+/// the asks made it 0.64 (hostile pass: 0.512 after three asks).
+#[test]
+fn a_resume_with_another_rate_makes_the_cuts_the_run_made() {
+    let device = Device::flex().autodiff();
+    let net = network(&device);
+    let dir = tempfile::tempdir().unwrap();
+    let fit = |lr: f64, epochs: usize, from: usize| {
+        let optimizer = Optimizer::new(&net, "sgd", lr).unwrap();
+        let next = Rc::new(Cell::new(from));
+        Fit::new(net.clone(), L2Loss, optimizer, &device)
+            .epochs(epochs)
+            .evaluate("val_acc", move |_: &Sequential| {
+                let epoch = next.get();
+                next.set(epoch + 1);
+                Ok(ACCS[epoch])
+            })
+            .callback("val_acc:1:0.8".parse::<ReduceLrOnPlateau>().unwrap())
+    };
+    let data = || SyntheticEpochs::new(Synthetic::chapter(4, 3, 0), 3);
+    let first = fit(1.6e-38, 4, 0)
+        .checkpoint(Checkpointing::new(dir.path()))
+        .run(&mut data())
+        .unwrap();
+    // Epochs 3 and 4 (0.6, 0.55) do not beat 0.6: two asks; the first is made.
+    let rates: Vec<f64> = first.trace.batches.iter().map(|b| b.lr.unwrap()).collect();
+    assert_eq!(rates[11], 1.6e-38 * 0.8, "{rates:?}");
+    let made: Vec<_> = first.trace.epochs.iter().map(|e| e.lr_scale).collect();
+    assert_eq!(made, [Some(1.0), Some(1.0), Some(0.8), Some(1.0)]);
+    let last = Checkpoint::latest(dir.path()).unwrap().unwrap();
+    let resumed = fit(1.0, 5, 4).resume(last).run(&mut data()).unwrap();
+    let fifth: Vec<f64> = resumed
+        .trace
+        .batches
+        .iter()
+        .filter(|b| b.epoch == 4)
+        .map(|b| b.lr.unwrap())
+        .collect();
+    assert_eq!(fifth, [0.8; 3]);
 }
 
 /// Stops the run at the end of the first batch it sees.

@@ -170,6 +170,9 @@ where
         // resume trains it again and saves it again, where the other order would lose it.
         self.save_best(&record)?;
         self.ask_callbacks(|callback| callback.epoch_end(&record))?;
+        if let Some(done) = self.trace.epochs.last_mut() {
+            done.lr_scale = Some(self.rates.take_made());
+        }
         // The evaluations (and any forward pass of `save_best` or a callback) gave this thread
         // a team of OpenMP threads: kept through the next epoch, it would cut the backend's
         // spin between primitives.

@@ -11,6 +11,9 @@ pub(super) struct Rates<'a> {
     pub(super) base: f64,
     pub(super) schedule: Option<Box<dyn LrSchedule + 'a>>,
     pub(super) total: u64,
+    /// The product of the callbacks' cuts made since the last epoch's record took it
+    /// ([`Rates::take_made`]): 1 where none was.
+    pub(super) made: f64,
 }
 
 /// The first step of epochs `from..epochs` (of a run of `total` steps) whose rate, from
@@ -93,19 +96,29 @@ pub(super) fn cut(
 }
 
 impl Rates<'_> {
-    /// [`cut`] of the base rate, under the run's schedule.
+    /// Makes [`cut`] of the base rate, under the run's schedule, and returns the new rate; or
+    /// leaves the rate as it is and says what would vanish.
     pub(super) fn cut(
-        &self,
+        &mut self,
         scale: f64,
         epochs: (usize, usize),
     ) -> std::result::Result<f64, String> {
-        cut(
+        let next = cut(
             self.base,
             scale,
             self.schedule.as_deref(),
             self.total,
             epochs,
-        )
+        )?;
+        self.base = next;
+        self.made *= scale;
+        Ok(next)
+    }
+
+    /// The product of the cuts made since the last call (1 where none was), for the epoch's
+    /// record: a resume replays the cuts the run made, whatever rate it is given.
+    pub(super) fn take_made(&mut self) -> f64 {
+        std::mem::replace(&mut self.made, 1.0)
     }
 
     /// The rate of optimizer step `step` (from 0: a batch, or with accumulation a group of

@@ -91,19 +91,28 @@ where
         let given = start.optimizer.learning_rate();
         let mut base = given;
         let mut ended_early = None;
+        let mut asked = vec![Vec::new(); start.trace.epochs.len()];
         for callback in &mut self.callbacks {
             let actions = callback.replay(&start.trace.epochs)?;
-            // Each as the run made it at the end of its epoch: a cut it did not make (the
-            // rate would have vanished) is not made here either.
             for (epoch, action) in actions.iter().enumerate() {
                 if let Some((scale, _)) = &action.scale_lr {
-                    let after = (epoch + 1, self.epochs);
-                    let schedule = self.schedule.as_deref();
-                    base = rates::cut(base, *scale, schedule, total, after).unwrap_or(base);
+                    asked[epoch].push(*scale);
                 }
             }
             if let Some(why) = actions.last().and_then(|a| a.stop.clone()) {
                 ended_early = Some(why);
+            }
+        }
+        // The cuts each epoch made, as its record says (a trace from before the records kept
+        // them: those its callbacks ask again); each made here unless it would make the rate
+        // vanish. Replaying the asks made a resume with `--lr 1` of a run at 1.6e-38 make
+        // the cuts that run could not (hostile pass).
+        for (record, asked) in start.trace.epochs.iter().zip(asked) {
+            let made = record.lr_scale.map_or(asked, |made| vec![made]);
+            let after = (record.epoch + 1, self.epochs);
+            for scale in made.into_iter().filter(|&scale| scale != 1.0) {
+                let schedule = self.schedule.as_deref();
+                base = rates::cut(base, scale, schedule, total, after).unwrap_or(base);
             }
         }
         if let Some(best) = &mut self.best {
@@ -159,6 +168,7 @@ where
                 base,
                 schedule: self.schedule,
                 total,
+                made: 1.0,
             },
             example_shape,
             at: start.at,

@@ -116,6 +116,12 @@ pub struct EpochRecord {
     /// In a job: the MB of gradients this rank sent to its all-reduces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allreduce_mb: Option<f64>,
+    /// The product of the callbacks' cuts of the learning rate made in the epoch, 1 where
+    /// none was (a cut that would make the rate vanish is not made). A resume replays these,
+    /// not the callbacks' asks, so that a resume with another rate makes the same cuts.
+    /// Absent in traces written before it was recorded.
+    #[serde(default)]
+    pub lr_scale: Option<f64>,
     /// The epoch's metrics (`train_acc`, `test_acc`, `valid_loss`…), one column each.
     #[serde(flatten)]
     pub metrics: BTreeMap<String, f64>,
@@ -140,6 +146,7 @@ impl EpochRecord {
             device_time: Vec::new(),
             allreduce_time: None,
             allreduce_mb: None,
+            lr_scale: Some(1.0),
             metrics: BTreeMap::new(),
         }
     }

@@ -35,10 +35,7 @@ where
             let action = ask(callback.as_mut())?;
             if let Some((scale, why)) = action.scale_lr {
                 match self.rates.cut(scale, (self.at.epoch, self.epochs)) {
-                    Ok(rate) => {
-                        self.rates.base = rate;
-                        self.progress.acted(&why);
-                    }
+                    Ok(_) => self.progress.acted(&why),
                     Err(vanishing) => self.progress.acted(&format!(
                         "{why}: not done, since it would make {vanishing}, which single \
                          precision makes 0 (below about 1.2e-38); the base rate stays {}",
