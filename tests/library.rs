@@ -7,6 +7,8 @@ mod common;
 mod accumulate;
 #[path = "library/callbacks.rs"]
 mod callbacks;
+#[path = "library/checkpoints.rs"]
+mod checkpoints;
 #[path = "library/lr_find.rs"]
 mod lr_find;
 #[path = "library/precision.rs"]

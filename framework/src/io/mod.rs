@@ -13,4 +13,4 @@ pub use atomic::{
     write_atomic_bytes, write_atomic_dir,
 };
 pub use output::{Identity, check, check_dir, describe, identity, place};
-pub use temporary::is_temporary;
+pub use temporary::{is_temporary, temporary};

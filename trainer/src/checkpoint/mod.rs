@@ -9,7 +9,7 @@
 //! |-----------------|-------------------------------------------------------------------|
 //! | `model.bpk`     | the parameters and running statistics, with their ids (burnpack)  |
 //! | `optimizer.bpk` | the optimizer's state, keyed by those ids (burn's `OptimizerRecord`) |
-//! | `trace.jsonl`   | every batch and epoch record so far                               |
+//! | `trace.jsonl`   | every batch and epoch record so far: its first `trace_bytes` bytes, a link to the run's log, which later checkpoints append to ([`TraceLog`]) |
 //! | `state.json`    | the position (epoch, next batch, steps), the seed, the run's description |
 //!
 //! The data order needs no file: `DataLoader` shuffles each epoch from its seed and the
@@ -27,14 +27,18 @@ use std::path::{Path, PathBuf};
 use burn::store::{BurnpackStore, ModuleSnapshot};
 use ember::{Block, Error, Optimizer, Result};
 
+use crate::trace::{BatchRecord, Trace};
+
 mod lock;
 mod record;
 mod scan;
+mod trace_log;
 mod verified;
 
 pub use record::{Checkpoint, Position};
 use record::{FILES, LOCK, MODEL, OPTIMIZER, PREFIX, STATE, TRACE, checksum};
 pub use scan::{Entry, classify, scan, set_aside, step_of};
+pub use trace_log::TraceLog;
 
 /// Where and how often a run writes checkpoints.
 #[derive(Debug, Clone)]
@@ -144,15 +148,15 @@ impl Checkpoint {
     }
 }
 
-/// Writes a checkpoint of `net`, `trainer` and `trace` (the trace's JSON Lines, from
-/// [`crate::trace::Jsonl`]) at `position` into `settings.dir`, then removes the ones beyond
-/// `settings.keep`. Returns its directory.
+/// Writes a checkpoint of `net`, `trainer` and the trace (the run's records, and the current
+/// epoch's so far, through the run's `log`) at `position` into `settings.dir`, then removes
+/// the ones beyond `settings.keep`. Returns its directory.
 pub(crate) fn write<B: Block + 'static>(
     settings: &Checkpointing,
     position: &Position,
-    net: &B,
-    trainer: &Optimizer,
-    trace: &[u8],
+    (net, trainer): (&B, &Optimizer),
+    log: &mut TraceLog,
+    trace: (&Trace, &[BatchRecord]),
 ) -> Result<PathBuf> {
     let dir = settings.dir.join(format!("{PREFIX}{:010}", position.steps));
     if fs::symlink_metadata(&dir).is_ok() {
@@ -177,14 +181,15 @@ pub(crate) fn write<B: Block + 'static>(
             "reading the network back for a checkpoint",
             move || write_model(&net, &trainer, &into),
         )?;
-        ember::io::write_atomic_bytes(&tmp.join(TRACE), trace)?;
+        let (bytes, crc) = log.put(&settings.dir, &tmp.join(TRACE), trace)?;
         let mut position = position.clone();
+        position.trace_bytes = Some(bytes);
         for file in [MODEL, OPTIMIZER] {
             position
                 .checksums
                 .insert(file.to_string(), checksum(&tmp.join(file))?);
         }
-        (position.checksums).insert(TRACE.to_string(), crc32fast::hash(trace));
+        (position.checksums).insert(TRACE.to_string(), crc);
         // state.json's own, over its text without it: a flipped bit in the run's flags was
         // refused as another run's, where a damaged checkpoint is passed over (hostile pass).
         let state_crc = crc32fast::hash(position.state_text()?.as_bytes());

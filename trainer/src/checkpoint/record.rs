@@ -9,6 +9,7 @@ use burn::store::{BurnpackStore, ModuleSnapshot};
 use ember::{Block, Error, Optimizer, Result};
 use serde::{Deserialize, Serialize};
 
+use super::trace_log;
 use crate::trace::Trace;
 
 /// Where a run stands: what a checkpoint's `state.json` holds.
@@ -35,6 +36,11 @@ pub struct Position {
     /// nor for a metric that cannot say.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metrics: BTreeMap<String, Vec<f64>>,
+    /// How many bytes at the start of `trace.jsonl` are this checkpoint's trace: the file is
+    /// the run's log, which later checkpoints append to ([`super::TraceLog`]). None in a
+    /// checkpoint written before the logs, whose trace is the whole file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_bytes: Option<u64>,
 }
 
 impl Position {
@@ -78,7 +84,17 @@ impl Checkpoint {
     /// [`Error::InvalidValue`] for a position that is not where the trace ends.
     pub fn verify(&self) -> Result<()> {
         self.verify_checksums()?;
-        self.check_position(&Trace::read_jsonl(&self.dir.join(TRACE))?)
+        self.check_position(&self.trace()?)
+    }
+
+    /// The trace so far, as the checkpoint holds it.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming `trace.jsonl`, for a file that cannot be read, is shorter than the
+    /// checkpoint's trace, or holds a line that is not a record.
+    pub fn trace(&self) -> Result<Trace> {
+        let path = self.dir.join(TRACE);
+        Trace::from_jsonl(&trace_log::read(&path, self.position.trace_bytes)?, &path)
     }
 
     /// The files whose checksum the checkpoint does not record: a checkpoint written before
@@ -110,7 +126,10 @@ impl Checkpoint {
         }
         for file in [MODEL, OPTIMIZER, TRACE] {
             let path = self.dir.join(file);
-            let found = checksum(&path)?;
+            let found = match file {
+                TRACE => crc32fast::hash(&trace_log::read(&path, self.position.trace_bytes)?),
+                _ => checksum(&path)?,
+            };
             match self.position.checksums.get(file) {
                 Some(&recorded) if recorded != found => {
                     let message = format!(
@@ -182,7 +201,7 @@ impl Checkpoint {
             });
         }
         let trainer = trainer.load_state(&self.dir.join(OPTIMIZER))?;
-        let trace = Trace::read_jsonl(&self.dir.join(TRACE))?;
+        let trace = self.trace()?;
         self.check_position(&trace)?;
         Ok((net, trainer, trace))
     }

@@ -6,6 +6,10 @@
 //! took 60 s, where 0.3 s trains them (issue 62). A checkpoint whose files have the length and
 //! modification time they had when this process wrote or verified it is taken as verified; one
 //! changed since is verified again. A resume, a process of its own, verifies everything.
+//!
+//! The trace is the run's log ([`super::TraceLog`]), which every later checkpoint appends to,
+//! past the bytes that are the checkpoint's: it is taken as unchanged while it is the same
+//! file (on Unix, its device and inode), not by its length and time.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,8 +17,17 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::SystemTime;
 
-/// Each file's length and modification time, in the order the checkpoint's files are given.
-type Stamp = Vec<(u64, SystemTime)>;
+/// What a file looked like, for telling whether it changed.
+#[derive(Debug, PartialEq)]
+enum Seen {
+    /// Its length and modification time.
+    Written(u64, SystemTime),
+    /// The file it is (device and inode): for the trace, which grows.
+    Same(u64, u64),
+}
+
+/// Each file as it was, in the order the checkpoint's files are given.
+type Stamp = Vec<Seen>;
 
 static SEEN: Mutex<BTreeMap<PathBuf, Stamp>> = Mutex::new(BTreeMap::new());
 
@@ -24,7 +37,12 @@ fn stamp(dir: &Path, files: &[&str]) -> Option<Stamp> {
         .iter()
         .map(|file| {
             let meta = fs::symlink_metadata(dir.join(file)).ok()?;
-            Some((meta.len(), meta.modified().ok()?))
+            #[cfg(unix)]
+            if *file == super::record::TRACE {
+                use std::os::unix::fs::MetadataExt;
+                return Some(Seen::Same(meta.dev(), meta.ino()));
+            }
+            Some(Seen::Written(meta.len(), meta.modified().ok()?))
         })
         .collect()
 }

@@ -56,8 +56,8 @@ where
     /// Where the run stands: the next batch to issue, and the steps issued.
     pub(super) at: Position,
     pub(super) trace: Trace,
-    /// The trace's JSON Lines so far, for the checkpoints.
-    pub(super) jsonl: crate::trace::Jsonl,
+    /// The trace's log, which the checkpoints link.
+    pub(super) trace_log: crate::checkpoint::TraceLog,
     /// The clock's zero: the trace's times are seconds since then.
     pub(super) start: Instant,
     pub(super) stopped: Option<Signal>,

@@ -92,6 +92,7 @@ mod tests {
             description: Default::default(),
             checksums: Default::default(),
             metrics: Default::default(),
+            trace_bytes: None,
         }
     }
 

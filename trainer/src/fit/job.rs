@@ -45,7 +45,7 @@ where
         // Records the epoch's checkpoints already wrote changed: their lines are made again
         // (the trace's JSON Lines keep each record's line, hostile review).
         if !current.updates.is_empty() {
-            self.jsonl = crate::trace::Jsonl::default();
+            self.trace_log.restart();
         }
         let first: Vec<(String, u64)> = serde_json::from_slice(&first).map_err(|e| {
             Error::Distributed(format!("rank 0's metrics did not arrive whole: {e}"))

@@ -6,7 +6,7 @@ use ember::engine::{Engine, Host};
 use ember::{Block, Loss, Optimizer, Result};
 
 use super::backend::Backend;
-use crate::checkpoint::{self, Checkpoint, Checkpointing, Position};
+use crate::checkpoint::{self, Checkpoint, Checkpointing, Position, TraceLog};
 use crate::target::Target;
 use crate::trace::{BatchRecord, Trace};
 
@@ -40,6 +40,7 @@ pub(super) fn start<B: Block>(
             .unwrap_or_default(),
         checksums: Default::default(),
         metrics: Default::default(),
+        trace_bytes: None,
     };
     let Some(checkpoint) = resume else {
         return Ok(Start {
@@ -83,12 +84,13 @@ pub(super) fn start<B: Block>(
 }
 
 /// Writes a checkpoint of the backend's network, optimizer and training metrics' sums as they
-/// stand after every issued step, at `position`, with `trace`'s JSON Lines.
+/// stand after every issued step, at `position`, with the trace (the run's records and the
+/// current epoch's so far) through the run's `log`.
 pub(super) fn write<B, L>(
     engine: &Engine<Backend<B, L>>,
-    checkpointing: &Checkpointing,
+    (checkpointing, log): (&Checkpointing, &mut TraceLog),
     position: &Position,
-    trace: &[u8],
+    trace: (&Trace, &[BatchRecord]),
 ) -> Result<PathBuf>
 where
     B: Block + 'static,
@@ -111,5 +113,5 @@ where
         metrics,
         ..position.clone()
     };
-    checkpoint::write(checkpointing, &position, &net, &optimizer, trace)
+    checkpoint::write(checkpointing, &position, (&net, &optimizer), log, trace)
 }

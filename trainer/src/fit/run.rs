@@ -173,7 +173,7 @@ where
             example_shape,
             at: start.at,
             trace: start.trace,
-            jsonl: Default::default(),
+            trace_log: Default::default(),
             start: Instant::now(),
             stopped: None,
             last_checkpoint: None,

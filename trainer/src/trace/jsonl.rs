@@ -30,6 +30,26 @@ impl Jsonl {
     /// given before with new ones after them, those given before unchanged: a run's records
     /// are final once a checkpoint holds them. Only the new ones are serialized.
     pub fn of(&mut self, trace: &Trace, more: &[BatchRecord]) -> Vec<u8> {
+        self.grow(trace, more);
+        let mut out = Vec::with_capacity(self.batches.len() + self.epochs.len());
+        out.extend_from_slice(&self.batches);
+        out.extend_from_slice(&self.epochs);
+        out
+    }
+
+    /// The lines that `trace` and `more` add to those given before (their new batches, then
+    /// their new epochs), and whether those given before were dropped, the records not having
+    /// grown from them: then the lines are the whole trace's.
+    pub fn added(&mut self, trace: &Trace, more: &[BatchRecord]) -> (bool, Vec<u8>) {
+        let (afresh, batches, epochs) = self.grow(trace, more);
+        let mut out = self.batches[batches..].to_vec();
+        out.extend_from_slice(&self.epochs[epochs..]);
+        (afresh, out)
+    }
+
+    /// Serializes the records not serialized yet. Returns whether the lines kept were dropped,
+    /// and the lengths of the batches' and the epochs' lines before.
+    fn grow(&mut self, trace: &Trace, more: &[BatchRecord]) -> (bool, usize, usize) {
         let place = |b: &BatchRecord| (b.epoch, b.batch, b.issue_start.to_bits());
         let batches = || trace.batches.iter().chain(more);
         let grew = self.batch_count <= trace.batches.len() + more.len()
@@ -39,6 +59,7 @@ impl Jsonl {
         if !grew {
             *self = Self::default();
         }
+        let before = (!grew, self.batches.len(), self.epochs.len());
         for batch in batches().skip(self.batch_count) {
             line(&mut self.batches, "batch", batch);
             self.batch_count += 1;
@@ -48,10 +69,7 @@ impl Jsonl {
             line(&mut self.epochs, "epoch", epoch);
         }
         self.epoch_count = trace.epochs.len();
-        let mut out = Vec::with_capacity(self.batches.len() + self.epochs.len());
-        out.extend_from_slice(&self.batches);
-        out.extend_from_slice(&self.epochs);
-        out
+        before
     }
 }
 
@@ -71,6 +89,16 @@ impl Trace {
     /// [`ember::Error::Io`] naming the path, for a file that cannot be read or a line that is
     /// not a record (with its number).
     pub fn read_jsonl(path: &Path) -> ember::Result<Trace> {
+        let text = fs::read(path).map_err(|source| ember::Error::io(path, source))?;
+        Trace::from_jsonl(&text, path)
+    }
+
+    /// Reads a trace from `text`, JSON Lines as [`Trace::write`] writes them, read from `path`.
+    ///
+    /// # Errors
+    /// [`ember::Error::Io`] naming the path, for text that is not UTF-8 or a line that is not
+    /// a record (with its number).
+    pub fn from_jsonl(text: &[u8], path: &Path) -> ember::Result<Trace> {
         let failed = |source: std::io::Error| ember::Error::io(path, source);
         let invalid = |line: usize, e: serde_json::Error| {
             failed(std::io::Error::new(
@@ -79,11 +107,9 @@ impl Trace {
             ))
         };
         let mut trace = Trace::default();
-        for (index, line) in fs::read_to_string(path)
-            .map_err(failed)?
-            .lines()
-            .enumerate()
-        {
+        let text = std::str::from_utf8(text)
+            .map_err(|e| failed(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+        for (index, line) in text.lines().enumerate() {
             let mut value: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| invalid(index + 1, e))?;
             let kind = value.as_object_mut().and_then(|map| map.remove("kind"));

@@ -54,8 +54,8 @@ where
                 .wait()?;
             return Ok(());
         }
-        let so_far = self.jsonl.of(&self.trace, records);
-        let dir = resume::write(&self.engine, checkpointing, &self.at, &so_far)?;
+        let settings = (checkpointing, &mut self.trace_log);
+        let dir = resume::write(&self.engine, settings, &self.at, (&self.trace, records))?;
         self.progress.checkpointed(&dir);
         self.last_checkpoint = Some((dir, self.at.steps));
         Ok(())
