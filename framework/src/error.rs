@@ -83,8 +83,14 @@ pub enum Error {
         why: &'static str,
     },
     /// burn's CUDA backend is built in, but the NVIDIA driver's library cannot be loaded.
-    #[error("no NVIDIA driver: none of {} could be loaded", looked_for.join(", "))]
+    #[error(
+        "{}no NVIDIA driver: none of {} could be loaded",
+        device.as_ref().map_or(String::new(), |d| format!("{d}: ")),
+        looked_for.join(", ")
+    )]
     NoCudaDriver {
+        /// The device as given (`cuda:3`), where one was asked for.
+        device: Option<String>,
         /// The library names cudarc tried.
         looked_for: Vec<String>,
     },

@@ -82,7 +82,14 @@ pub fn open(index: usize, as_given: &str) -> Result<PickedDevice> {
     {
         // The count first, then the named card alone: reading every card's name opened a
         // context on each, cards the run was not asked for (hostile pass, issue 62).
-        let count = driver::count()?;
+        let count = driver::count().map_err(|e| match e {
+            // The device as asked for: `cuda:3` was named `cuda` (hostile pass).
+            Error::NoCudaDriver { looked_for, .. } => Error::NoCudaDriver {
+                device: Some(as_given.to_string()),
+                looked_for,
+            },
+            other => other,
+        })?;
         if index >= count {
             return Err(Error::InvalidValue {
                 name: "device",
@@ -193,7 +200,10 @@ mod driver {
             let mut looked_for = cudarc::get_lib_name_candidates("cuda");
             let mut seen = std::collections::BTreeSet::new();
             looked_for.retain(|name| seen.insert(name.clone()));
-            return Err(Error::NoCudaDriver { looked_for });
+            return Err(Error::NoCudaDriver {
+                device: None,
+                looked_for,
+            });
         }
         Ok(CudaContext::device_count().map_err(driver)?.max(0) as usize)
     }
@@ -225,11 +235,13 @@ mod tests {
                 let err = open(7, "cuda:7").unwrap_err();
                 assert!(err.to_string().starts_with("cuda:7: "), "{err}");
             }
-            (Err(Error::NoCudaDriver { looked_for }), true) => {
+            (Err(Error::NoCudaDriver { looked_for, .. }), true) => {
                 assert!(
                     looked_for.iter().any(|l| l.contains("libcuda")),
                     "{looked_for:?}"
                 );
+                let err = open(3, "cuda:3").unwrap_err().to_string();
+                assert!(err.starts_with("cuda:3: no NVIDIA driver"), "{err}");
             }
             (Ok(cards), true) => {
                 let beyond = format!("cuda:{}", cards.len());

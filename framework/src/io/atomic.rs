@@ -129,6 +129,47 @@ impl Drop for ScratchDir {
     }
 }
 
+/// A scratch file beside a target, appended to, for a file that other files link: removed
+/// when dropped, when a signal stops the process at once ([`remove_temporaries`]), and, left by
+/// a killed process, by the next [`remove_stale_in`] its directory.
+pub struct ScratchFile {
+    guard: ScratchGuard,
+    file: fs::File,
+}
+
+impl ScratchFile {
+    /// Creates `.ember-tmp-PID-N.NAME` beside `target` (NAME its file name), empty, open to
+    /// append to.
+    ///
+    /// # Errors
+    /// I/O errors naming the file.
+    pub fn beside(target: &Path) -> Result<Self> {
+        let path = temporary(target);
+        let guard = ScratchGuard::register(path.clone());
+        let file = (fs::File::options().append(true).create_new(true))
+            .open(&path)
+            .map_err(|e| io(&path, e))?;
+        Ok(Self { guard, file })
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        &self.guard.0
+    }
+
+    /// The open file.
+    pub fn file(&mut self) -> &mut fs::File {
+        &mut self.file
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        // Before the guard's own drop takes it off the list.
+        let _ = fs::remove_file(&self.guard.0);
+    }
+}
+
 /// A temporary in flight, registered until dropped.
 struct ScratchGuard(PathBuf);
 

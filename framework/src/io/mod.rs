@@ -9,8 +9,8 @@ pub mod safetensors;
 mod temporary;
 
 pub use atomic::{
-    ScratchDir, proc_stat, remove_stale_in, remove_temporaries, running, write_atomic,
+    ScratchDir, ScratchFile, proc_stat, remove_stale_in, remove_temporaries, running, write_atomic,
     write_atomic_bytes, write_atomic_dir,
 };
 pub use output::{Identity, check, check_dir, describe, identity, place};
-pub use temporary::{is_temporary, temporary};
+pub use temporary::is_temporary;

@@ -20,8 +20,7 @@ pub fn is_temporary(name: &str) -> bool {
 
 /// `dir/.ember-tmp-PID-N.NAME`: same directory, so the rename is atomic; the name ends as the
 /// target's does, so writers that choose a format by extension (PNG, SVG) choose the same.
-/// [`super::remove_stale_in`] removes it once this process is dead.
-pub fn temporary(target: &Path) -> PathBuf {
+pub(super) fn temporary(target: &Path) -> PathBuf {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

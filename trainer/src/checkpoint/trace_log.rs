@@ -12,29 +12,24 @@
 //! Two logs take the checkpoints in turn, each written in full: a damaged byte in one (a
 //! hard link is one file under two names) leaves the checkpoint before, on the other, sound to
 //! fall back to, as separate files did. A log's own name is a temporary of this process
-//! ([`ember::io::temporary`]), removed when the run ends or by the next run once this process is
-//! dead; the checkpoints keep their links. Where the file system takes no hard link, the
+//! ([`ember::io::ScratchFile`]), removed when the run ends, when a second signal stops it at
+//! once, or by the next run once this process is dead; the checkpoints keep their links. Where the file system takes no hard link, the
 //! checkpoint gets a copy of its bytes.
 
 use std::fs::{self, File};
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use ember::io::ScratchFile;
 use ember::{Error, Result};
 
 use crate::trace::{BatchRecord, Jsonl, Trace};
-
-/// One log: its name beside the checkpoints, and the open file.
-struct Log {
-    path: PathBuf,
-    file: File,
-}
 
 /// A run's checkpoint trace: the records' JSON Lines, and the two logs they are appended to.
 #[derive(Default)]
 pub struct TraceLog {
     jsonl: Jsonl,
-    logs: Vec<Log>,
+    logs: Vec<ScratchFile>,
     /// The bytes each log holds, and their CRC so far.
     len: u64,
     crc: crc32fast::Hasher,
@@ -65,7 +60,7 @@ impl TraceLog {
         let stays = self
             .logs
             .first()
-            .is_some_and(|log| log.path.parent() == Some(dir));
+            .is_some_and(|log| log.path().parent() == Some(dir));
         if !stays {
             self.restart();
         }
@@ -74,9 +69,11 @@ impl TraceLog {
             self.open(dir)?;
         }
         let appended = self.logs.iter_mut().try_for_each(|log| {
-            (log.file.write_all(&lines))
-                .and_then(|()| log.file.sync_data())
-                .map_err(|e| Error::io(&log.path, e))
+            let path = log.path().to_path_buf();
+            let file = log.file();
+            (file.write_all(&lines))
+                .and_then(|()| file.sync_data())
+                .map_err(|e| Error::io(&path, e))
         });
         if let Err(error) = appended {
             // What the failed write left after the logs' last whole checkpoint is not theirs.
@@ -87,11 +84,11 @@ impl TraceLog {
         self.crc.update(&lines);
         let log = &self.logs[self.next % self.logs.len()];
         self.next += 1;
-        if fs::hard_link(&log.path, to).is_err() {
+        if fs::hard_link(log.path(), to).is_err() {
             let mut bytes = Vec::with_capacity(self.len as usize);
-            File::open(&log.path)
+            File::open(log.path())
                 .and_then(|file| file.take(self.len).read_to_end(&mut bytes))
-                .map_err(|e| Error::io(&log.path, e))?;
+                .map_err(|e| Error::io(log.path(), e))?;
             ember::io::write_atomic_bytes(to, &bytes)?;
         }
         Ok((self.len, self.crc.clone().finalize()))
@@ -101,29 +98,15 @@ impl TraceLog {
     fn open(&mut self, dir: &Path) -> Result<()> {
         self.close();
         for _ in 0..2 {
-            let path = ember::io::temporary(&dir.join("trace-log.jsonl"));
-            let file = File::options()
-                .append(true)
-                .create_new(true)
-                .open(&path)
-                .map_err(|e| Error::io(&path, e))?;
-            self.logs.push(Log { path, file });
+            (self.logs).push(ScratchFile::beside(&dir.join("trace-log.jsonl"))?);
         }
         Ok(())
     }
 
     /// Removes the logs' own names; the checkpoints keep their links.
     fn close(&mut self) {
-        for log in self.logs.drain(..) {
-            let _ = fs::remove_file(&log.path);
-        }
+        self.logs.clear();
         (self.len, self.crc, self.next) = (0, crc32fast::Hasher::new(), 0);
-    }
-}
-
-impl Drop for TraceLog {
-    fn drop(&mut self) {
-        self.close();
     }
 }
 

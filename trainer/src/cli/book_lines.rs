@@ -35,13 +35,13 @@ impl Progress for BookLines {
         }
         say!(
             "epoch {}: time per epoch: {:.4} sec (issued in {:.4} sec), increased memory: {:.1} MB \
-             (peak growth {:.1} MB), mean loss {:.6}, max in flight {}",
+             (peak growth {:.1} MB), mean loss {}, max in flight {}",
             r.epoch + 1,
             r.time,
             r.issue_time,
             r.increased_mb,
             r.peak_growth_mb,
-            r.mean_loss,
+            fixed(r.mean_loss, 6),
             r.max_depth
         );
         if !r.device_time.is_empty() {
@@ -73,14 +73,43 @@ impl Progress for BookLines {
             let metrics: Vec<String> = r
                 .metrics
                 .iter()
-                .map(|(k, v)| format!("{k} {v:.4}"))
+                .map(|(k, v)| format!("{k} {}", fixed(*v, 4)))
                 .collect();
             say!(
-                "epoch {}: train loss {:.4}, {}",
+                "epoch {}: train loss {}, {}",
                 r.epoch + 1,
-                r.mean_loss,
+                fixed(r.mean_loss, 4),
                 metrics.join(", ")
             );
         }
+    }
+}
+
+/// `value` with `decimals` places, as the book prints losses; in exponent form where that
+/// would be long (a loss of 1e30 printed as 31 digits and 6 decimals) or show less than two
+/// digits of it.
+fn fixed(value: f64, decimals: usize) -> String {
+    let magnitude = value.abs();
+    let smallest = 10f64.powi(1 - decimals as i32);
+    if value == 0.0 || !value.is_finite() || (smallest..1e6).contains(&magnitude) {
+        format!("{value:.decimals$}")
+    } else {
+        format!("{value:.decimals$e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fixed;
+
+    #[test]
+    fn large_and_tiny_values_take_the_exponent_form() {
+        assert_eq!(fixed(0.25, 4), "0.2500");
+        assert_eq!(fixed(0.0, 6), "0.000000");
+        assert_eq!(fixed(1e30, 6), "1.000000e30");
+        assert_eq!(fixed(-2.5e-7, 4), "-2.5000e-7");
+        assert_eq!(fixed(0.0012, 4), "0.0012");
+        assert_eq!(fixed(0.0009, 4), "9.0000e-4");
+        assert_eq!(fixed(f64::NAN, 4), "NaN");
     }
 }

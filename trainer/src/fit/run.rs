@@ -112,7 +112,17 @@ where
             let after = (record.epoch + 1, self.epochs);
             for scale in made.into_iter().filter(|&scale| scale != 1.0) {
                 let schedule = self.schedule.as_deref();
-                base = rates::cut(base, scale, schedule, total, after).unwrap_or(base);
+                match rates::cut(base, scale, schedule, total, after) {
+                    Ok(next) => base = next,
+                    // Said, as the run says it of a cut it does not make: a cut at the end of
+                    // the last epoch, made, was dropped in silence when --epochs grew.
+                    Err(vanishing) => self.progress.acted(&format!(
+                        "the cut of the learning rate by {} at the end of epoch {} is not made                          again: it would make {vanishing}, which single precision makes 0                          (below about 1.2e-38); the base rate stays {}",
+                        ember::error::number(scale),
+                        record.epoch + 1,
+                        ember::error::number(base)
+                    )),
+                }
             }
         }
         if let Some(best) = &mut self.best {
