@@ -131,7 +131,7 @@ impl Drop for ScratchDir {
 
 /// A scratch file beside a target, appended to, for a file that other files link: removed
 /// when dropped, when a signal stops the process at once ([`remove_temporaries`]), and, left by
-/// a killed process, by the next [`remove_stale_in`] its directory.
+/// a killed process, by the next [`remove_stale_in`] of its directory.
 pub struct ScratchFile {
     guard: ScratchGuard,
     file: fs::File,

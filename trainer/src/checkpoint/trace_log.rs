@@ -13,8 +13,8 @@
 //! hard link is one file under two names) leaves the checkpoint before, on the other, sound to
 //! fall back to, as separate files did. A log's own name is a temporary of this process
 //! ([`ember::io::ScratchFile`]), removed when the run ends, when a second signal stops it at
-//! once, or by the next run once this process is dead; the checkpoints keep their links. Where the file system takes no hard link, the
-//! checkpoint gets a copy of its bytes.
+//! once, or by the next run once this process is dead; the checkpoints keep their links.
+//! Where the file system takes no hard link, the checkpoint gets a copy of its bytes.
 
 use std::fs::{self, File};
 use std::io::{Read, Write};

@@ -117,7 +117,9 @@ where
                     // Said, as the run says it of a cut it does not make: a cut at the end of
                     // the last epoch, made, was dropped in silence when --epochs grew.
                     Err(vanishing) => self.progress.acted(&format!(
-                        "the cut of the learning rate by {} at the end of epoch {} is not made                          again: it would make {vanishing}, which single precision makes 0                          (below about 1.2e-38); the base rate stays {}",
+                        "the cut of the learning rate by {} at the end of epoch {} is not made \
+                         again: it would make {vanishing}, which single precision makes 0 \
+                         (below about 1.2e-38); the base rate stays {}",
                         ember::error::number(scale),
                         record.epoch + 1,
                         ember::error::number(base)
