@@ -184,6 +184,97 @@ fn regression_metrics_count_the_steps_own_outputs() {
     );
 }
 
+/// The training metrics' columns of `ember train --metrics` run with `more`, epoch by epoch.
+fn train_metrics(dir: &Path, base: &[&str], more: &[&str], name: &str) -> Vec<Vec<String>> {
+    let trace = dir.join(format!("{name}.csv"));
+    succeeds(&args(
+        &args(base, more),
+        &["--metrics", trace.to_str().unwrap()],
+    ));
+    csv_rows(&dir.join(format!("{name}.epochs.csv")))
+        .into_iter()
+        .map(|row| {
+            (row.into_iter())
+                .filter(|(column, _)| column.starts_with("train_"))
+                .map(|(column, value)| format!("{column} {value}"))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_checkpoint_inside_an_epoch_or_a_resume_from_it_leaves_the_metrics_to_the_bit() {
+    // The steps' outputs reach the metrics in chunks, and a checkpoint takes the chunk so far:
+    // summed on the device per chunk, the sums rounded otherwise than a run without it
+    // (train_mae 0.8591418… against 0.8591419… in the second epoch).
+    let dir = tempfile::tempdir().unwrap();
+    let data = table(dir.path());
+    let regress = [
+        "train",
+        "--device",
+        "flex",
+        "--batches",
+        "10",
+        "--batch-size",
+        "32",
+        "--features",
+        "8",
+        "--hidden",
+        "4",
+        "--eval",
+        "mae,mse",
+    ];
+    let classes = [
+        "train",
+        "--device",
+        "flex",
+        "--data",
+        &data,
+        "--classes",
+        "3",
+        "--model",
+        "mlp:16",
+        "--batch-size",
+        "20",
+        "--optimizer",
+        "adam",
+        "--eval",
+        "ce,acc",
+    ];
+    for (base, every) in [(&regress[..], "3"), (&classes[..], "5")] {
+        let plain = train_metrics(dir.path(), base, &["--epochs", "2"], "plain");
+        assert_eq!(plain.len(), 2);
+        let ck = dir.path().join("ck");
+        let ck = ck.to_str().unwrap();
+        let _ = std::fs::remove_dir_all(ck);
+        let checkpointed = &[
+            "--epochs",
+            "2",
+            "--checkpoint",
+            ck,
+            "--checkpoint-every",
+            every,
+        ];
+        let with = train_metrics(dir.path(), base, checkpointed, "with");
+        assert_eq!(with, plain, "a run with --checkpoint-every {every}");
+        // The newest but one is inside the second epoch: its resume goes on from the sums.
+        let steps = checkpoints(Path::new(ck));
+        let from = steps[steps.len() - 2].to_str().unwrap();
+        let ck2 = dir.path().join("ck2");
+        let _ = std::fs::remove_dir_all(&ck2);
+        let resumed = &[
+            "--epochs",
+            "2",
+            "--resume",
+            from,
+            "--checkpoint",
+            ck2.to_str().unwrap(),
+        ];
+        let resumed = train_metrics(dir.path(), base, resumed, "resumed");
+        assert_eq!(resumed, plain, "resumed from {from}");
+    }
+}
+
 #[test]
 fn save_best_keeps_the_best_epochs_parameters() {
     let dir = tempfile::tempdir().unwrap();

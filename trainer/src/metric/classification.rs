@@ -215,7 +215,7 @@ impl Metric for CrossEntropy {
         let [rows, _] = outputs.dims();
         let picked =
             log_softmax(outputs.clone().detach(), 1).gather(1, labels.clone().reshape([rows, 1]));
-        self.0.add(-picked.sum(), rows);
+        self.0.add(-picked.reshape([rows]), rows);
         Ok(())
     }
 
@@ -235,8 +235,8 @@ impl Metric for CrossEntropy {
         self.0.state("a cross-entropy's sum")
     }
 
-    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
-        self.0 = Mean::restore("ce", state, device)?;
+    fn restore(&mut self, state: &[f64], _device: &Device) -> Result<()> {
+        self.0 = Mean::restore("ce", state)?;
         Ok(())
     }
 }

@@ -164,40 +164,68 @@ pub fn read_ints(tensor: Tensor<1, Int>, what: &str) -> Result<Vec<i64>> {
         })
 }
 
-/// A float sum on the device and the count it is the sum over: what `ce`, `mse` and `mae`
-/// keep, their value the sum's mean.
+/// A float sum and the count it is the sum over: what `ce`, `mse` and `mae` keep, their value
+/// the sum's mean. The steps give one value per row (each example's loss or error), which stay
+/// on the device until read; a read adds them on the host, in `f64`, one by one in the order
+/// the rows came. So the sum does not depend on how the rows were grouped into updates: a
+/// checkpoint that updates early, or a resume that goes on from the sum so far, gives the
+/// bits a run without either gives.
 #[derive(Default)]
 pub(super) struct Mean {
-    sum: Option<Tensor<1>>,
+    rows: Vec<Tensor<1>>,
+    /// The rows read so far (or restored), added up.
+    folded: Option<f64>,
     count: usize,
 }
 
+/// More row tensors than this are joined into one as they come (the values stay the same).
+const ROW_TENSORS: usize = 64;
+
 impl Mean {
-    /// Adds `more`, summed over `count` things.
-    pub(super) fn add(&mut self, more: Tensor<1>, count: usize) {
-        self.sum = Some(add(self.sum.take(), more));
+    /// Adds `rows`, one value per row of `count` things.
+    pub(super) fn add(&mut self, rows: Tensor<1>, count: usize) {
+        self.rows.push(rows);
+        if self.rows.len() > ROW_TENSORS {
+            self.rows = vec![Tensor::cat(std::mem::take(&mut self.rows), 0)];
+        }
         self.count += count;
+    }
+
+    /// The sum so far, read back once (`None` before any), saying `what` it is where it fails.
+    fn sum(&self, what: &str) -> Result<Option<f64>> {
+        if self.rows.is_empty() {
+            return Ok(self.folded);
+        }
+        let rows = read_floats(Tensor::cat(self.rows.clone(), 0), what)?;
+        Ok(Some(
+            rows.iter()
+                .fold(self.folded.unwrap_or(0.0), |sum, row| sum + row),
+        ))
     }
 
     /// The mean, read back once (NaN before any), saying `what` the sum is where it fails.
     pub(super) fn get(&self, what: &str) -> Result<f64> {
-        Ok(match &self.sum {
-            Some(sum) => read_floats(sum.clone(), what)?[0] / self.count as f64,
+        Ok(match self.sum(what)? {
+            Some(sum) => sum / self.count as f64,
             None => f64::NAN,
         })
     }
 
     /// `[sum, count]`, for a checkpoint.
     pub(super) fn state(&self, what: &str) -> Result<Option<Vec<f64>>> {
-        state_of(self.sum.as_slice(), self.count, what)
+        Ok(Some(match self.sum(what)? {
+            Some(sum) => vec![sum, self.count as f64],
+            None => Vec::new(),
+        }))
     }
 
-    /// From what [`Mean::state`] gave, on `device`; an error naming `metric` for another state.
-    pub(super) fn restore(metric: &str, state: &[f64], device: &Device) -> Result<Self> {
+    /// From what [`Mean::state`] gave; an error naming `metric` for another state.
+    pub(super) fn restore(metric: &str, state: &[f64]) -> Result<Self> {
         Ok(match sums_of(metric, state, 1, Some(1))? {
             None => Self::default(),
             Some((sums, count)) => Self {
-                sum: Some(Tensor::from_floats([sums[0][0] as f32], device)),
+                rows: Vec::new(),
+                folded: Some(sums[0][0]),
                 count,
             },
         })

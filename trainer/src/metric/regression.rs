@@ -6,7 +6,8 @@ use ember::{Error, Result};
 
 use super::eval_metric::{Goal, Mean, Metric, Truth, wrong_truth};
 
-/// The sum over every output of `error(outputs - targets)`, and the outputs it sums over.
+/// Each row's sum over its outputs of `error(outputs - targets)`, and the outputs they sum
+/// over.
 fn errors(
     metric: &str,
     outputs: &Tensor<2>,
@@ -24,7 +25,9 @@ fn errors(
         });
     }
     let difference = outputs.clone().detach() - targets.clone();
-    Ok((error(difference).sum(), outputs.dims().iter().product()))
+    let [rows, _] = outputs.dims();
+    let per_row = error(difference).sum_dim(1).reshape([rows]);
+    Ok((per_row, outputs.dims().iter().product()))
 }
 
 /// `mse`: the mean over every output of `(output - target)²`, PyTorch's `mse_loss` (Gluon's
@@ -63,8 +66,8 @@ impl Metric for MeanSquaredError {
         self.0.state("a squared error's sum")
     }
 
-    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
-        self.0 = Mean::restore("mse", state, device)?;
+    fn restore(&mut self, state: &[f64], _device: &Device) -> Result<()> {
+        self.0 = Mean::restore("mse", state)?;
         Ok(())
     }
 }
@@ -104,8 +107,8 @@ impl Metric for MeanAbsoluteError {
         self.0.state("an absolute error's sum")
     }
 
-    fn restore(&mut self, state: &[f64], device: &Device) -> Result<()> {
-        self.0 = Mean::restore("mae", state, device)?;
+    fn restore(&mut self, state: &[f64], _device: &Device) -> Result<()> {
+        self.0 = Mean::restore("mae", state)?;
         Ok(())
     }
 }
