@@ -37,6 +37,7 @@
 
 // The crate by concept, from the bottom up: each folder imports only from the lines above it.
 pub mod block;
+pub(crate) mod block_on;
 pub mod deferred;
 pub mod device;
 pub mod engine;
@@ -54,6 +55,7 @@ pub mod parallel;
 pub mod params;
 pub mod precision;
 pub mod random;
+pub(crate) mod running_statistics;
 pub mod summary;
 
 pub use block::Block;

@@ -7,6 +7,7 @@ use burn::tensor::{Device, DeviceKind};
 use super::cuda;
 use super::name::{DeviceName, PickedDevice};
 use super::wgpu::{adapter, adapter_info};
+use crate::block_on::block_on;
 use crate::error::{Error, Result};
 
 impl DeviceName {
@@ -150,7 +151,7 @@ pub(super) fn logical_wgpu_devices(count: usize) -> Result<Vec<PickedDevice>> {
         backends: wgpu::Backends::PRIMARY,
         ..wgpu::InstanceDescriptor::new_without_display_handle()
     });
-    let adapter = crate::engine::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+    let adapter = block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
         power_preference: wgpu::PowerPreference::HighPerformance,
         ..Default::default()
     }))
@@ -161,7 +162,7 @@ pub(super) fn logical_wgpu_devices(count: usize) -> Result<Vec<PickedDevice>> {
     let backend = adapter.get_info().backend;
     (0..count)
         .map(|n| {
-            let (device, queue) = crate::engine::block_on(
+            let (device, queue) = block_on(
                 adapter.request_device(&wgpu::DeviceDescriptor {
                     label: Some("ember replica"),
                     required_features: adapter

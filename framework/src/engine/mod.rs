@@ -58,7 +58,6 @@ use burn::tensor::Device;
 
 pub use computed::{Computed, Host, settle};
 pub use handle::{Completed, Handle, PoolSample};
-pub(crate) use watcher::block_on;
 
 use crate::error::{Error, Result, panic_text};
 use handle::{Completion, Progress, Waitable};

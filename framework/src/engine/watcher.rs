@@ -10,13 +10,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
-use std::task::{Context, Poll, Wake, Waker};
-use std::thread::{self, Thread};
+use std::task::{Context, Poll, Waker};
+use std::thread;
 use std::time::Instant;
 
 use burn::tensor::{Device, Tensor, TensorData};
 
 use super::handle::{PoolSample, Progress, Waitable};
+use crate::block_on::Unpark;
 use crate::device::remote::{self, answer_within};
 use crate::error::{Error, Result};
 
@@ -147,27 +148,6 @@ pub(super) fn pool_sampler(requests: Receiver<Arc<dyn Waitable>>, device: Option
         for completion in waiting {
             completion.set_pool(sample);
         }
-    }
-}
-
-struct Unpark(Thread);
-
-impl Wake for Unpark {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// Drives one future to completion on this thread, parking between polls.
-pub(crate) fn block_on<F: Future>(future: F) -> F::Output {
-    let mut future = std::pin::pin!(future);
-    let waker = Waker::from(Arc::new(Unpark(thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    loop {
-        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
-        }
-        thread::park();
     }
 }
 

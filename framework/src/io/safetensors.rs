@@ -50,6 +50,7 @@ use burn::tensor::{DType, Device};
 use super::atomic;
 use crate::error::{Error, Result};
 use crate::params::{ParamDict, collect_params};
+use crate::running_statistics::settle_running_statistics;
 
 /// Writes every parameter of `net` to a safetensors file at `path`, atomically (see
 /// [`crate::io::atomic`]: `path` must be a regular file or new, and keeps its old content if the
@@ -153,7 +154,7 @@ pub fn load_parameters<M: Module>(net: M, path: impl AsRef<Path>, device: &Devic
     check_names_and_shapes(path, &expected, &in_file)?;
 
     // An update still held for a thread would be taken in over the file's statistics later.
-    crate::settle_running_statistics(&net);
+    settle_running_statistics(&net);
     let mut net = net.to_device(device);
     let result = net
         .load_from(&mut store)
@@ -274,8 +275,6 @@ fn read_all<M: Module>(net: &M) -> Result<()> {
     read.0.map_or(Ok(()), Err)
 }
 
-/// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
-/// safetensors reader can take: say so rather than report a malformed header.
 /// The first NaN or infinity among `net`'s parameters, as [`Error::NonFiniteParameter`]
 /// (without a file): a file of them would turn every loss into NaN, where it would be blamed on
 /// the learning rate. Every parameter is read back to the host.
@@ -302,6 +301,8 @@ pub fn non_finite<M: Module>(net: &M) -> Option<Error> {
     None
 }
 
+/// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
+/// safetensors reader can take: say so rather than report a malformed header.
 fn refuse_pickle(path: &Path) -> Result<()> {
     let mut start = [0u8; 4];
     let read = fs::File::open(path)

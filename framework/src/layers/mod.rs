@@ -41,5 +41,6 @@ pub(crate) mod conv;
 pub(crate) mod sequential;
 
 pub use conv::Pair;
-pub use norm::settle_running_statistics;
+// Any module's, not a layer's: defined below the layers, for the file loader and the replicas.
+pub use crate::running_statistics::settle_running_statistics;
 pub use sequential::{Layer, NoBlock, Sequential};

@@ -236,16 +236,6 @@ fn batch_norm<const D: usize>(norm: &BurnBatchNorm, x: Tensor<D>) -> Tensor<D> {
     }
 }
 
-/// Takes every running-statistics update (BatchNorm's) that burn still holds per thread into
-/// `net`'s values. burn keeps each update per thread until that thread reads the statistics
-/// again (or a `valid()`), so updates made by a thread that is gone stayed aside, and a load
-/// that writes the values under them was undone at the next read. Data parallelism's replicas
-/// call it after each step (the replicas' mean, as Gluon averages the devices' copies), and
-/// [`load_parameters`](crate::io::safetensors::load_parameters) before it writes.
-pub fn settle_running_statistics<M: burn::module::Module>(net: &M) {
-    drop(net.valid());
-}
-
 impl fmt::Display for BatchNorm {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.known_channels() {

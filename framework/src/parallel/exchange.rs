@@ -18,6 +18,8 @@ use burn::optim::GradientsParams;
 use burn::tensor::distributed::{ReduceOperation, all_reduce};
 use burn::tensor::{Device, Tensor};
 
+use super::gradient::take_gradient;
+
 /// Where the replicas' gradients are summed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Exchange {
@@ -132,7 +134,7 @@ impl<R: Reduce> ModuleVisitor for SumAcross<R> {
         if !param.is_require_grad() {
             return;
         }
-        let grad = super::take_gradient(&mut self.grads, param, &self.device);
+        let grad = take_gradient(&mut self.grads, param, &self.device);
         let sum = self.reduce.sum(grad);
         self.grads.register(param.id, sum);
     }

@@ -6,6 +6,8 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor};
 
+use super::gradient::take_gradient;
+
 /// `net`'s gradients, taken out of `grads` and concatenated into one tensor of their own on
 /// `device`, in the module's parameter order (zeros where a trainable parameter has none);
 /// `None` for a network without trainable parameters.
@@ -44,7 +46,7 @@ impl ModuleVisitor for OnDevice {
         if !param.is_require_grad() {
             return;
         }
-        let grad = super::take_gradient(&mut self.grads, param, &self.device);
+        let grad = take_gradient(&mut self.grads, param, &self.device);
         let len = grad.shape().num_elements();
         self.parts.push(grad.reshape([len]));
     }

@@ -5,6 +5,7 @@
 
 pub mod exchange;
 mod gate;
+mod gradient;
 // NCCL's sum takes the gradients flat; the pieces are tested on the CPU in every build.
 #[cfg_attr(not(all(feature = "cuda", feature = "mpi")), allow(dead_code))]
 mod flat;
@@ -14,20 +15,3 @@ mod nccl;
 pub mod replicas;
 
 pub use replicas::Replicas;
-
-use burn::module::Param;
-use burn::optim::GradientsParams;
-use burn::tensor::{Device, Tensor};
-
-/// `param`'s gradient, taken out of `grads`, or zeros on `device` where it has none: a
-/// parameter that no replica or rank used still takes part, as every one must send the same
-/// values.
-fn take_gradient<const D: usize>(
-    grads: &mut GradientsParams,
-    param: &Param<Tensor<D>>,
-    device: &Device,
-) -> Tensor<D> {
-    grads
-        .remove::<D>(param.id)
-        .unwrap_or_else(|| Tensor::zeros(param.val().shape(), device))
-}

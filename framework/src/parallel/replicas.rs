@@ -37,6 +37,7 @@ use burn::tensor::{Device, Tensor};
 use crate::error::{Error, Result, panic_text};
 use crate::parallel::exchange::{self, AllReduce, Exchange};
 use crate::parallel::gate::Gate;
+use crate::running_statistics::settle_running_statistics;
 
 /// The devices of a data-parallel step. The first is the main device: it holds the network,
 /// the optimizer state and the summed gradients.
@@ -201,7 +202,7 @@ impl Replicas {
         // update per replica that no thread reads again: taken in now, they become the
         // replicas' mean, and the next step's replicas start from it. Left alone, every step of
         // an epoch read the epoch's first value, and the updates piled up until a `valid()`.
-        crate::settle_running_statistics(net);
+        settle_running_statistics(net);
         let mut sum = GradientsAccumulator::<M>::new();
         let mut summed = None;
         let mut shares = Vec::with_capacity(outcomes.len());

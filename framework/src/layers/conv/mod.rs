@@ -1,7 +1,7 @@
 //! What Gluon's convolutions share ([`Conv2D`](super::conv2d::Conv2D) and
 //! [`Conv1D`](super::conv1d::Conv1D), each in its own file): the options, their builders and
-//! the forward pass they choose (`options.rs`), input channels taken from the first input, and
-//! the window's output size.
+//! the forward pass they choose (`options.rs`), sizes along the window's axes (`pair.rs`), input
+//! channels taken from the first input, and the window's output size.
 //!
 //! d2l's LeNet, line for line:
 //!
@@ -39,51 +39,11 @@ use crate::init::Init;
 use crate::ndtensor::NdTensor;
 
 mod options;
+mod pair;
 
 pub(crate) use options::{ConvOptions, conv_builders};
-
-/// A size along two axes (height, width): one number for both, as Gluon takes `kernel_size=5`,
-/// or a pair, as it takes `(3, 5)`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pair(pub [usize; 2]);
-
-impl From<usize> for Pair {
-    fn from(n: usize) -> Self {
-        Pair([n, n])
-    }
-}
-
-impl From<[usize; 2]> for Pair {
-    fn from(pair: [usize; 2]) -> Self {
-        Pair(pair)
-    }
-}
-
-impl fmt::Display for Pair {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.0 {
-            [a, b] if a == b => write!(f, "{a}"),
-            [a, b] => write!(f, "{a}×{b}"),
-        }
-    }
-}
-
-/// A size per spatial axis: one for `usize` (1-D), two for [`Pair`] (2-D).
-pub(crate) trait Axes: Copy {
-    fn axes(self) -> Vec<usize>;
-}
-
-impl Axes for usize {
-    fn axes(self) -> Vec<usize> {
-        vec![self]
-    }
-}
-
-impl Axes for Pair {
-    fn axes(self) -> Vec<usize> {
-        self.0.to_vec()
-    }
-}
+pub(crate) use pair::Axes;
+pub use pair::Pair;
 
 /// The output length of a window sliding over `input` (PyTorch's and Gluon's formula).
 ///

@@ -5,7 +5,7 @@
 use burn::tensor::Tensor;
 use burn::tensor::ops::ConvOptions as BurnConvOptions;
 
-use super::Axes;
+use super::pair::Axes;
 use crate::layers::activation::Activation;
 
 /// Options shared by both convolutions, in Gluon's names.

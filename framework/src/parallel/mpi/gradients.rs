@@ -1,49 +1,13 @@
 //! The gradients' sum over the ranks: how they meet ([`Via`], chosen with every rank), and
 //! the sum itself, on the cards by NCCL or read back and summed by MPI on the host.
 
-use std::fmt;
-
 use burn::module::{Module, ModuleVisitor, Param, ParamId};
 use burn::optim::GradientsParams;
 use burn::tensor::{Device, Tensor, TensorData};
 
-use super::{BUCKET_VALUES, Collective};
+use super::collective::{Collective, Exchanged, Via};
 use crate::error::{Error, Result};
-
-/// How the ranks' gradients meet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Via {
-    /// Read back to the host and summed by MPI, which works with every device; says why
-    /// NCCL does not sum them.
-    Host(String),
-    /// Summed in place on the ranks' CUDA cards by NCCL.
-    Nccl,
-}
-
-impl fmt::Display for Via {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Host(why) => write!(
-                f,
-                "gradients summed by MPI on the host, in buckets of {} MiB (not by NCCL: {why})",
-                (BUCKET_VALUES * size_of::<f32>()) >> 20
-            ),
-            Self::Nccl => write!(f, "gradients summed on the cards by NCCL"),
-        }
-    }
-}
-
-/// What [`Collective::sum_gradients`] did since it was last asked.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Exchanged {
-    /// All-reduces of the whole gradient (each of one or more buckets).
-    pub sums: u64,
-    /// Gradient values each rank sent, over all of them.
-    pub values: u64,
-    /// Seconds in them, from the first bucket's call to the last one's return: the transfer,
-    /// the additions and the wait for the slowest rank.
-    pub seconds: f64,
-}
+use crate::parallel::gradient::take_gradient;
 
 impl Collective {
     /// Chooses, with every rank, how the gradients of a network on `device` meet: NCCL on
@@ -95,9 +59,9 @@ impl Collective {
     /// Replaces each of `net`'s gradients in `grads` by its sum over the ranks, in the module's
     /// parameter order: on the cards by NCCL, all of them in one buffer, where the ranks chose
     /// it ([`Self::choose`]), else read back and summed by MPI in buckets of
-    /// [`BUCKET_VALUES`]. A trainable parameter without a gradient takes part with zeros, as
-    /// every rank must send the same values. The first call checks that every rank holds as
-    /// many gradient values.
+    /// [`BUCKET_VALUES`](super::collective::BUCKET_VALUES). A trainable parameter without a
+    /// gradient takes part with zeros, as every rank must send the same values. The first call
+    /// checks that every rank holds as many gradient values.
     ///
     /// # Errors
     /// [`Error::Distributed`] when the ranks' networks differ in size; a readback's error.
@@ -214,7 +178,7 @@ impl ModuleVisitor for Flatten {
         if !param.is_require_grad() || self.error.is_some() {
             return;
         }
-        let grad = crate::parallel::take_gradient(&mut self.grads, param, &self.device);
+        let grad = take_gradient(&mut self.grads, param, &self.device);
         match grad.into_data().try_into_vec::<f32>() {
             Ok(values) => self.values.extend_from_slice(&values),
             Err(e) => {
