@@ -1,6 +1,11 @@
 //! Timings side by side, as labelled bars on a log scale.
 
-use super::*;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::chart::framed;
+use super::figure::{DrawError, Figure};
+use super::style::{FONT, LABEL, TICK, color};
 
 /// Timings side by side: one horizontal bar of seconds per measurement, each labelled with its
 /// value, on a log scale, so that times orders of magnitude apart (before and after a change,

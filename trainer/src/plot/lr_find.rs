@@ -1,6 +1,11 @@
 //! The learning-rate finder's curve: loss against learning rate, the suggestion marked.
 
-use super::*;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::chart::{Curve, framed, legend};
+use super::figure::{DrawError, Figure};
+use super::style::{FONT, LABEL, TICK, color};
 use crate::fit::{LrPoint, SweepMode};
 
 /// `lr_find`: each batch's loss (light) and the smoothed loss (dark) against the learning rate,

@@ -1,6 +1,12 @@
 //! Memory over a run: the process's RSS growth per batch, and the device pool where there is one.
 
-use super::*;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::chart::{chart, draw_markers, framed, legend, policy_label, sparse};
+use super::figure::{DrawError, Figure};
+use super::style::{color, marker_outline, shifted};
+use crate::trace::Trace;
 
 /// Figure 2, `memory`: memory growth over the batches of each policy: process RSS, and the
 /// device pool.

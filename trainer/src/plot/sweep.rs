@@ -1,6 +1,13 @@
 //! The window sweep: time per epoch against peak memory growth, one point per window size.
 
-use super::*;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::chart::{chart, draw_markers, framed};
+use super::figure::{DrawError, Figure};
+use super::style::{FONT, LABEL, color};
+use crate::policy::PolicyKind;
+use crate::summary::PolicySummary;
 
 /// Figure 4, `sweep`: time per epoch against peak memory growth, one labelled point per window
 /// size.

@@ -1,6 +1,12 @@
 //! Time per epoch and frontend issue time, per policy: two bars each.
 
-use super::*;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::chart::{Chart, framed, legend};
+use super::figure::{DrawError, Figure};
+use super::style::{FONT, LABEL, TICK};
+use crate::summary::PolicySummary;
 
 /// Figure 1, `time`: time per epoch per policy, with the frontend's issue time beside it.
 pub struct TimeFigure<'a> {

@@ -1,6 +1,12 @@
 //! The timeline of a run: when each batch was issued and when it completed, per policy.
 
-use super::*;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+use super::chart::{Curve, chart, draw_markers, framed, legend, policy_label, sparse};
+use super::figure::{DrawError, Figure};
+use super::style::{color, marker_outline, shifted};
+use crate::trace::Trace;
 
 /// Figure 3, `timeline`: batches issued and batches completed against wall time: the chapter's
 /// frontend/backend figure from real data. The gap between the two curves is the in-flight depth.
