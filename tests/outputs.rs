@@ -165,3 +165,44 @@ fn a_read_only_output_is_refused_and_kept() {
     succeeds(&args(&TINY, &["--save", kept.to_str().unwrap()]));
     assert_ne!(std::fs::read(&kept).unwrap(), b"old");
 }
+
+/// A run refused before it trains makes no directory and no file: the checks of every value
+/// and path come before any output is made. 041bf38 made `--checkpoint`'s and
+/// `--tensorboard`'s directories (and, for a schedule that underflows, an event file) first.
+#[test]
+fn a_run_refused_before_training_makes_no_directory_and_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("new/ck");
+    let tb = dir.path().join("new/tb");
+    let outputs = [
+        "--checkpoint",
+        ck.to_str().unwrap(),
+        "--tensorboard",
+        tb.to_str().unwrap(),
+    ];
+    for (more, needle) in [
+        (
+            &["--checkpoint-every", "0"][..],
+            "checkpoints come after at least one step",
+        ),
+        (&["--eval", "acc"][..], "invalid --eval acc"),
+        (
+            &[
+                "--lr",
+                "1e-37",
+                "--lr-schedule",
+                "step:1:0.001",
+                "--epochs",
+                "3",
+            ][..],
+            "the schedule step:1:0.001 makes the rate of step 5 (epoch 2)",
+        ),
+    ] {
+        fails_with(&args(&args(&TINY, &outputs), more), needle);
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "{more:?} left {left:?}");
+    }
+    // The same outputs, the run accepted: both directories are made.
+    succeeds(&args(&TINY, &outputs));
+    assert!(ck.is_dir() && tb.is_dir());
+}

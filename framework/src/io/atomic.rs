@@ -171,10 +171,10 @@ impl Drop for ScratchFile {
 }
 
 /// A temporary in flight, registered until dropped.
-struct ScratchGuard(PathBuf);
+pub(super) struct ScratchGuard(pub(super) PathBuf);
 
 impl ScratchGuard {
-    fn register(tmp: PathBuf) -> Self {
+    pub(super) fn register(tmp: PathBuf) -> Self {
         IN_FLIGHT
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -269,7 +269,7 @@ fn keep_permissions(file: &Path, target: &Path) -> Result<()> {
     fs::set_permissions(file, permissions).map_err(|e| io(file, e))
 }
 
-fn sync(path: &Path) -> Result<()> {
+pub(super) fn sync(path: &Path) -> Result<()> {
     fs::File::open(path)
         .and_then(|f| f.sync_all())
         .map_err(|e| io(path, e))
@@ -282,6 +282,7 @@ fn io(path: &Path, source: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::entries;
 
     #[test]
     fn a_zombie_is_not_running() {
@@ -301,16 +302,6 @@ mod tests {
         child.wait().unwrap();
         assert!(!running(pid));
         assert!(running(std::process::id()));
-    }
-
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
     }
 
     #[test]

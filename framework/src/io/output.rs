@@ -122,6 +122,7 @@ pub fn check(path: &Path) -> Result<PathBuf> {
 /// # Errors
 /// [`Error::Output`] naming the path and what it is.
 pub fn check_dir(dir: &Path) -> Result<()> {
+    check_dir_unmade(dir)?;
     let refuse = |what: String| Error::Output {
         path: dir.to_path_buf(),
         what,
@@ -141,6 +142,70 @@ pub fn check_dir(dir: &Path) -> Result<()> {
         .map(drop)
         .map_err(|_| refuse("it is a directory that cannot be written".to_string()))
 }
+
+/// Checks a directory that outputs will be written into as [`check_dir`] does, making nothing:
+/// where it is missing, the directory it would be made in (its nearest existing ancestor)
+/// must be a writable directory. For a command that checks all its outputs before it makes
+/// any, so that a refusal leaves no empty directory behind.
+///
+/// # Errors
+/// [`Error::Output`] naming the path and what it is.
+pub fn check_dir_unmade(dir: &Path) -> Result<()> {
+    let refuse = |what: String| Error::Output {
+        path: dir.to_path_buf(),
+        what,
+    };
+    let below = match fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => dir,
+        Ok(meta) => {
+            return Err(refuse(format!(
+                "it is {}, not a directory",
+                describe(&meta.file_type())
+            )));
+        }
+        Err(_) => {
+            let existing = dir
+                .ancestors()
+                .skip(1)
+                .map(|a| {
+                    if a.as_os_str().is_empty() {
+                        Path::new(".")
+                    } else {
+                        a
+                    }
+                })
+                .find(|a| fs::symlink_metadata(a).is_ok())
+                .unwrap_or(Path::new("."));
+            match fs::metadata(existing) {
+                Ok(meta) if meta.is_dir() => existing,
+                Ok(meta) => {
+                    return Err(refuse(format!(
+                        "it cannot be created as a directory: {} is {}",
+                        existing.display(),
+                        describe(&meta.file_type())
+                    )));
+                }
+                Err(e) => {
+                    return Err(refuse(format!(
+                        "it cannot be created as a directory: {} ({e})",
+                        existing.display()
+                    )));
+                }
+            }
+        }
+    };
+    check(&below.join("probe")).map(drop).map_err(|_| {
+        refuse(if below == dir {
+            "it is a directory that cannot be written".to_string()
+        } else {
+            format!(
+                "it cannot be created as a directory: {} cannot be written",
+                below.display()
+            )
+        })
+    })
+}
+
 /// Where `path` is, as one place has one name: its directory resolved (symlinks, `..`, a
 /// relative start) and its file name, itself resolved when it is a symlink. Two outputs are
 /// the same file exactly when these are equal; comparing the paths as given misses `m` and

@@ -31,12 +31,14 @@ use crate::trace::{BatchRecord, Trace};
 
 mod lock;
 mod record;
+mod resume_from;
 mod scan;
 mod trace_log;
 mod verified;
 
 pub use record::{Checkpoint, Position};
 use record::{FILES, LOCK, MODEL, OPTIMIZER, PREFIX, STATE, TRACE, checksum};
+pub use resume_from::{ResumeFrom, resume_from};
 pub use scan::{Entry, classify, scan, set_aside, step_of};
 pub use trace_log::TraceLog;
 
@@ -78,16 +80,17 @@ impl Checkpointing {
         self
     }
 
-    /// Creates the directory if needed, checks that it takes files, removes what killed
-    /// runs left half-written there, and makes sure that no checkpoint this run will write
-    /// has its name taken: by something not ember's, by a checkpoint of another run (a run
-    /// that does not `resume` needs a directory without checkpoints), or by a checkpoint newer
-    /// than the one `resume` goes on from.
+    /// Checks, making nothing, that the directory takes files (or can be made where it does
+    /// not exist) and that no checkpoint this run will write has its name taken: by something
+    /// not ember's, by a checkpoint of another run (a run that does not `resume` needs a
+    /// directory without checkpoints), or by a checkpoint newer than the one `resume` goes on
+    /// from. [`Checkpointing::prepare`] checks it again, so a caller that checks every input
+    /// and output before it makes any calls this first.
     ///
     /// # Errors
     /// [`Error::Output`] naming the directory and what is wrong with it;
-    /// [`Error::InvalidValue`] naming the `step-N` in the way.
-    pub fn prepare(&self, resume: Option<&Checkpoint>) -> Result<()> {
+    /// [`Error::InvalidValue`] naming the `step-N` in the way, or an interval of 0.
+    pub fn check(&self, resume: Option<&Checkpoint>) -> Result<()> {
         if self.every == Some(0) {
             return Err(Error::InvalidValue {
                 name: "checkpoint interval",
@@ -95,7 +98,10 @@ impl Checkpointing {
                 reason: "checkpoints come after at least one step".to_string(),
             });
         }
-        ember::io::check_dir(&self.dir)?;
+        ember::io::check_dir_unmade(&self.dir)?;
+        if !self.dir.exists() {
+            return Ok(());
+        }
         // A resumed run writes its steps after the one it goes on from, in the same directory.
         let same_dir = |c: &&Checkpoint| {
             c.dir.parent().and_then(|p| p.canonicalize().ok()) == self.dir.canonicalize().ok()
@@ -125,6 +131,18 @@ impl Checkpointing {
                 reason: why,
             });
         }
+        Ok(())
+    }
+
+    /// What [`Checkpointing::check`] checks, then creates the directory if needed, takes its
+    /// lock, and removes what killed runs left half-written there.
+    ///
+    /// # Errors
+    /// As [`Checkpointing::check`]; [`Error::Output`] where the directory cannot be made or
+    /// another run holds it.
+    pub fn prepare(&self, resume: Option<&Checkpoint>) -> Result<()> {
+        self.check(resume)?;
+        ember::io::check_dir(&self.dir)?;
         self.lock()?;
         ember::io::remove_stale_in(&self.dir);
         Ok(())
@@ -238,8 +256,13 @@ fn write_model<B: Block>(net: &B, trainer: &Optimizer, tmp: &Path) -> Result<()>
 /// that leaves it empty. Anything else in it (a user's export, a copy) stays, in its
 /// directory renamed `kept-step-N`, out of the names checkpoints take: rotation never deletes
 /// what it did not write. `state.json` goes first, so that a removal cut short leaves no
-/// sound-looking checkpoint with files missing.
+/// sound-looking checkpoint with files missing. One that holds only its own files goes as one
+/// step: renamed to a temporary first, which the next run removes if this removal is cut
+/// short.
 fn remove(old: &Path) {
+    if ember::io::remove_dir_holding(old, &FILES) {
+        return;
+    }
     for file in FILES {
         let _ = fs::remove_file(old.join(file));
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use ember::Block;
 use ember::io;
-use ember_trainer::checkpoint::{self, Checkpoint, Checkpointing, Entry};
+use ember_trainer::checkpoint::{self, Checkpoint, Checkpointing};
 use ember_trainer::fit::FitRun;
 use ember_trainer::profile::Profile;
 use ember_trainer::trace::Trace;
@@ -38,8 +38,8 @@ pub struct OutputPaths {
 }
 
 impl OutputPaths {
-    /// Checks every output path (a regular file, or new in a writable directory), prepares the
-    /// checkpoint directory, and finds the checkpoint to resume from. A process that `writes`
+    /// Checks every output path (a regular file, or new in a writable directory) and the
+    /// checkpoint directory, making nothing, and finds the checkpoint to resume from. A process that `writes`
     /// not (a job's rank other than 0, given no outputs) leaves the checkpoint directory to
     /// the one that does: it only keeps its schedule.
     #[allow(clippy::too_many_arguments)]
@@ -99,9 +99,10 @@ impl OutputPaths {
             checkpoint_dir.as_ref().map(|dir| (flag, dir)),
             resume.as_ref(),
         )?;
-        // Made only once no other output or input is at its path.
+        // Nothing is made here: the TensorBoard writer and the run make their directories
+        // once every input and output was found sound, so that a refusal leaves none behind.
         if let Some(dir) = &tensorboard {
-            io::check_dir(dir)
+            io::check_dir_unmade(dir)
                 .with_context(|| format!("invalid --tensorboard {}", dir.display()))?;
         }
         let checkpoint = match checkpoint_dir {
@@ -110,7 +111,7 @@ impl OutputPaths {
                 checkpointing.every = every;
                 if writes {
                     checkpointing
-                        .prepare(resume.as_ref())
+                        .check(resume.as_ref())
                         .with_context(|| format!("invalid {flag}"))?;
                 }
                 Some(checkpointing)
@@ -135,93 +136,21 @@ impl OutputPaths {
     }
 }
 
-/// The checkpoint `--resume` names, and the directory the run's checkpoints go on in. A
-/// `step-N` directory is that checkpoint; a directory of checkpoints gives its newest sound
-/// one, and newer damaged ones are moved aside (never deleted), each with its reason said.
+/// The checkpoint `--resume` names, and the directory the run's checkpoints go on in
+/// ([`checkpoint::resume_from`]), saying what it did to damaged ones on the way.
 fn find_resume(path: &Path) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
-    if !path.is_dir() {
-        bail!(
-            "invalid --resume {}: no such directory of checkpoints",
-            path.display()
-        );
+    let found = checkpoint::resume_from(path).map_err(|e| match e {
+        ember::Error::InvalidValue {
+            name: "resume",
+            value,
+            reason,
+        } => anyhow::anyhow!("invalid --resume {value}: {reason}"),
+        e => anyhow::Error::from(e),
+    })?;
+    for note in found.notes {
+        say!("{note}");
     }
-    let named_step = path
-        .file_name()
-        .is_some_and(|n| checkpoint::step_of(&n.to_string_lossy()).is_some());
-    if named_step || path.join("state.json").exists() {
-        let dir = path
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let dir = if dir.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            dir
-        };
-        return match checkpoint::classify(path) {
-            Entry::Sound(found) => Ok((Some(found), dir)),
-            Entry::Damaged { reason, .. } => bail!(
-                "invalid --resume {}: the checkpoint is damaged: {reason}",
-                path.display()
-            ),
-            Entry::Foreign { what, .. } => bail!(
-                "invalid --resume {}: it is {what}, not a checkpoint",
-                path.display()
-            ),
-        };
-    }
-    let entries = checkpoint::scan(path)?;
-    let newest = entries
-        .iter()
-        .rposition(|(_, e)| matches!(e, Entry::Sound(_)));
-    let damaged: Vec<(&PathBuf, &String)> = entries[newest.map_or(0, |i| i + 1)..]
-        .iter()
-        .filter_map(|(_, e)| match e {
-            Entry::Damaged { path, reason } => Some((path, reason)),
-            _ => None,
-        })
-        .collect();
-    let Some(newest) = newest else {
-        if !damaged.is_empty() {
-            let all: Vec<String> = damaged
-                .iter()
-                .map(|(p, why)| format!("{}: {why}", p.display()))
-                .collect();
-            bail!(
-                "invalid --resume {}: no checkpoint there can be resumed from:\n{}",
-                path.display(),
-                all.join("\n")
-            );
-        }
-        say!(
-            "no complete checkpoint in {} yet: starting from the beginning",
-            path.display()
-        );
-        return Ok((None, path.to_path_buf()));
-    };
-    let Entry::Sound(found) = &entries[newest].1 else {
-        unreachable!("found as sound")
-    };
-    for (bad, why) in damaged {
-        // An empty one (a write a second signal cut short) holds nothing to keep.
-        if std::fs::remove_dir(bad).is_ok() {
-            say!(
-                "{} was empty ({why}): removed; resuming from the one before it, {}",
-                bad.display(),
-                found.dir.display()
-            );
-            continue;
-        }
-        let aside = checkpoint::set_aside(bad, "damaged")
-            .with_context(|| format!("moving the damaged checkpoint {} aside", bad.display()))?;
-        say!(
-            "{} is damaged ({why}): resuming from the one before it, {}; the damaged one is kept \
-             as {}",
-            bad.display(),
-            found.dir.display(),
-            aside.display()
-        );
-    }
-    Ok((Some(found.clone()), path.to_path_buf()))
+    Ok((found.checkpoint, found.dir))
 }
 
 /// Refuses an output that is one of the run's inputs (the data, `--load`, the checkpoint

@@ -66,13 +66,14 @@ where
             }
             (None, _) => 0,
         };
-        // The rank that writes checkpoints; the others only keep the same schedule.
+        // The rank that writes checkpoints; the others only keep the same schedule. Checked
+        // here, made once the schedule is found sound below.
         let rank = self.distributed.as_ref().map(|c| c.rank());
         let writes = rank.unwrap_or(0) == 0;
         if let Some(checkpointing) = &self.checkpointing
             && writes
         {
-            checkpointing.prepare(self.resume.as_ref())?;
+            checkpointing.check(self.resume.as_ref())?;
         }
         let first = data.batches(0).next().transpose()?;
         let net = match &first {
@@ -134,6 +135,12 @@ where
         if let Some(schedule) = &self.schedule {
             let epochs = (start.at.epoch, self.epochs);
             rates::refuse_underflow(schedule.as_ref(), base, total, epochs)?;
+        }
+        // The first thing made: a run refused above leaves no directory behind.
+        if let Some(checkpointing) = &self.checkpointing
+            && writes
+        {
+            checkpointing.prepare(self.resume.as_ref())?;
         }
         if base != given {
             self.progress.acted(&format!(

@@ -43,8 +43,10 @@ const FILE_VERSION: &str = "brain.Event:2";
 
 /// Writes a run's scalars into a new TensorBoard event file (see the module's documentation).
 pub struct TensorBoard {
+    /// The event file: the name chosen when made, then the one opened.
     path: PathBuf,
-    file: BufWriter<File>,
+    /// Open from the run's start ([`Callback::train_begin`]) or the first event.
+    file: Option<BufWriter<File>>,
     /// The batches of the epochs before the current one: a batch's step is these plus its
     /// number in the epoch, plus one, in a resumed run too.
     before_epoch: i64,
@@ -56,43 +58,55 @@ pub struct TensorBoard {
 const FLUSH_EVERY: usize = 32;
 
 impl TensorBoard {
-    /// A new event file in `dir`, which is created if it is missing.
+    /// A new event file in `dir`, which is created if it is missing, both once the run starts
+    /// ([`Callback::train_begin`]): a run refused before it trains leaves neither.
     ///
     /// # Errors
-    /// [`Error::Io`] naming the directory or the file, where they cannot be made.
+    /// [`Error::Output`] where `dir` cannot be, or become, a directory that takes files.
     pub fn new(dir: &Path) -> Result<Self> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        ember::io::check_dir_unmade(dir)?;
         let seconds = now().floor() as u64;
         let stem = format!(
             "events.out.tfevents.{seconds}.{}.{}",
             host(),
             std::process::id()
         );
-        // A name that is taken is never opened: the next free one is.
-        for n in 0.. {
-            let path = match n {
-                0 => dir.join(&stem),
-                n => dir.join(format!("{stem}.{n}")),
-            };
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => {
-                    let mut writer = Self {
-                        path,
-                        file: BufWriter::new(file),
-                        before_epoch: 0,
-                        unflushed: 0,
-                    };
-                    let mut event = Event::new();
-                    event.set_file_version(FILE_VERSION.to_string());
-                    writer.write(event)?;
-                    writer.flush()?;
-                    return Ok(writer);
+        Ok(Self {
+            path: dir.join(stem),
+            file: None,
+            before_epoch: 0,
+            unflushed: 0,
+        })
+    }
+
+    /// Opens the event file, where it is not open yet, and writes the version record first.
+    fn open(&mut self) -> Result<()> {
+        if self.file.is_none() {
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            let stem = self.path.clone();
+            // A name that is taken is never opened: the next free one is.
+            for n in 0.. {
+                let path = match n {
+                    0 => stem.clone(),
+                    n => PathBuf::from(format!("{}.{n}", stem.display())),
+                };
+                match OpenOptions::new().write(true).create_new(true).open(&path) {
+                    Ok(file) => {
+                        self.path = path;
+                        self.file = Some(BufWriter::new(file));
+                        break;
+                    }
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(Error::io(path, e)),
                 }
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(Error::io(path, e)),
             }
+            let mut event = Event::new();
+            event.set_file_version(FILE_VERSION.to_string());
+            self.write(event)?;
+            self.flush()?;
         }
-        unreachable!("some name is free")
+        Ok(())
     }
 
     /// The event file.
@@ -120,8 +134,11 @@ impl TensorBoard {
         let data = event
             .write_to_bytes()
             .map_err(|e| Error::io(&self.path, std::io::Error::other(e)))?;
-        self.file
-            .write_all(&frame(&data))
+        if self.file.is_none() {
+            self.open()?;
+        }
+        let file = self.file.as_mut().expect("opened above");
+        file.write_all(&frame(&data))
             .map_err(|e| Error::io(&self.path, e))?;
         self.unflushed += 1;
         match self.unflushed >= FLUSH_EVERY {
@@ -132,7 +149,10 @@ impl TensorBoard {
 
     fn flush(&mut self) -> Result<()> {
         self.unflushed = 0;
-        self.file.flush().map_err(|e| Error::io(&self.path, e))
+        match &mut self.file {
+            Some(file) => file.flush().map_err(|e| Error::io(&self.path, e)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -140,7 +160,7 @@ impl Callback for TensorBoard {
     /// A resumed run's trace holds the epochs it finished before: the steps go on after them.
     fn train_begin(&mut self, trace: &Trace) -> Result<()> {
         self.before_epoch = trace.epochs.iter().map(|e| e.batches as i64).sum();
-        Ok(())
+        self.open()
     }
 
     fn batch_end(&mut self, batch: &BatchRecord) -> Result<Action> {
