@@ -322,7 +322,7 @@ fn rows(found: &LrFinding<Net>) -> Vec<usize> {
 fn rounded(lr: f64) -> String {
     format!("{lr:.2e}")
         .parse::<f64>()
-        .map_or_else(|_| lr.to_string(), |r| r.to_string())
+        .map_or_else(|_| lr.to_string(), ember::error::number)
 }
 
 /// A loss for the table: 4 decimals, or 3 significant digits once it blew up.

@@ -140,7 +140,13 @@ struct Cli {
     /// How long a remote device (`remote:ws://HOST:PORT`) may leave ember waiting for an
     /// answer before the run fails naming it: a server that was stopped or hangs keeps its
     /// connection open. A signal during such a wait ends the run within this bound too.
-    #[arg(long, global = true, value_name = "SECONDS", default_value = "60")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SECONDS",
+        default_value = "60",
+        allow_negative_numbers = true
+    )]
     remote_timeout: f64,
 }
 

@@ -10,7 +10,7 @@ use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs, Target};
 
 use super::devices;
-use super::flags::{Flag, Resume};
+use super::flags::{Flag, Resume, number};
 use super::list::{self, List, Size};
 use super::model::{ModelSpec, Net};
 use super::recipe::{Recipe, RecipeArgs};
@@ -403,7 +403,7 @@ impl Workload {
                 "{} batches x {} x {} features, hidden {:?}",
                 self.batches, self.batch_size, self.features, self.hidden
             ),
-            ref data => format!("{data}, batch {}, lr {}", self.batch_size, self.lr),
+            ref data => format!("{data}, batch {}, lr {}", self.batch_size, number(self.lr)),
         };
         what + &super::recipe::recipe_words(self)
     }

@@ -96,7 +96,7 @@ impl Run<'_> {
             train.shape(),
             self.model,
             w.batch_size,
-            w.lr,
+            ember::error::number(w.lr),
             recipe_words(w),
             self.policy.kind(),
             self.epochs
