@@ -168,6 +168,12 @@ impl Collective {
             let mut lengths = vec![0u64; self.size];
             world.all_gather_into(&(mine.len() as u64), &mut lengths[..]);
             let longest = lengths.iter().copied().max().unwrap_or(0) as usize;
+            // Nothing to send from any rank (the metrics' sums right after an epoch's end):
+            // Open MPI refuses a gather of empty buffers (MPI_ERR_ARG, fatal), which ended
+            // every job that checkpointed with a metric on.
+            if longest == 0 {
+                return vec![Vec::new(); self.size];
+            }
             let mut padded = mine.to_vec();
             padded.resize(longest, 0);
             let mut all = vec![0u8; longest * self.size];
