@@ -1,6 +1,6 @@
 //! Checkpoints written from code: with one after every step, the bytes their traces take grow
 //! with the run, not with its square, and each checkpoint still holds exactly its own records
-//! and resumes to the bit.
+//! and resumes to the bit; a copy of a live run's directory is not that run's.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
@@ -69,4 +69,38 @@ fn a_checkpoint_every_step_writes_bytes_that_grow_with_the_run_and_each_resumes(
         .unwrap();
     assert_eq!(flat(&resumed.net), flat(&whole.net));
     assert_eq!(resumed.trace.batches.len(), 60);
+}
+
+/// A live run's checkpoint directory, copied with its `lock`, is the copy's to write: the lock
+/// names the directory it was taken for. 041bf38 refused the copy as held by that run.
+#[test]
+fn a_copy_of_a_live_runs_directory_is_not_held_by_that_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (live, copy) = (dir.path().join("live"), dir.path().join("copy"));
+    let mut holder = std::process::Command::new("sleep")
+        .arg("60")
+        .spawn()
+        .unwrap();
+    let started = ember::io::proc_stat(holder.id()).unwrap()[19].clone();
+    std::fs::create_dir(&live).unwrap();
+    let meta = std::fs::metadata(&live).unwrap();
+    let lock = format!("{} {started} {}:{}", holder.id(), meta.dev(), meta.ino());
+    std::fs::write(live.join("lock"), &lock).unwrap();
+    std::fs::create_dir(&copy).unwrap();
+    std::fs::write(copy.join("lock"), &lock).unwrap();
+    let held = Checkpointing::new(&live).prepare(None);
+    let copied = Checkpointing::new(&copy).prepare(None);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let err = held.unwrap_err().to_string();
+    assert!(
+        err.contains(&format!("another run (pid {})", holder.id())),
+        "{err}"
+    );
+    copied.unwrap();
+    let mine = std::fs::read_to_string(copy.join("lock")).unwrap();
+    assert!(
+        mine.starts_with(&format!("{} ", std::process::id())),
+        "{mine}"
+    );
 }

@@ -1,7 +1,10 @@
 //! A checkpoint directory belongs to one run at a time: a file `lock` holds the pid of the run
-//! writing there and the time that process started, and goes when the run ends.
+//! writing there, the time that process started and the directory's own identity (device and
+//! inode: a copy of the directory, lock and all, is not the directory the run writes), and goes
+//! when the run ends.
 
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 
 use ember::{Error, Result};
 
@@ -36,9 +39,12 @@ impl Checkpointing {
                 let mut fields = text.split_whitespace();
                 let pid = fields.next().and_then(|p| p.parse::<u32>().ok());
                 let started = fields.next().map(|s| s.parse::<u64>().ok());
-                match (pid, started, fields.next()) {
-                    (Some(pid), None, None) => Some((pid, None)),
-                    (Some(pid), Some(Some(at)), None) => Some((pid, Some(at))),
+                let place = fields.next();
+                match (pid, started, place, fields.next()) {
+                    (Some(pid), None, None, None) => Some((pid, None, None)),
+                    (Some(pid), Some(Some(at)), place, None) => {
+                        Some((pid, Some(at), place.map(str::to_string)))
+                    }
                     _ => {
                         return Err(refuse(format!(
                             "{} is a file of another kind than ember's lock (a pid and its \
@@ -50,9 +56,12 @@ impl Checkpointing {
             }
         };
         // The holder runs still: the same process (its start time), or, for a lock of an
-        // older ember that holds a pid alone, an ember process.
-        if let Some((pid, started)) = holder
+        // older ember that holds a pid alone, an ember process; and it writes here, not into
+        // the directory this one was copied from (a copy of a live run's directory was refused).
+        let here = place_of(&self.dir);
+        if let Some((pid, started, place)) = holder
             && pid != me
+            && place.is_none_or(|place| here.as_deref() == Some(place.as_str()))
             && ember::io::running(pid)
             && match started {
                 Some(at) => started_at(pid) == Some(at),
@@ -64,9 +73,10 @@ impl Checkpointing {
                  this run a directory of its own"
             )));
         }
-        let text = match started_at(me) {
-            Some(at) => format!("{me} {at}"),
-            None => me.to_string(),
+        let text = match (started_at(me), here) {
+            (Some(at), Some(here)) => format!("{me} {at} {here}"),
+            (Some(at), None) => format!("{me} {at}"),
+            (None, _) => me.to_string(),
         };
         ember::io::write_atomic_bytes(&lock, text.as_bytes())
     }
@@ -88,6 +98,12 @@ impl Checkpointing {
 /// `/proc/PID/stat`); `None` elsewhere.
 pub(super) fn started_at(pid: u32) -> Option<u64> {
     ember::io::proc_stat(pid)?.get(19)?.parse().ok()
+}
+
+/// The identity of directory `dir` (`DEVICE:INODE`), which a copy of it does not share.
+fn place_of(dir: &std::path::Path) -> Option<String> {
+    let meta = fs::metadata(dir).ok()?;
+    Some(format!("{}:{}", meta.dev(), meta.ino()))
 }
 
 /// The command line of process `pid` (Linux), its arguments joined by spaces.

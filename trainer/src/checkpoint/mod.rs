@@ -102,11 +102,7 @@ impl Checkpointing {
         if !self.dir.exists() {
             return Ok(());
         }
-        // A resumed run writes its steps after the one it goes on from, in the same directory.
-        let same_dir = |c: &&Checkpoint| {
-            c.dir.parent().and_then(|p| p.canonicalize().ok()) == self.dir.canonicalize().ok()
-        };
-        let after = resume.filter(same_dir).map(|c| c.position.steps);
+        let after = self.resumed_step(resume);
         for (steps, entry) in scan(&self.dir)? {
             let why = match &entry {
                 Entry::Foreign { what, .. } => format!(
@@ -114,6 +110,8 @@ impl Checkpointing {
                      give the run another checkpoint directory"
                 ),
                 _ if after.is_some_and(|a| steps <= a) => continue,
+                // A damaged one newer than the checkpoint resumed: set aside by `prepare`.
+                Entry::Damaged { .. } if after.is_some() => continue,
                 Entry::Sound(_) | Entry::Damaged { .. } => match after {
                     None => "the directory holds checkpoints of another run: go on with that \
                              run with --resume, or give this one an empty directory"
@@ -135,17 +133,53 @@ impl Checkpointing {
     }
 
     /// What [`Checkpointing::check`] checks, then creates the directory if needed, takes its
-    /// lock, and removes what killed runs left half-written there.
+    /// lock, removes what killed runs left half-written there, and sets aside the damaged
+    /// checkpoints newer than the one `resume` goes on from (as `damaged-step-N`; an empty one,
+    /// which holds nothing, is removed). Returns what it did to those, one line each.
     ///
     /// # Errors
-    /// As [`Checkpointing::check`]; [`Error::Output`] where the directory cannot be made or
-    /// another run holds it.
-    pub fn prepare(&self, resume: Option<&Checkpoint>) -> Result<()> {
+    /// As [`Checkpointing::check`]; [`Error::Output`] where the directory cannot be made,
+    /// another run holds it, or a damaged checkpoint cannot be moved aside.
+    pub fn prepare(&self, resume: Option<&Checkpoint>) -> Result<Vec<String>> {
         self.check(resume)?;
         ember::io::check_dir(&self.dir)?;
         self.lock()?;
         ember::io::remove_stale_in(&self.dir);
-        Ok(())
+        let mut notes = Vec::new();
+        let Some(after) = self.resumed_step(resume) else {
+            return Ok(notes);
+        };
+        for (steps, entry) in scan(&self.dir)? {
+            let Entry::Damaged { path, .. } = entry else {
+                continue;
+            };
+            if steps <= after {
+                continue;
+            }
+            if fs::remove_dir(&path).is_ok() {
+                notes.push(format!("{} was empty: removed", path.display()));
+                continue;
+            }
+            let aside = set_aside(&path, "damaged").ok_or_else(|| Error::Output {
+                path: path.clone(),
+                what: "a damaged checkpoint, which could not be moved aside".to_string(),
+            })?;
+            notes.push(format!(
+                "the damaged {} is kept as {}",
+                path.display(),
+                aside.display()
+            ));
+        }
+        Ok(notes)
+    }
+
+    /// The step of the checkpoint `resume` goes on from, where it is in this directory (a
+    /// resumed run writes its steps after it there).
+    fn resumed_step(&self, resume: Option<&Checkpoint>) -> Option<u64> {
+        let here = self.dir.canonicalize().ok();
+        resume
+            .filter(|c| c.dir.parent().and_then(|p| p.canonicalize().ok()) == here)
+            .map(|c| c.position.steps)
     }
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ember::{Error, Result};
 
 use super::record::{Checkpoint, STATE};
-use super::scan::{Entry, classify, scan, set_aside, step_of};
+use super::scan::{Entry, classify, scan, step_of};
 
 /// What [`resume_from`] found.
 #[derive(Debug)]
@@ -16,15 +16,16 @@ pub struct ResumeFrom {
     pub checkpoint: Option<Checkpoint>,
     /// The directory the run's checkpoints go on in.
     pub dir: PathBuf,
-    /// What was done on the way, one line each, for the user: damaged checkpoints newer than
-    /// the one found, moved aside or (empty) removed; a directory with no checkpoint yet.
+    /// What was found on the way, one line each, for the user: damaged checkpoints newer than
+    /// the one found, passed over (a run that goes on there sets them aside when it starts);
+    /// a directory with no checkpoint yet.
     pub notes: Vec<String>,
 }
 
 /// The checkpoint `path` names: a `step-N` directory is that checkpoint (`step-13` names
 /// `step-0000000013`, as a user reads the step off a line); a directory of checkpoints gives
-/// its newest sound one, and newer damaged ones are moved aside (never deleted, unless
-/// empty), each with its reason noted.
+/// its newest sound one, newer damaged ones passed over, each with its reason noted. Nothing is
+/// moved or written.
 ///
 /// # Errors
 /// [`Error::InvalidValue`] named `resume` for a path that is no directory, a damaged or
@@ -39,7 +40,7 @@ pub fn resume_from(path: &Path) -> Result<ResumeFrom> {
     let padded = unpadded_step(path);
     let path = padded.as_deref().unwrap_or(path);
     if !path.is_dir() {
-        return Err(refuse(path, "no such directory of checkpoints".to_string()));
+        return Err(refuse(path, missing(path)));
     }
     let named_step = path
         .file_name()
@@ -100,29 +101,18 @@ pub fn resume_from(path: &Path) -> Result<ResumeFrom> {
     let Entry::Sound(found) = &entries[newest].1 else {
         unreachable!("found as sound")
     };
-    let mut notes = Vec::new();
-    for (bad, why) in damaged {
-        // An empty one (a write a second signal cut short) holds nothing to keep.
-        if std::fs::remove_dir(bad).is_ok() {
-            notes.push(format!(
-                "{} was empty ({why}): removed; resuming from the one before it, {}",
+    // Moved aside only once the run is found sound ([`super::Checkpointing::prepare`]): a run
+    // refused after this leaves them where they are.
+    let notes = damaged
+        .iter()
+        .map(|(bad, why)| {
+            format!(
+                "{} is damaged ({why}): passed over for the one before it, {}",
                 bad.display(),
                 found.dir.display()
-            ));
-            continue;
-        }
-        let aside = set_aside(bad, "damaged").ok_or_else(|| Error::Output {
-            path: bad.clone(),
-            what: "a damaged checkpoint, which could not be moved aside".to_string(),
-        })?;
-        notes.push(format!(
-            "{} is damaged ({why}): resuming from the one before it, {}; the damaged one is \
-             kept as {}",
-            bad.display(),
-            found.dir.display(),
-            aside.display()
-        ));
-    }
+            )
+        })
+        .collect();
     Ok(ResumeFrom {
         checkpoint: Some(found.clone()),
         dir: path.to_path_buf(),
@@ -141,4 +131,29 @@ fn unpadded_step(path: &Path) -> Option<PathBuf> {
     let entries = scan(parent.unwrap_or(Path::new("."))).ok()?;
     let (_, entry) = entries.into_iter().find(|(n, _)| *n == step)?;
     Some(entry.path().to_path_buf())
+}
+
+/// Why `path` names nothing to resume from: a `step-N` that is not there says which steps are.
+fn missing(path: &Path) -> String {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let named_step = path
+        .file_name()
+        .is_some_and(|n| step_of(&n.to_string_lossy()).is_some());
+    match parent.map(scan) {
+        Some(Ok(entries)) if named_step => {
+            let sound: Vec<String> = entries
+                .iter()
+                .filter(|(_, e)| matches!(e, Entry::Sound(_)))
+                .map(|(steps, _)| steps.to_string())
+                .collect();
+            match sound.is_empty() {
+                true => "no such checkpoint, and its directory holds none".to_string(),
+                false => format!(
+                    "no such checkpoint; its directory holds those of steps {}",
+                    sound.join(", ")
+                ),
+            }
+        }
+        _ => "no such directory of checkpoints".to_string(),
+    }
 }

@@ -10,7 +10,8 @@ pub trait Progress {
     fn epoch_done(&mut self, _record: &EpochRecord) {}
     /// A checkpoint was written.
     fn checkpointed(&mut self, _dir: &std::path::Path) {}
-    /// A callback acted (stopped the run, scaled the learning rate), saying why.
+    /// A callback acted (stopped the run, scaled the learning rate), or the run did (set a
+    /// damaged checkpoint aside), saying why.
     fn acted(&mut self, _why: &str) {}
 }
 

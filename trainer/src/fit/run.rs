@@ -140,7 +140,9 @@ where
         if let Some(checkpointing) = &self.checkpointing
             && writes
         {
-            checkpointing.prepare(self.resume.as_ref())?;
+            for note in checkpointing.prepare(self.resume.as_ref())? {
+                self.progress.acted(&note);
+            }
         }
         if base != given {
             self.progress.acted(&format!(
@@ -162,8 +164,19 @@ where
             && writes
         {
             for metric in &mut metrics {
-                if let Some(state) = checkpoint.position.metrics.get(&metric.name()) {
-                    metric.restore(state, &device)?;
+                match checkpoint.position.metrics.get(&metric.name()) {
+                    Some(state) => metric.restore(state, &device)?,
+                    // A metric that keeps no state, one whose sums were not finite, or a
+                    // checkpoint from before the sums were kept: said, not passed in silence.
+                    None => self.progress.acted(&format!(
+                        "{} holds no sums for the metric {}: epoch {}'s train_{} counts the \
+                         batches from batch {} on only",
+                        checkpoint.dir.display(),
+                        metric.name(),
+                        start.at.epoch + 1,
+                        metric.name(),
+                        start.at.next_batch
+                    )),
                 }
             }
         }
