@@ -203,6 +203,31 @@ fn a_run_refused_before_training_makes_no_directory_and_no_file() {
         assert!(left.is_empty(), "{more:?} left {left:?}");
     }
     // The same outputs, the run accepted: both directories are made.
-    succeeds(&args(&TINY, &outputs));
+    succeeds(&args(&args(&TINY, &outputs), &["--checkpoint-every", "2"]));
     assert!(ck.is_dir() && tb.is_dir());
+    // A resume refused (another --seed) past a damaged newest checkpoint moves nothing: it was
+    // set aside as `damaged-step-N` before the refusal.
+    let names = || {
+        let mut names: Vec<_> = std::fs::read_dir(&ck)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let newest = names()
+        .into_iter()
+        .rfind(|n| n.to_string_lossy().starts_with("step-"));
+    std::fs::write(ck.join(newest.unwrap()).join("state.json"), "{").unwrap();
+    let before = names();
+    let resume = [
+        "--resume",
+        ck.to_str().unwrap(),
+        "--seed",
+        "5",
+        "--epochs",
+        "2",
+    ];
+    fails_with(&args(&TINY, &resume), "cannot resume from");
+    assert_eq!(names(), before);
 }

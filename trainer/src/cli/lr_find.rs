@@ -199,7 +199,7 @@ pub fn run(args: LrFindArgs) -> anyhow::Result<()> {
                 w.batch_size,
                 w.features,
                 model,
-                recipe_words(w)
+                recipe_words(&w.recipe)
             );
             let net = model.build(1, Init::default(), finder.replicas.main());
             let mut data = w.epochs()?;
@@ -254,7 +254,7 @@ impl Finder<'_> {
     {
         let w = self.workload;
         let train = match w.valid_split {
-            Some(share) => train.split(share, w.seed)?.0,
+            Some(share) => super::task::held_out(&train, share, w.seed)?.0,
             None => train,
         };
         say!(
@@ -268,7 +268,7 @@ impl Finder<'_> {
             train.shape(),
             self.model,
             w.batch_size,
-            recipe_words(w)
+            recipe_words(&w.recipe)
         );
         let mut loader = DataLoader::new(train, w.batch_size)?
             .shuffle(w.seed)

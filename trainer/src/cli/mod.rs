@@ -105,6 +105,7 @@ mod clash;
 mod compare;
 mod compare_outputs;
 mod data_content;
+mod described;
 mod devices;
 mod distributed;
 mod eval;
@@ -126,6 +127,7 @@ mod summary;
 mod task;
 mod train;
 mod workload;
+mod written;
 
 /// ember: see, measure and control what asynchronous execution does to a training loop.
 #[derive(Debug, Parser)]

@@ -159,22 +159,34 @@ impl ModelSpec {
     /// check, with the batch and the queue). `what` names where the sizes came from.
     pub fn check_fits(&self, example: &[usize], outputs: usize, what: &str) -> anyhow::Result<()> {
         let need = self.footprint(example, outputs, 1);
-        let bytes = need
+        let needed = need
             .parameters
             .saturating_add(need.activations)
             .saturating_mul(4);
         let available =
             ember_trainer::memory::available_bytes().map_or(isize::MAX as u128, u128::from);
-        if bytes > available {
+        if needed > available {
             anyhow::bail!(
                 "{what}: the network {self} for inputs of shape {example:?} and {outputs} outputs \
                  is too large for this machine: its parameters and one example need about {}, \
                  and {} of memory is available",
-                super::task::bytes(bytes),
-                super::task::bytes(available)
+                bytes(needed),
+                bytes(available)
             );
         }
         Ok(())
+    }
+}
+
+/// A byte count for people: `16.8 MB`, `12.3 GB`, `4.1 TB`.
+pub(super) fn bytes(n: u128) -> String {
+    let n = n as f64;
+    if n >= 1e12 {
+        format!("{:.1} TB", n / 1e12)
+    } else if n >= 1e9 {
+        format!("{:.1} GB", n / 1e9)
+    } else {
+        format!("{:.1} MB", n / 1e6)
     }
 }
 

@@ -1,20 +1,15 @@
 //! Where `ember train` writes and reads (parameters, the trace, checkpoints), checked before
-//! any work, and what it writes when the run ends.
+//! any work; what it writes when the run ends is [`super::written`]'s.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use ember::Block;
 use ember::io;
 use ember_trainer::checkpoint::{self, Checkpoint, Checkpointing};
-use ember_trainer::fit::FitRun;
-use ember_trainer::profile::Profile;
 use ember_trainer::trace::Trace;
 
 use super::clash::Files;
-use super::model::Net;
-use super::rescued::save_elsewhere;
 use super::workload::DataSpec;
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
@@ -68,6 +63,11 @@ impl OutputPaths {
                     .with_context(|| format!("invalid --metrics {}", path.display()))?;
             }
         }
+        if let Some(load) = &load
+            && let Err(e) = std::fs::File::open(load)
+        {
+            bail!("invalid --load {}: {e}", load.display());
+        }
         if let (Some(load), Some(dir)) = (&load, &resume) {
             bail!(
                 "--load {} and --resume {}: a resumed run goes on from its checkpoint's \
@@ -99,8 +99,7 @@ impl OutputPaths {
             checkpoint_dir.as_ref().map(|dir| (flag, dir)),
             resume.as_ref(),
         )?;
-        // Nothing is made here: the TensorBoard writer and the run make their directories
-        // once every input and output was found sound, so that a refusal leaves none behind.
+        // Nothing is made here ([`OutputPaths::make_dirs`] makes the directories).
         if let Some(dir) = &tensorboard {
             io::check_dir_unmade(dir)
                 .with_context(|| format!("invalid --tensorboard {}", dir.display()))?;
@@ -133,6 +132,45 @@ impl OutputPaths {
             resume,
             recorded: BTreeMap::new(),
         })
+    }
+}
+
+impl OutputPaths {
+    /// Makes the checkpoint directory (where this process `writes`) and the TensorBoard
+    /// directory, where missing: before the work starts, so that a run killed at once leaves a
+    /// directory that `--resume` goes on from. What this makes, the returned value removes
+    /// again when dropped where it is still empty: a run refused or failed before it wrote
+    /// anything there leaves no directory behind.
+    pub fn make_dirs(&self, writes: bool) -> anyhow::Result<MadeDirs> {
+        let mut made = MadeDirs(Vec::new());
+        let checkpoint = self.checkpoint.as_ref().filter(|_| writes);
+        let dirs = [
+            checkpoint.map(|c| ("--checkpoint", &c.dir)),
+            self.tensorboard.as_ref().map(|dir| ("--tensorboard", dir)),
+        ];
+        for (flag, dir) in dirs.into_iter().flatten() {
+            // Each directory that is missing, the outermost first.
+            let missing: Vec<PathBuf> = dir
+                .ancestors()
+                .take_while(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_err())
+                .map(Path::to_path_buf)
+                .collect();
+            made.0.extend(missing.into_iter().rev());
+            io::check_dir(dir).with_context(|| format!("invalid {flag} {}", dir.display()))?;
+        }
+        Ok(made)
+    }
+}
+
+/// The directories a run made ([`OutputPaths::make_dirs`]), outermost first: removed when
+/// dropped where they are still empty.
+pub struct MadeDirs(Vec<PathBuf>);
+
+impl Drop for MadeDirs {
+    fn drop(&mut self) {
+        for dir in self.0.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
     }
 }
 
@@ -294,140 +332,5 @@ impl Drop for OutputPaths {
         if let Some(checkpointing) = &self.checkpoint {
             checkpointing.unlock();
         }
-    }
-}
-
-/// Writes the parameters first, then the trace: a failure writing one never keeps the other
-/// from being written. A run stopped by a signal writes its trace so far and no parameters
-/// (its checkpoint holds them), and ends with the signal's exit status.
-pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
-    let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
-    let failures = write(Some(&run.net), &run.trace, save, outputs.traces());
-    if let Some(signal) = run.stopped {
-        if let Some(path) = &outputs.save {
-            say!(
-                "--save {} not written: the run was stopped before its end{}",
-                path.display(),
-                match &outputs.checkpoint {
-                    Some(_) => ", and its checkpoint holds the parameters",
-                    None => " (--checkpoint DIR keeps them)",
-                }
-            );
-        }
-        let resume = match &outputs.checkpoint {
-            Some(c) => format!("; go on with --resume {}", c.dir.display()),
-            None => String::new(),
-        };
-        say!(
-            "stopped by {signal} after batch {} of epoch {}{resume}",
-            run.trace.batches.last().map_or(0, |b| b.batch + 1),
-            run.trace.batches.last().map_or(0, |b| b.epoch + 1)
-        );
-        return Err(super::Interrupted(signal).into());
-    }
-    say!("parameters: {}", run.net.collect_params().total());
-    match failures.len() {
-        0 => Ok(()),
-        _ => bail!("{}", failures.join("\n")),
-    }
-}
-
-/// Where a run's parameters' metadata and its trace go: what [`write`] needs beside the
-/// network, owned, for [`rescue`] too.
-#[derive(Clone)]
-pub(super) struct Traces {
-    recorded: BTreeMap<String, String>,
-    metrics: Option<PathBuf>,
-    profile: Option<PathBuf>,
-    devices: Vec<String>,
-}
-
-impl Traces {
-    /// Whether a trace file is asked for (`--metrics`, `--profile`).
-    pub(super) fn any(&self) -> bool {
-        self.metrics.is_some() || self.profile.is_some()
-    }
-}
-
-impl OutputPaths {
-    pub(super) fn traces(&self) -> Traces {
-        Traces {
-            recorded: self.recorded.clone(),
-            metrics: self.metrics.clone(),
-            profile: self.profile.clone(),
-            devices: self.devices.clone(),
-        }
-    }
-}
-
-/// `--save`, `--metrics` and `--profile`, each written whatever became of the others; the
-/// failures, one per output.
-pub(super) fn write(
-    net: Option<&Net>,
-    trace: &Trace,
-    save: Option<&PathBuf>,
-    to: Traces,
-) -> Vec<String> {
-    let Traces {
-        recorded,
-        metrics,
-        profile,
-        devices,
-    } = to;
-    let mut failures = Vec::new();
-    if let (Some(path), Some(net)) = (save, net) {
-        match io::safetensors::save_parameters_with(net, path, &recorded) {
-            Ok(()) => say!("parameters saved to {}", path.display()),
-            // A diverged network is never written over the user's file.
-            Err(e @ ember::Error::NonFiniteParameter { .. }) => failures.push(format!(
-                "--save {} not written: {e}; {}",
-                path.display(),
-                left_as_it_was(path)
-            )),
-            // What it trained is kept elsewhere, and the message says where.
-            Err(e) => failures.push(match save_elsewhere(net, path, &recorded) {
-                Ok(place) => format!(
-                    "--save {}: {e}; what the run trained went to {} instead",
-                    path.display(),
-                    place.display()
-                ),
-                Err(errors) => format!(
-                    "--save {}: {e}; what the run trained could not be kept anywhere ({})",
-                    path.display(),
-                    errors.join("; ")
-                ),
-            }),
-        }
-    }
-    if let Some(path) = metrics {
-        match trace.write(&path) {
-            Ok(written) => {
-                for file in written {
-                    say!("metrics: {}", file.display());
-                }
-            }
-            Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
-        }
-    }
-    if let Some(path) = profile {
-        let name = match trace.policy() {
-            Some(policy) => format!("ember train (--sync {policy})"),
-            None => "ember train".to_string(),
-        };
-        let mut file = Profile::new();
-        file.add_run(&name, trace, &devices);
-        match file.write(&path) {
-            Ok(()) => say!("profile: {} (open it in ui.perfetto.dev)", path.display()),
-            Err(e) => failures.push(format!("--profile {}: {e}", path.display())),
-        }
-    }
-    failures
-}
-
-/// What became of an output that was not written: an old file, or none.
-pub(super) fn left_as_it_was(path: &Path) -> &'static str {
-    match path.exists() {
-        true => "the file keeps its old content",
-        false => "no file was made",
     }
 }

@@ -9,7 +9,6 @@ use ember::optim::{Clipping, OPTIMIZERS, Schedule};
 use ember::{Error, OptimizerKind, Precision};
 
 use super::flags::{Flag, number};
-use super::workload::Workload;
 
 /// The optimizer, its options, the schedule and clipping, as given.
 #[derive(Debug, Args)]
@@ -315,9 +314,9 @@ pub fn check_schedule(recipe: &Recipe, per_epoch: usize, epochs: usize) -> anyho
 }
 
 /// The recipe on the run's first line, where it is not the book's plain SGD.
-pub fn recipe_words(w: &Workload) -> String {
-    if w.recipe == Recipe::default() {
+pub fn recipe_words(recipe: &Recipe) -> String {
+    if *recipe == Recipe::default() {
         return String::new();
     }
-    format!(", {}", w.recipe.describe())
+    format!(", {}", recipe.describe())
 }

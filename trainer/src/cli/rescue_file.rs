@@ -5,8 +5,9 @@ use ember_trainer::checkpoint::Checkpoint;
 use ember_trainer::trace::Trace;
 
 use super::model::Net;
-use super::output_paths::{OutputPaths, left_as_it_was, write};
+use super::output_paths::OutputPaths;
 use super::rescued::beside;
+use super::written::{left_as_it_was, write};
 
 /// What `ember train` does when its run fails after training began (`Fit::rescue`): the
 /// network as the last completed step left it goes to `--save` (unless it diverged: NaN is

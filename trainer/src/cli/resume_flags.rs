@@ -108,8 +108,9 @@ fn spans(name: &str, now: &BTreeMap<String, String>) -> String {
     match (name, recorded(now, "--lr-schedule")) {
         ("--epochs", Some(schedule)) => format!(
             " (--epochs may grow on resume, but not under --lr-schedule {schedule}, whose rates \
-             depend on the run's length; the way on is a schedule that does not, such as \
-             constant)"
+             depend on the run's length; the way on is a schedule whose rates do not, such as \
+             step:1:1, which trains at the rate --lr gives: `constant` would drop the \
+             schedule, which a resume may not)"
         ),
         _ => String::new(),
     }

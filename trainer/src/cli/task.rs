@@ -10,7 +10,7 @@ use ember_trainer::policy::PolicyKind;
 
 use super::flags::Flag;
 use super::list;
-use super::model::ModelSpec;
+use super::model::{ModelSpec, bytes};
 use super::workload::{DataSpec, Workload};
 
 /// What the data asks of the loop: the chapter's synthetic epochs, class labels, or values.
@@ -382,14 +382,14 @@ fn refuse_empty(examples: &Examples, set: &str, data: &DataSpec) -> anyhow::Resu
     Ok(())
 }
 
-/// A byte count for people: `16.8 MB`, `12.3 GB`, `4.1 TB`.
-pub(super) fn bytes(n: u128) -> String {
-    let n = n as f64;
-    if n >= 1e12 {
-        format!("{:.1} TB", n / 1e12)
-    } else if n >= 1e9 {
-        format!("{:.1} GB", n / 1e9)
-    } else {
-        format!("{:.1} MB", n / 1e6)
-    }
+/// `--valid-split share`'s two parts of `train`, an error naming the flag.
+pub fn held_out(train: &Examples, share: f64, seed: u64) -> anyhow::Result<(Examples, Examples)> {
+    train.split(share, seed).map_err(|e| match e {
+        ember_datasets::DatasetError::InvalidValue {
+            name: "validation split",
+            value,
+            reason,
+        } => anyhow::anyhow!("invalid --valid-split {value}: {reason}"),
+        e => e.into(),
+    })
 }

@@ -1,6 +1,5 @@
 //! The chapter workload's options, shared by `train` and `bench`.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::bail;
@@ -10,7 +9,7 @@ use ember_datasets::Synthetic;
 use ember_trainer::fit::{Fit, SyntheticEpochs, Target};
 
 use super::devices;
-use super::flags::{Flag, Resume, number};
+use super::flags::{Flag, number};
 use super::list::{self, List, Size};
 use super::model::{ModelSpec, Net};
 use super::recipe::{Recipe, RecipeArgs};
@@ -165,10 +164,15 @@ impl TryFrom<WorkloadArgs> for Workload {
         }
         let data = args.data.clone();
         let recipe = Recipe::try_from(&args.recipe)?;
-        let synthetic_flags: Vec<&'static Flag> = Flag::ALL
-            .iter()
-            .filter(|flag| flag.synthetic_only.is_some_and(|given| given(&args)))
-            .collect();
+        // The flags of synthetic data only ([`Flag::synthetic_only`]) the command line gave.
+        let synthetic_flags: Vec<&'static Flag> = [
+            (&Flag::BATCHES, args.batches.is_some()),
+            (&Flag::FEATURES, args.features.is_some()),
+            (&Flag::HIDDEN, args.hidden.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, given)| given.then_some(flag))
+        .collect();
         if data != DataSpec::Synthetic
             && let Some(flag) = synthetic_flags.first()
         {
@@ -257,35 +261,6 @@ impl Workload {
         }
     }
 
-    /// The same workload as `ember` flags, for a child process: the flags that make it, the
-    /// synthetic data's sizes only for synthetic data.
-    pub fn to_args(&self) -> Vec<String> {
-        self.flags()
-            .flat_map(|(flag, value)| [flag.to_string(), value])
-            .collect()
-    }
-
-    /// What makes two runs of this workload the same run, flag by flag: what a checkpoint
-    /// records and a resumed run must match, with `opened`, what `--device` opened.
-    pub fn description(&self, opened: DeviceName) -> BTreeMap<String, String> {
-        self.flags()
-            .filter_map(|(flag, value)| match flag.resume {
-                Resume::Value | Resume::Changeable => Some((flag.to_string(), value)),
-                Resume::Opened => Some((flag.to_string(), opened.to_string())),
-                Resume::Nothing => None,
-            })
-            .collect()
-    }
-
-    /// Each flag this workload reads, with its value, in [`Flag::ALL`]'s order.
-    fn flags(&self) -> impl Iterator<Item = (&'static Flag, String)> {
-        let synthetic = self.data == DataSpec::Synthetic;
-        Flag::ALL
-            .iter()
-            .filter(move |flag| flag.read_by(synthetic))
-            .filter_map(|flag| Some((flag, (flag.value)(self)?)))
-    }
-
     /// Whether the command line gave `flag`, one that only synthetic data reads.
     pub fn gave(&self, flag: &Flag) -> bool {
         self.synthetic_flags
@@ -321,29 +296,6 @@ impl Workload {
         let names: Vec<DeviceName> = picked.iter().map(|p| p.name).collect();
         super::precision::check(self.recipe.precision, &names)?;
         Ok(picked)
-    }
-
-    /// The workload, for `command`, which measures ember's loop beside raw burn's plain SGD
-    /// loop: a recipe other than plain SGD is refused, naming its flags.
-    pub fn plain_sgd(self, command: &str) -> anyhow::Result<Self> {
-        let plain = Workload {
-            recipe: Recipe::default(),
-            ..self.clone()
-        };
-        let plain: Vec<_> = plain.flags().collect();
-        let given: Vec<String> = self
-            .flags()
-            .filter(|(flag, value)| !plain.iter().any(|(f, v)| f.name == flag.name && v == value))
-            .map(|(flag, _)| flag.to_string())
-            .collect();
-        if !given.is_empty() {
-            bail!(
-                "{} applies to `ember train` and `ember compare`: {command} measures the loop \
-                 beside raw burn's plain SGD, so it trains with plain SGD; leave it out",
-                given.join(", ")
-            );
-        }
-        Ok(self)
     }
 
     /// [`Workload::open_devices`] for a run that trains: each device's line printed, and each
@@ -405,7 +357,7 @@ impl Workload {
             ),
             ref data => format!("{data}, batch {}, lr {}", self.batch_size, number(self.lr)),
         };
-        what + &super::recipe::recipe_words(self)
+        what + &super::recipe::recipe_words(&self.recipe)
     }
 
     /// `net` trained with `loss` on `device` (an autodiff device) by the workload's recipe.

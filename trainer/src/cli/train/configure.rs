@@ -88,8 +88,8 @@ impl Run<'_> {
                 |differ| {
                     anyhow::anyhow!(
                         "cannot resume from {}: {differ}; resume with the flags of that run (only \
-                         {} may change, and --lr-schedule only to another schedule: it may not \
-                         come or go)",
+                         {} may change, --lr-schedule only to another schedule: it may not come \
+                         or go; and --epochs may grow, unless a schedule spans the run)",
                         checkpoint.dir.display(),
                         resume_flags::changeable_flags()
                     )

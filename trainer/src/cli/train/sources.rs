@@ -14,8 +14,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use super::Run;
 use crate::cli::book_lines::BookLines;
 use crate::cli::model::Net;
-use crate::cli::output_paths::finish;
 use crate::cli::recipe::{check_schedule, recipe_words};
+use crate::cli::written::finish;
 
 impl Run<'_> {
     /// The chapter's workload: synthetic batches, L2 loss, the book's progress lines.
@@ -27,7 +27,7 @@ impl Run<'_> {
             w.batch_size,
             w.features,
             self.model,
-            recipe_words(w),
+            recipe_words(&w.recipe),
             self.policy.kind(),
             self.epochs
         );
@@ -77,7 +77,7 @@ impl Run<'_> {
         let w = self.workload;
         let (train, valid) = match w.valid_split {
             Some(share) => {
-                let (train, valid) = train.split(share, w.seed)?;
+                let (train, valid) = crate::cli::task::held_out(&train, share, w.seed)?;
                 (train, Some(valid))
             }
             None => (train, None),
@@ -97,7 +97,7 @@ impl Run<'_> {
             self.model,
             w.batch_size,
             ember::error::number(w.lr),
-            recipe_words(w),
+            recipe_words(&w.recipe),
             self.policy.kind(),
             self.epochs
         );

@@ -1,0 +1,151 @@
+//! What `ember train` writes when the run ends: the parameters first, then the trace and the
+//! profile, each whatever became of the others.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::bail;
+use ember::Block;
+use ember::io;
+use ember_trainer::fit::FitRun;
+use ember_trainer::profile::Profile;
+use ember_trainer::trace::Trace;
+
+use super::model::Net;
+use super::output_paths::OutputPaths;
+use super::rescued::save_elsewhere;
+
+/// Writes the parameters first, then the trace: a failure writing one never keeps the other
+/// from being written. A run stopped by a signal writes its trace so far and no parameters
+/// (its checkpoint holds them), and ends with the signal's exit status.
+pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
+    let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
+    let failures = write(Some(&run.net), &run.trace, save, outputs.traces());
+    if let Some(signal) = run.stopped {
+        if let Some(path) = &outputs.save {
+            say!(
+                "--save {} not written: the run was stopped before its end{}",
+                path.display(),
+                match &outputs.checkpoint {
+                    Some(_) => ", and its checkpoint holds the parameters",
+                    None => " (--checkpoint DIR keeps them)",
+                }
+            );
+        }
+        let resume = match &outputs.checkpoint {
+            Some(c) => format!("; go on with --resume {}", c.dir.display()),
+            None => String::new(),
+        };
+        say!(
+            "stopped by {signal} after batch {} of epoch {}{resume}",
+            run.trace.batches.last().map_or(0, |b| b.batch + 1),
+            run.trace.batches.last().map_or(0, |b| b.epoch + 1)
+        );
+        return Err(super::Interrupted(signal).into());
+    }
+    say!("parameters: {}", run.net.collect_params().total());
+    match failures.len() {
+        0 => Ok(()),
+        _ => bail!("{}", failures.join("\n")),
+    }
+}
+
+/// Where a run's parameters' metadata and its trace go: what [`write`] needs beside the
+/// network, owned, for [`rescue`] too.
+#[derive(Clone)]
+pub(super) struct Traces {
+    recorded: BTreeMap<String, String>,
+    metrics: Option<PathBuf>,
+    profile: Option<PathBuf>,
+    devices: Vec<String>,
+}
+
+impl Traces {
+    /// Whether a trace file is asked for (`--metrics`, `--profile`).
+    pub(super) fn any(&self) -> bool {
+        self.metrics.is_some() || self.profile.is_some()
+    }
+}
+
+impl OutputPaths {
+    pub(super) fn traces(&self) -> Traces {
+        Traces {
+            recorded: self.recorded.clone(),
+            metrics: self.metrics.clone(),
+            profile: self.profile.clone(),
+            devices: self.devices.clone(),
+        }
+    }
+}
+
+/// `--save`, `--metrics` and `--profile`, each written whatever became of the others; the
+/// failures, one per output.
+pub(super) fn write(
+    net: Option<&Net>,
+    trace: &Trace,
+    save: Option<&PathBuf>,
+    to: Traces,
+) -> Vec<String> {
+    let Traces {
+        recorded,
+        metrics,
+        profile,
+        devices,
+    } = to;
+    let mut failures = Vec::new();
+    if let (Some(path), Some(net)) = (save, net) {
+        match io::safetensors::save_parameters_with(net, path, &recorded) {
+            Ok(()) => say!("parameters saved to {}", path.display()),
+            // A diverged network is never written over the user's file.
+            Err(e @ ember::Error::NonFiniteParameter { .. }) => failures.push(format!(
+                "--save {} not written: {e}; {}",
+                path.display(),
+                left_as_it_was(path)
+            )),
+            // What it trained is kept elsewhere, and the message says where.
+            Err(e) => failures.push(match save_elsewhere(net, path, &recorded) {
+                Ok(place) => format!(
+                    "--save {}: {e}; what the run trained went to {} instead",
+                    path.display(),
+                    place.display()
+                ),
+                Err(errors) => format!(
+                    "--save {}: {e}; what the run trained could not be kept anywhere ({})",
+                    path.display(),
+                    errors.join("; ")
+                ),
+            }),
+        }
+    }
+    if let Some(path) = metrics {
+        match trace.write(&path) {
+            Ok(written) => {
+                for file in written {
+                    say!("metrics: {}", file.display());
+                }
+            }
+            Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
+        }
+    }
+    if let Some(path) = profile {
+        let name = match trace.policy() {
+            Some(policy) => format!("ember train (--sync {policy})"),
+            None => "ember train".to_string(),
+        };
+        let mut file = Profile::new();
+        file.add_run(&name, trace, &devices);
+        match file.write(&path) {
+            Ok(()) => say!("profile: {} (open it in ui.perfetto.dev)", path.display()),
+            Err(e) => failures.push(format!("--profile {}: {e}", path.display())),
+        }
+    }
+    failures
+}
+
+/// What became of an output that was not written: an old file, or none.
+pub(super) fn left_as_it_was(path: &Path) -> &'static str {
+    match path.exists() {
+        true => "the file keeps its old content",
+        false => "no file was made",
+    }
+}
