@@ -253,7 +253,11 @@ fn a_checkpoint_inside_an_epoch_or_a_resume_from_it_leaves_the_metrics_to_the_bi
         "--eval",
         "ce,acc",
     ];
-    for (base, every) in [(&regress[..], "3"), (&classes[..], "5")] {
+    // A resume to fewer epochs is refused: under cosine, whose rates depend on the run's
+    // length; without a schedule, as it has trained past them.
+    let cosine = "but not under --lr-schedule cosine";
+    let inside = "is inside epoch 2 already; give 2 or more";
+    for (base, every, refused) in [(&regress[..], "3", cosine), (&classes[..], "5", inside)] {
         let plain = train_metrics(dir.path(), base, &["--epochs", "2"], "plain");
         assert_eq!(plain.len(), 3);
         let ck = dir.path().join("ck");
@@ -284,6 +288,18 @@ fn a_checkpoint_inside_an_epoch_or_a_resume_from_it_leaves_the_metrics_to_the_bi
         ];
         let resumed = train_metrics(dir.path(), base, resumed, "resumed");
         assert_eq!(resumed, plain, "resumed from {from}");
+        // Inside epoch 2, it has trained past a run of 1 epoch (it saved those parameters as
+        // the 1-epoch run's, exit 0).
+        let ck3 = dir.path().join("ck3");
+        let one = [
+            "--epochs",
+            "1",
+            "--resume",
+            from,
+            "--checkpoint",
+            ck3.to_str().unwrap(),
+        ];
+        fails_with(&args(base, &one), refused);
     }
 }
 

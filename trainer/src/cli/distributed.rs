@@ -44,6 +44,10 @@ pub struct Job {
     collective: Collective,
 }
 
+/// How long a failed rank other than 0 waits before it ends the job ([`Job::end`]): for rank
+/// 0 to write what it recorded, where it failed too.
+const WRITING: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl Job {
     /// Starts MPI and joins the job.
     pub fn start(kind: Distributed) -> anyhow::Result<Self> {
@@ -81,10 +85,17 @@ impl Job {
 
     /// Ends the job after this rank's `result`, where it failed and other ranks may wait for
     /// it in a collective: its error is printed, then `MPI_Abort` ends every rank, as `mpirun`
-    /// ends the job when a rank dies, rather than leaving them waiting.
+    /// ends the job when a rank dies, rather than leaving them waiting. A rank other than 0
+    /// gives rank 0 [`WRITING`] first: where the job failed as a whole (a loss that diverged,
+    /// which every rank sees), rank 0 writes what it recorded and then ends the job itself; an
+    /// abort at once killed it half way through (`--metrics`' epochs file was lost in 2 of 3
+    /// such jobs, hostile pass).
     pub fn end(&self, result: anyhow::Result<()>) -> anyhow::Result<()> {
         if result.is_err() && self.collective.size() > 1 {
             let _ = super::exit_status(result);
+            if self.collective.rank() != 0 {
+                std::thread::sleep(WRITING);
+            }
             self.collective.abort(1);
         }
         result

@@ -110,10 +110,18 @@ impl Run<'_> {
                 );
             }
             let done = checkpoint.position.epoch;
-            if done > self.epochs {
+            // A checkpoint inside an epoch has trained part of the next one: going on to no
+            // more epochs than it finished would save parameters past the run's end (the
+            // hostile pass's `--epochs 1` from inside epoch 2 saved 1.97 epochs, exit 0).
+            let inside = checkpoint.position.next_batch > 0;
+            if done > self.epochs || (inside && done == self.epochs) {
+                let least = done + usize::from(inside);
+                let what = match inside {
+                    true => format!("is inside epoch {least} already"),
+                    false => format!("has done {done} epoch(s) already"),
+                };
                 bail!(
-                    "invalid --epochs {}: the run resumed from {} has done {done} epoch(s) \
-                     already; give {done} or more",
+                    "invalid --epochs {}: the run resumed from {} {what}; give {least} or more",
                     self.epochs,
                     checkpoint.dir.display()
                 );

@@ -3,7 +3,7 @@
 
 use std::io::IsTerminal;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use ember::{Block, Init, L2Loss, Loss};
 use ember_datasets::{DataLoader, Examples};
 use ember_trainer::evaluate::mean_loss;
@@ -46,7 +46,8 @@ impl Run<'_> {
         if let Some(path) = &self.outputs.load {
             let example = w.data()?.batch(0);
             let x = example.x_on(&device)?;
-            net = net.infer_shape(x)?.load_parameters(path, &device)?;
+            net = (net.infer_shape(x)?.load_parameters(path, &device))
+                .with_context(|| format!("invalid --load {}", path.display()))?;
         }
         check_schedule(&w.recipe, w.batches, self.epochs)?;
         let fit = w.fit(net, L2Loss, &device)?.metrics(self.eval.build());
@@ -130,7 +131,8 @@ impl Run<'_> {
         if let Some(path) = &self.outputs.load {
             let example = loader.examples().batch(&[0]);
             let x = example.x_on(&device)?;
-            net = net.infer_shape(x)?.load_parameters(path, &device)?;
+            net = (net.infer_shape(x)?.load_parameters(path, &device))
+                .with_context(|| format!("invalid --load {}", path.display()))?;
         }
         check_schedule(&w.recipe, loader.num_batches(), self.epochs)?;
         let mut fit = w
