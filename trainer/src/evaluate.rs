@@ -8,7 +8,7 @@ use crate::metric::{Accuracy, Metric, read_floats};
 use crate::target::Target;
 
 /// Each of `metrics` over every example of `data`, in their order: one forward pass a batch,
-/// the metrics summed on the device and read back once each, at the end. Each metric starts
+/// the metrics' counts and rows kept on the device and read back once each, at the end. Each metric starts
 /// from nothing.
 ///
 /// `net` should be a snapshot without autodiff (`Module::valid`) living on `device`; `T` is

@@ -10,9 +10,11 @@ use super::temporary::temporary;
 
 /// Removes the directory `dir` if it holds nothing but files named in `only`, as one step
 /// seen from outside: it is renamed to a temporary first, so that a removal cut short (a
-/// SIGKILL) leaves a temporary that the next [`remove_stale_in`] of its directory removes,
-/// never a `dir` with some of its files gone. Returns `false`, touching nothing, where `dir`
-/// holds anything else (or cannot be read or renamed).
+/// SIGKILL) leaves a temporary that the next [`super::remove_stale_in`] of its directory
+/// removes, never a `dir` with some of its files gone. Returns `false` where `dir` holds
+/// anything else (or cannot be read or renamed), touching nothing; and where a file was put
+/// into it while it was being removed: then its own files are gone, and the rest is back
+/// under its name (the caller sets it aside as any directory holding another's files).
 pub fn remove_dir_holding(dir: &Path, only: &[&str]) -> bool {
     let Ok(entries) = fs::read_dir(dir) else {
         return false;

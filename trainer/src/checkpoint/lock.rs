@@ -11,11 +11,10 @@ use ember::{Error, Result};
 use super::{Checkpointing, LOCK};
 
 impl Checkpointing {
-    /// Takes the directory for this process: a file `lock` holding its pid and the time it
-    /// started (so that another process given the same pid later is not taken for it).
-    /// Another run that still holds it is refused, naming its pid; a lock whose process is gone
-    /// (a run that was killed) is taken over.
-    pub(super) fn lock(&self) -> Result<()> {
+    /// Refuses the directory where another run still holds it, naming its pid, or where
+    /// something not ember's has its lock's name; reads only. A lock whose process is gone (a
+    /// run that was killed) is no hold.
+    pub(super) fn check_lock(&self) -> Result<()> {
         let lock = self.dir.join(LOCK);
         let me = std::process::id();
         let refuse = |reason: String| Error::InvalidValue {
@@ -47,8 +46,8 @@ impl Checkpointing {
                     }
                     _ => {
                         return Err(refuse(format!(
-                            "{} is a file of another kind than ember's lock (a pid and its \
-                             start time); move it away",
+                            "{} is a file of another kind than ember's lock (a pid, its start \
+                             time and the directory's identity); move it away",
                             lock.display()
                         )));
                     }
@@ -73,12 +72,21 @@ impl Checkpointing {
                  this run a directory of its own"
             )));
         }
-        let text = match (started_at(me), here) {
+        Ok(())
+    }
+
+    /// Takes the directory for this process ([`Checkpointing::check_lock`] first): a file
+    /// `lock` holding its pid, the time it started (so that another process given the same pid
+    /// later is not taken for it) and the directory's identity.
+    pub(super) fn lock(&self) -> Result<()> {
+        self.check_lock()?;
+        let me = std::process::id();
+        let text = match (started_at(me), place_of(&self.dir)) {
             (Some(at), Some(here)) => format!("{me} {at} {here}"),
             (Some(at), None) => format!("{me} {at}"),
             (None, _) => me.to_string(),
         };
-        ember::io::write_atomic_bytes(&lock, text.as_bytes())
+        ember::io::write_atomic_bytes(&self.dir.join(LOCK), text.as_bytes())
     }
 
     /// Gives the directory back at the end of a run: removes the lock, if it is this

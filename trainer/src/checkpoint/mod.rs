@@ -102,6 +102,8 @@ impl Checkpointing {
         if !self.dir.exists() {
             return Ok(());
         }
+        // Another run writing there is refused before anything is loaded.
+        self.check_lock()?;
         let after = self.resumed_step(resume);
         for (steps, entry) in scan(&self.dir)? {
             let why = match &entry {

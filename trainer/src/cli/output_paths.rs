@@ -30,6 +30,8 @@ pub struct OutputPaths {
     pub resume: Option<Checkpoint>,
     /// What `--save` records of the network in its metadata, for `ember export`.
     pub recorded: BTreeMap<String, String>,
+    /// The directories [`OutputPaths::make_dirs`] made, outermost first.
+    made: Vec<PathBuf>,
 }
 
 impl OutputPaths {
@@ -131,6 +133,7 @@ impl OutputPaths {
             checkpoint,
             resume,
             recorded: BTreeMap::new(),
+            made: Vec::new(),
         })
     }
 }
@@ -138,15 +141,14 @@ impl OutputPaths {
 impl OutputPaths {
     /// Makes the checkpoint directory (where this process `writes`) and the TensorBoard
     /// directory, where missing: before the work starts, so that a run killed at once leaves a
-    /// directory that `--resume` goes on from. What this makes, the returned value removes
-    /// again when dropped where it is still empty: a run refused or failed before it wrote
-    /// anything there leaves no directory behind.
-    pub fn make_dirs(&self, writes: bool) -> anyhow::Result<MadeDirs> {
-        let mut made = MadeDirs(Vec::new());
+    /// directory that `--resume` goes on from. What this makes goes again when the
+    /// `OutputPaths` is dropped, after its lock, where it is still empty: a run refused or
+    /// failed before it wrote anything there leaves no directory behind.
+    pub fn make_dirs(&mut self, writes: bool) -> anyhow::Result<()> {
         let checkpoint = self.checkpoint.as_ref().filter(|_| writes);
         let dirs = [
-            checkpoint.map(|c| ("--checkpoint", &c.dir)),
-            self.tensorboard.as_ref().map(|dir| ("--tensorboard", dir)),
+            checkpoint.map(|c| ("--checkpoint", c.dir.clone())),
+            (self.tensorboard.clone()).map(|dir| ("--tensorboard", dir)),
         ];
         for (flag, dir) in dirs.into_iter().flatten() {
             // Each directory that is missing, the outermost first.
@@ -155,22 +157,10 @@ impl OutputPaths {
                 .take_while(|a| !a.as_os_str().is_empty() && std::fs::symlink_metadata(a).is_err())
                 .map(Path::to_path_buf)
                 .collect();
-            made.0.extend(missing.into_iter().rev());
-            io::check_dir(dir).with_context(|| format!("invalid {flag} {}", dir.display()))?;
+            self.made.extend(missing.into_iter().rev());
+            io::check_dir(&dir).with_context(|| format!("invalid {flag} {}", dir.display()))?;
         }
-        Ok(made)
-    }
-}
-
-/// The directories a run made ([`OutputPaths::make_dirs`]), outermost first: removed when
-/// dropped where they are still empty.
-pub struct MadeDirs(Vec<PathBuf>);
-
-impl Drop for MadeDirs {
-    fn drop(&mut self) {
-        for dir in self.0.iter().rev() {
-            let _ = std::fs::remove_dir(dir);
-        }
+        Ok(())
     }
 }
 
@@ -326,11 +316,15 @@ fn holds_checkpoints(dir: &Path) -> bool {
 }
 
 /// A run that fails before its training starts (on its data, its model) gives the directory
-/// back too: the lock goes with the `OutputPaths` that took it.
+/// back too: the lock goes with the `OutputPaths` that took it, then each directory it made
+/// that is still empty.
 impl Drop for OutputPaths {
     fn drop(&mut self) {
         if let Some(checkpointing) = &self.checkpoint {
             checkpointing.unlock();
+        }
+        for dir in self.made.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }

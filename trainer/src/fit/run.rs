@@ -175,7 +175,7 @@ where
                         metric.name(),
                         start.at.epoch + 1,
                         metric.name(),
-                        start.at.next_batch
+                        start.at.next_batch + 1
                     )),
                 }
             }

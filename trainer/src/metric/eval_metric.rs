@@ -1,5 +1,5 @@
 //! Gluon's `EvalMetric` as a trait: what a metric sees of a batch, which way it improves, and
-//! the device sums and reads the built-in metrics share.
+//! the device counts, rows and reads the built-in metrics share.
 
 use burn::tensor::{Device, Int, Tensor};
 use ember::{Error, Result};
@@ -63,7 +63,7 @@ pub trait Metric: Send {
         Ok(None)
     }
 
-    /// Goes on from what [`Metric::state`] gave, its sums on `device`. The default does
+    /// Goes on from what [`Metric::state`] gave, its counts on `device`. The default does
     /// nothing.
     ///
     /// # Errors
@@ -167,15 +167,23 @@ pub fn read_ints(tensor: Tensor<1, Int>, what: &str) -> Result<Vec<i64>> {
 /// A float sum and the count it is the sum over: what `ce`, `mse` and `mae` keep, their value
 /// the sum's mean. The steps give one value per row (each example's loss or error), which stay
 /// on the device until read; a read adds them on the host, in `f64`, one by one in the order
-/// the rows came. So the sum does not depend on how the rows were grouped into updates: a
-/// checkpoint that updates early, or a resume that goes on from the sum so far, gives the
-/// bits a run without either gives.
+/// the rows came, and keeps the sum, so that no row is read twice (a checkpoint every few
+/// batches read the whole epoch's rows again each time). So, in one process, the sum does not
+/// depend on how the rows were grouped into updates: a checkpoint that updates early, or a
+/// resume that goes on from the sum so far, gives the bits a run without either gives.
 #[derive(Default)]
 pub(super) struct Mean {
-    rows: Vec<Tensor<1>>,
-    /// The rows read so far (or restored), added up.
-    folded: Option<f64>,
+    /// The rows not read yet, and the sum of those read (or restored). Behind a lock: a read
+    /// (`&self`) folds them.
+    rows: std::sync::Mutex<Rows>,
     count: usize,
+}
+
+/// [`Mean`]'s rows not read yet, and the sum of those read.
+#[derive(Default)]
+struct Rows {
+    unread: Vec<Tensor<1>>,
+    folded: Option<f64>,
 }
 
 /// More row tensors than this are joined into one as they come (the values stay the same).
@@ -184,23 +192,25 @@ const ROW_TENSORS: usize = 64;
 impl Mean {
     /// Adds `rows`, one value per row of `count` things.
     pub(super) fn add(&mut self, rows: Tensor<1>, count: usize) {
-        self.rows.push(rows);
-        if self.rows.len() > ROW_TENSORS {
-            self.rows = vec![Tensor::cat(std::mem::take(&mut self.rows), 0)];
+        let held = self.rows.get_mut().unwrap_or_else(|e| e.into_inner());
+        held.unread.push(rows);
+        if held.unread.len() > ROW_TENSORS {
+            held.unread = vec![Tensor::cat(std::mem::take(&mut held.unread), 0)];
         }
         self.count += count;
     }
 
     /// The sum so far, read back once (`None` before any), saying `what` it is where it fails.
     fn sum(&self, what: &str) -> Result<Option<f64>> {
-        if self.rows.is_empty() {
-            return Ok(self.folded);
+        let mut held = self.rows.lock().unwrap_or_else(|e| e.into_inner());
+        if held.unread.is_empty() {
+            return Ok(held.folded);
         }
-        let rows = read_floats(Tensor::cat(self.rows.clone(), 0), what)?;
-        Ok(Some(
-            rows.iter()
-                .fold(self.folded.unwrap_or(0.0), |sum, row| sum + row),
-        ))
+        let rows = read_floats(Tensor::cat(held.unread.clone(), 0), what)?;
+        let sum = (rows.iter()).fold(held.folded.unwrap_or(0.0), |sum, row| sum + row);
+        held.unread.clear();
+        held.folded = Some(sum);
+        Ok(Some(sum))
     }
 
     /// The mean, read back once (NaN before any), saying `what` the sum is where it fails.
@@ -224,8 +234,10 @@ impl Mean {
         Ok(match sums_of(metric, state, 1, Some(1))? {
             None => Self::default(),
             Some((sums, count)) => Self {
-                rows: Vec::new(),
-                folded: Some(sums[0][0]),
+                rows: std::sync::Mutex::new(Rows {
+                    unread: Vec::new(),
+                    folded: Some(sums[0][0]),
+                }),
                 count,
             },
         })

@@ -202,7 +202,7 @@ fn train(args: TrainArgs, job: Option<&Job>) -> anyhow::Result<()> {
         args.checkpoint_every,
         args.resume,
     )?;
-    let _made = outputs.make_dirs(writes)?;
+    outputs.make_dirs(writes)?;
     if let Some(job) = job.filter(|_| writes) {
         job.collective().barrier();
     }
