@@ -47,13 +47,26 @@ fn kept() -> String {
     let Some(dir) = dir else {
         return String::new();
     };
-    match crate::checkpoint::Checkpoint::latest(&dir) {
-        Ok(Some(checkpoint)) => format!(
+    // By its name, not by verifying its files: a process that ends at once must say its line
+    // before a launcher (mpirun) ends it, and a checkpoint's directory appears whole, by a
+    // rename, with its `state.json` (a resume passes over one that was damaged since, saying
+    // why).
+    let newest = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let steps = crate::checkpoint::step_of(&entry.file_name().to_string_lossy())?;
+            let path = entry.path();
+            path.join("state.json").is_file().then_some((steps, path))
+        });
+    match newest.max_by_key(|(steps, _)| *steps) {
+        Some((_, checkpoint)) => format!(
             "; its last checkpoint is {}: go on with --resume {}",
-            checkpoint.dir.display(),
+            checkpoint.display(),
             dir.display()
         ),
-        _ => format!("; no checkpoint in {} yet", dir.display()),
+        None => format!("; no checkpoint in {} yet", dir.display()),
     }
 }
 
