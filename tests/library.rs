@@ -13,6 +13,8 @@ mod checkpoints;
 mod lr_find;
 #[path = "library/precision.rs"]
 mod precision;
+#[path = "library/run_spec.rs"]
+mod run_spec;
 #[path = "library/schedules.rs"]
 mod schedules;
 

@@ -183,7 +183,7 @@ fn a_run_refused_before_training_makes_no_directory_and_no_file() {
     for (more, needle) in [
         (
             &["--checkpoint-every", "0"][..],
-            "checkpoints come after at least one step",
+            "invalid --checkpoint-every 0: checkpoints come after at least one step",
         ),
         (&["--eval", "acc"][..], "invalid --eval acc"),
         (

@@ -164,3 +164,57 @@ fn bad_device_lists_are_clear_errors_with_a_nonzero_exit() {
         "ember bench runs on one device",
     );
 }
+
+/// A file named `libcuda.so` on the library path that is no NVIDIA driver (a stray library, a
+/// partial install) loaded, and cudarc panicked at its first call to a function it lacks:
+/// `devices` and `train` on `auto` exited 101 in the CUDA build (hostile pass). Now cuda is
+/// unusable, saying why, and `auto` goes on to another device. A build without CUDA never
+/// touches the file.
+#[test]
+fn a_libcuda_that_is_no_driver_is_named_and_auto_trains_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    // A shared library every Linux has, under the driver's name.
+    let libm = [
+        "/lib/x86_64-linux-gnu/libm.so.6",
+        "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib/aarch64-linux-gnu/libm.so.6",
+        "/lib64/libm.so.6",
+        "/usr/lib64/libm.so.6",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).is_file())
+    .expect("libm.so.6 in one of the usual places");
+    std::fs::copy(libm, dir.path().join("libcuda.so")).unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+            .args(args)
+            .env("LD_LIBRARY_PATH", dir.path())
+            .output()
+            .unwrap();
+        let (stdout, stderr) = super::common::cli::text(&out);
+        assert!(out.status.success(), "{args:?}:\n{stdout}{stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        stdout
+    };
+    let stdout = run(&["devices"]);
+    let cuda = stdout.lines().find(|l| l.starts_with("cuda")).unwrap();
+    match ember::device::cuda::BUILT {
+        true => assert!(
+            cuda.contains("libcuda.so loads but is no NVIDIA driver: it has no cuInit"),
+            "{cuda}"
+        ),
+        false => assert!(cuda.contains("no CUDA backend"), "{cuda}"),
+    }
+    let stdout = run(&[
+        "train",
+        "--batches",
+        "2",
+        "--batch-size",
+        "8",
+        "--features",
+        "4",
+        "--hidden",
+        "3",
+    ]);
+    assert!(stdout.contains("device: auto: picked"), "{stdout}");
+}

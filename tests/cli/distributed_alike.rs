@@ -14,23 +14,28 @@ fn refused(first: &[&str], second: &[&str]) -> (String, String) {
     (stdout, stderr)
 }
 
-#[test]
-fn ranks_started_with_other_flags_refuse_naming_the_flag() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = table(dir.path(), 60);
-    let base = [
+/// A job's flags on the table `data` of 3 classes, in batches of 10, on flex.
+fn job_on(data: &str) -> [&str; 11] {
+    [
         "train",
         "--device",
         "flex",
         "--data",
-        &data,
+        data,
         "--classes",
         "3",
         "--batch-size",
         "10",
         "--distributed",
         "mpi",
-    ];
+    ]
+}
+
+#[test]
+fn ranks_started_with_other_flags_refuse_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = table(dir.path(), 60);
+    let base = job_on(&data);
     // Rank 0 with one rate, rank 1 with another.
     let rank = |lr| [&base[..], &["--lr", lr]].concat();
     let (stdout, stderr) = refused(&rank("0.1"), &rank("0.2"));
@@ -79,6 +84,45 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
     assert!(
         !stderr.contains("are kept") && !stderr.contains("its last checkpoint is"),
         "{stderr}"
+    );
+}
+
+/// A rank that started from other parameters (`--load` on one rank only, or two files) trained
+/// another network from the same summed gradients, exit 0 (hostile pass); ranks with other
+/// `--classes` failed only after training began, naming neither flag. Both refuse first.
+#[test]
+fn ranks_that_load_other_parameters_or_count_other_classes_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = table(dir.path(), 60);
+    let base = job_on(&data);
+    let (one, two) = (dir.path().join("one.st"), dir.path().join("two.st"));
+    for (path, seed) in [(&one, "1"), (&two, "2")] {
+        let mut args = base[..9].to_vec();
+        args.extend(["--seed", seed, "--save", path.to_str().unwrap()]);
+        super::common::cli::succeeds(&args);
+    }
+    let (one_path, two_path) = (one.to_str().unwrap(), two.to_str().unwrap());
+    let load = |path| [&base[..], &["--load", path]].concat();
+    for (first, second) in [
+        (load(one_path), base.to_vec()),
+        (load(one_path), load(two_path)),
+    ] {
+        let (stdout, stderr) = refused(&first, &second);
+        assert!(stderr.contains("--load a file of CRC-32C"), "{stderr}");
+        assert!(
+            !stdout.contains("epoch 1"),
+            "refused before training:\n{stdout}"
+        );
+    }
+    // The same file on both ranks trains.
+    let out = output(two_ranks(&load(one_path), &load(one_path)));
+    assert!(out.status.success(), "{:?}", text(&out));
+    let other_classes = [&base[..6], &["4"], &base[7..]].concat();
+    let (stdout, stderr) = refused(&base, &other_classes);
+    assert!(stderr.contains("--classes"), "{stderr}");
+    assert!(
+        !stdout.contains("epoch 1"),
+        "refused before training:\n{stdout}"
     );
 }
 

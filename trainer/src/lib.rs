@@ -73,6 +73,8 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod baseline;
+pub mod chapter;
 pub mod checkpoint;
 pub mod evaluate;
 pub mod fit;
@@ -81,6 +83,7 @@ pub mod metric;
 pub mod plot;
 pub mod policy;
 pub mod profile;
+pub mod run;
 pub mod signals;
 pub mod summary;
 mod target;

@@ -205,7 +205,43 @@ mod driver {
                 looked_for,
             });
         }
+        // A library of that name that is no driver (a stray file, a partial install) loads,
+        // and cudarc panicked at its first call to a function it lacks (hostile pass).
+        not_a_driver()?;
         Ok(CudaContext::device_count().map_err(driver)?.max(0) as usize)
+    }
+
+    /// The driver's functions a card's count needs, looked up in the library cudarc loads
+    /// (the first of its names that opens): an error naming the library and the function it
+    /// lacks.
+    fn not_a_driver() -> Result<()> {
+        for name in cudarc::get_lib_name_candidates("cuda") {
+            // SAFETY: loading the driver library runs its initializers, as cudarc's own load
+            // does next; nothing of it is called here.
+            let Ok(library) = (unsafe { libloading::Library::new(&name) }) else {
+                continue;
+            };
+            for symbol in [
+                "cuInit",
+                "cuDeviceGetCount",
+                "cuDeviceGet",
+                "cuDevicePrimaryCtxRetain",
+            ] {
+                // SAFETY: the symbol is only looked up, never called.
+                let found = unsafe { library.get::<unsafe extern "C" fn()>(symbol.as_bytes()) };
+                if found.is_err() {
+                    return Err(Error::Device {
+                        device: "cuda".to_string(),
+                        reason: format!(
+                            "{name} loads but is no NVIDIA driver: it has no {symbol}; remove \
+                             it from the library path or reinstall the NVIDIA driver"
+                        ),
+                    });
+                }
+            }
+            return Ok(());
+        }
+        Ok(())
     }
 
     pub(super) fn cards() -> Result<Vec<CudaCard>> {

@@ -21,8 +21,9 @@ use serde::Serialize;
 use ember_trainer::policy::PolicyKind;
 
 use super::child::Child;
-use super::list::{List, Size};
-use super::workload::{Workload, WorkloadArgs, positive};
+use super::workload::WorkloadArgs;
+use ember_trainer::run::list::{List, Size};
+use ember_trainer::run::workload::{Workload, positive};
 
 /// Options of `ember compare`.
 #[derive(Debug, Args)]
@@ -98,12 +99,12 @@ fn compare(args: CompareArgs) -> anyhow::Result<()> {
     let device = match &workload.devices {
         Some(list) => {
             let names: Vec<DeviceName> = list.0.iter().map(|spec| spec.name).collect();
-            super::precision::check(workload.recipe.precision, &names)?;
+            ember_trainer::run::precision::check(workload.recipe.precision, &names)?;
             list.to_string()
         }
         None => {
             let picked = workload.device.open()?;
-            super::precision::check(workload.recipe.precision, &[picked.name])?;
+            ember_trainer::run::precision::check(workload.recipe.precision, &[picked.name])?;
             say!("device: {}", picked.reason);
             // The figures name what auto picked, and any other device as given (`wgpu:1`).
             match workload.device.name {
@@ -273,7 +274,7 @@ pub(super) fn profile(runs: &[PolicyRun], device: &str) -> Profile {
 
 /// Runs every configuration once per round, each in a child `ember train`, and reads back the
 /// traces.
-pub(super) fn run_all(
+pub(crate) fn run_all(
     configs: &[PolicyKind],
     repeat: usize,
     epochs: usize,

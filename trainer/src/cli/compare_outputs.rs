@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use super::clash::Files;
-use super::workload::DataSpec;
+use ember_trainer::run::clash::Files;
+use ember_trainer::run::workload::DataSpec;
 
 /// Creates `out` (given as `flag`) if needed, and checks that it is a writable directory and
 /// that each of `files` in it can take an output (see [`ember::io::check`]).

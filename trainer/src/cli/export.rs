@@ -1,11 +1,10 @@
 //! `ember export`: a trained network as an ONNX model, Gluon's `net.export`.
 //!
 //! A file `ember train --save` wrote records the model, the input shape and the outputs in its
-//! metadata ([`recorded`]), so `ember export --load m.safetensors --out m.onnx` needs nothing
+//! metadata ([`ember_trainer::run::model::recorded`]), so `ember export --load m.safetensors --out m.onnx` needs nothing
 //! else. A file without them (from an older ember, or from PyTorch) takes `--model` and
 //! `--data` (with `--classes` or `--features`) as `train` did.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -14,11 +13,10 @@ use clap::Args;
 use ember::io;
 use ember::{Block, DeviceName, Export, NdTensor};
 
-use super::clash::Files;
-use super::list;
-use super::model::ModelSpec;
-use super::task::Task;
-use super::workload::{DataSpec, Workload};
+use ember_trainer::run::clash::Files;
+use ember_trainer::run::model::{INPUT, MODEL, ModelSpec, OUTPUTS};
+use ember_trainer::run::task::Task;
+use ember_trainer::run::workload::{DataSpec, Workload};
 
 /// Options of `ember export`.
 #[derive(Debug, Args)]
@@ -44,20 +42,6 @@ pub struct ExportArgs {
     /// With synthetic `--data`: features per example [default: 512].
     #[arg(long)]
     features: Option<usize>,
-}
-
-/// The metadata keys `ember train --save` writes, each read back here.
-const MODEL: &str = "ember.model";
-const INPUT: &str = "ember.input";
-const OUTPUTS: &str = "ember.outputs";
-
-/// What `ember train --save` records of its network: all that `ember export` needs.
-pub fn recorded(model: &ModelSpec, example: &[usize], outputs: usize) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (MODEL.to_string(), model.to_string()),
-        (INPUT.to_string(), list::join(example)),
-        (OUTPUTS.to_string(), outputs.to_string()),
-    ])
 }
 
 /// The network a file's metadata records, or `None` for a file without ember's metadata.
@@ -99,7 +83,7 @@ fn from_flags(args: &ExportArgs) -> anyhow::Result<(ModelSpec, Vec<usize>, usize
     workload.data = data.clone();
     workload.classes = args.classes;
     if let Some(features) = args.features {
-        workload.features = super::workload::positive("features", features)?;
+        workload.features = ember_trainer::run::workload::positive("features", features)?;
     }
     let task = Task::load(&workload.data, workload.classes)?;
     let model = task.model(args.model.clone(), &workload)?;

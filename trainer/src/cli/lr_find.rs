@@ -14,12 +14,13 @@ use ember_trainer::fit::{
 use ember_trainer::plot::{LrFindFigure, render};
 use ember_trainer::policy::PolicyKind;
 
-use super::clash::Files;
 use super::compare_outputs::prepare_out;
-use super::model::{ModelSpec, Net};
-use super::recipe::recipe_words;
-use super::task::{LossName, Task, wrong_loss};
-use super::workload::{Workload, WorkloadArgs};
+use super::workload::WorkloadArgs;
+use ember_trainer::run::clash::Files;
+use ember_trainer::run::model::{ModelSpec, Net};
+use ember_trainer::run::recipe::recipe_words;
+use ember_trainer::run::task::{LossName, Task, wrong_loss};
+use ember_trainer::run::workload::Workload;
 
 /// What `--plot DIR` writes.
 const FIGURE: &str = "lr_find";
@@ -90,7 +91,10 @@ fn sweep(args: &LrFindArgs) -> anyhow::Result<LrSweep> {
     for (flag, value) in [("--min-lr", min), ("--max-lr", max)] {
         if let Err(ember::Error::InvalidValue { reason, .. }) = ember::optim::positive(flag, value)
         {
-            bail!("invalid {flag} {}: {reason}", super::flags::number(value));
+            bail!(
+                "invalid {flag} {}: {reason}",
+                ember_trainer::run::flags::number(value)
+            );
         }
     }
     if max <= min {
@@ -128,7 +132,7 @@ fn sweep(args: &LrFindArgs) -> anyhow::Result<LrSweep> {
         bail!(
             "invalid --divergence {}: must be above 1 (a multiple of the best smoothed loss), \
              or inf to run every step",
-            args.divergence
+            ember_trainer::run::flags::number(args.divergence)
         );
     }
     sweep.check()?;
@@ -175,7 +179,7 @@ pub fn run(args: LrFindArgs) -> anyhow::Result<()> {
     }
     let model = task.model(args.model, &workload)?;
     task.check_memory(&workload, &model, &PolicyKind::Window(1), 1)?;
-    let picked = workload.open_seeded_devices()?;
+    let picked = workload.open_seeded_devices(&super::notes())?;
     let replicas = Replicas::new(picked.iter().map(|p| p.device.clone().autodiff()).collect())?;
     let finder = Finder {
         workload: &workload,
@@ -254,7 +258,7 @@ impl Finder<'_> {
     {
         let w = self.workload;
         let train = match w.valid_split {
-            Some(share) => super::task::held_out(&train, share, w.seed)?.0,
+            Some(share) => ember_trainer::run::task::held_out(&train, share, w.seed)?.0,
             None => train,
         };
         say!(

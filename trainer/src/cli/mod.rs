@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use ember_trainer::signals::Signal;
+use ember_trainer::run::clash::PrintsIntoInput;
+use ember_trainer::run::{Interrupted, Note, Notes};
 
 /// `println!` for the CLI's output, which never panics. A closed stdout (`ember train | head
 /// -1`) stops the printing, not the work: the run goes on and writes `--save`, `--metrics` and
@@ -84,50 +85,30 @@ pub(crate) fn say_err(line: std::fmt::Arguments<'_>) {
     }
 }
 
-/// A run stopped by SIGINT or SIGTERM: `ember` exits with 128 + the signal's number.
-#[derive(Debug)]
-pub(crate) struct Interrupted(pub Signal);
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "stopped by {}", self.0)
-    }
+/// The run's lines ([`ember_trainer::run::Notes`]) as the CLI prints them: lines on stdout,
+/// warnings on stderr, each through [`say`] and [`say_err`].
+pub(crate) fn notes() -> Notes {
+    Notes::new(|note| match note {
+        Note::Line(line) => say!("{line}"),
+        Note::Warning(line) => say_err!("{line}"),
+    })
 }
 
-impl std::error::Error for Interrupted {}
-
-mod baseline;
 mod bench;
-mod book_lines;
-mod chapter;
 mod child;
-mod clash;
 mod compare;
 mod compare_outputs;
-mod data_content;
-mod described;
 mod devices;
 mod distributed;
-mod eval;
 mod export;
-mod flags;
 mod html;
-mod list;
 mod lr_find;
-mod model;
-mod output_paths;
-mod precision;
 mod recipe;
-mod rescue_file;
-mod rescued;
-mod resume_flags;
 mod rounds;
 mod serve;
 mod summary;
-mod task;
 mod train;
 mod workload;
-mod written;
 
 /// ember: see, measure and control what asynchronous execution does to a training loop.
 #[derive(Debug, Parser)]
@@ -220,7 +201,7 @@ pub fn run() -> ExitCode {
         }
         seconds => Err(ember::Error::InvalidValue {
             name: "--remote-timeout",
-            value: flags::number(seconds),
+            value: ember_trainer::run::flags::number(seconds),
             reason: "a remote device's bound is 0.001 s to 86400 s (a day)".to_string(),
         }),
     };
@@ -260,6 +241,19 @@ fn exit_status(result: anyhow::Result<()>) -> ExitCode {
             ExitCode::from(signal.exit_code())
         }
         Err(err) => {
+            // What the command prints would go into its own input: nothing more is printed
+            // there, not even this error.
+            if let Some(into) = err
+                .chain()
+                .find_map(|cause| cause.downcast_ref::<PrintsIntoInput>())
+            {
+                if into.stdout {
+                    quiet();
+                }
+                if into.stderr {
+                    stderr_is_input();
+                }
+            }
             say_err!("error: {err}");
             // An error that repeats its cause's message (an OS error, `{source}` in both) is
             // printed once.

@@ -6,8 +6,8 @@ use burn::tensor::Device;
 use clap::Args;
 use ember::{NdTensor, Summary};
 
-use super::list::{List, Size};
-use super::model::ModelSpec;
+use ember_trainer::run::list::{List, Size};
+use ember_trainer::run::model::ModelSpec;
 
 /// Options of `ember summary`.
 #[derive(Debug, Args)]
@@ -40,7 +40,7 @@ pub fn run(args: SummaryArgs) -> anyhow::Result<()> {
     let input = args
         .input
         .as_ref()
-        .map_or(vec![1, 28, 28], super::list::sizes);
+        .map_or(vec![1, 28, 28], ember_trainer::run::list::sizes);
     args.model
         .check_fits(&input, args.outputs, "--model, --input and --outputs")?;
     let summary = summary(&args.model, &input, args.outputs)?;

@@ -7,16 +7,18 @@ use ember::{DeviceName, L2Loss};
 use ember_trainer::summary::median;
 use serde::{Deserialize, Serialize};
 
-use super::baseline::raw_burn_epoch;
-use super::chapter::{EXPERIMENTS, Experiment, Setup, hybridize, report};
 use super::child::{self, Child};
+use ember_trainer::baseline::raw_burn_epoch;
+use ember_trainer::chapter::{EXPERIMENTS, Experiment, Setup, report};
 use ember_trainer::policy::PolicyKind;
 
-use super::list::List;
-use super::workload::{Workload, WorkloadArgs};
+use super::workload::WorkloadArgs;
+use ember_trainer::run::list::List;
+use ember_trainer::run::workload::Workload;
 
 mod chapter_args;
 mod outputs;
+mod runner;
 use chapter_args::ChapterArgs;
 
 /// Options of `ember bench`: with no experiment named, every experiment of the chapter. The
@@ -36,7 +38,7 @@ enum BenchCommand {
     Experiment(&'static Experiment, ChapterArgs),
     Policies(PoliciesArgs),
     One(OneArgs),
-    HybridizeChild(hybridize::ChildArgs),
+    HybridizeChild(runner::ChildArgs),
 }
 
 const POLICIES: &str = "policies";
@@ -57,10 +59,9 @@ impl clap::Subcommand for BenchCommand {
         let one = OneArgs::augment_args(clap::Command::new(ONE))
             .about("One configuration of `policies` in this process; prints one JSON line")
             .hide(true);
-        let hybridize_child =
-            hybridize::ChildArgs::augment_args(clap::Command::new(HYBRIDIZE_CHILD))
-                .about("One mode of `hybridize` in this process")
-                .hide(true);
+        let hybridize_child = runner::ChildArgs::augment_args(clap::Command::new(HYBRIDIZE_CHILD))
+            .about("One mode of `hybridize` in this process")
+            .hide(true);
         cmd.subcommands(experiments)
             .subcommands([policies, one, hybridize_child])
     }
@@ -90,9 +91,9 @@ impl clap::FromArgMatches for BenchCommand {
             }
             Some((HYBRIDIZE_CHILD, sub)) => {
                 chapter_args::none_before(matches, HYBRIDIZE_CHILD)?;
-                Ok(Self::HybridizeChild(
-                    hybridize::ChildArgs::from_arg_matches(sub)?,
-                ))
+                Ok(Self::HybridizeChild(runner::ChildArgs::from_arg_matches(
+                    sub,
+                )?))
             }
             Some((name, sub)) => match EXPERIMENTS.iter().find(|e| e.key == name) {
                 Some(experiment) => Ok(Self::Experiment(
@@ -144,7 +145,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         }
         Some(BenchCommand::Policies(args)) => policies(args),
         Some(BenchCommand::One(args)) => one(args),
-        Some(BenchCommand::HybridizeChild(args)) => hybridize::child(args),
+        Some(BenchCommand::HybridizeChild(args)) => runner::hybridize_child(args),
     }
 }
 
@@ -216,6 +217,7 @@ fn chapter(experiments: &[&'static Experiment], args: ChapterArgs) -> anyhow::Re
         quick: args.quick,
         scratch: scratch.clone(),
         runs: Default::default(),
+        runner: Box::new(runner::Children),
     };
     let mut outcomes = Vec::new();
     let result = (|| -> anyhow::Result<()> {

@@ -17,6 +17,25 @@ use super::workload::DataSpec;
 
 const STDOUT: &str = "the standard output";
 
+/// An input of the command is one of its own standard streams (`>> data.csv`): what it
+/// prints would be written into it. The caller prints nothing more on the streams named, not
+/// even this error where it is both.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{input} is the same file as {stream}: what the command prints would be written into its \
+     own input; print elsewhere"
+)]
+pub struct PrintsIntoInput {
+    /// The input, as the command line names it.
+    pub input: String,
+    /// The first stream that is the input.
+    pub stream: String,
+    /// Whether the standard output is the input.
+    pub stdout: bool,
+    /// Whether the standard error is the input.
+    pub stderr: bool,
+}
+
 /// What one command reads and writes.
 #[derive(Default)]
 pub struct Files {
@@ -109,16 +128,13 @@ impl Files {
             })
             .collect();
         if let Some((stream, input)) = into_input.first() {
-            for (stream, _) in &into_input {
-                match stream.as_str() {
-                    STDOUT => super::quiet(),
-                    _ => super::stderr_is_input(),
-                }
+            return Err(PrintsIntoInput {
+                input: input.to_string(),
+                stream: stream.to_string(),
+                stdout: into_input.iter().any(|(s, _)| s.as_str() == STDOUT),
+                stderr: into_input.iter().any(|(s, _)| s.as_str() != STDOUT),
             }
-            bail!(
-                "{input} is the same file as {stream}: what the command prints would be \
-                 written into its own input; print elsewhere"
-            );
+            .into());
         }
         for (i, (output, id)) in outputs.iter().enumerate() {
             if let Some((input, _)) = inputs.iter().chain(&beside).find(|(_, other)| other == id) {

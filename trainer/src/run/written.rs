@@ -4,26 +4,42 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::fit::FitRun;
+use crate::profile::Profile;
+use crate::signals::Signal;
+use crate::trace::Trace;
 use anyhow::bail;
 use ember::Block;
 use ember::io;
-use ember_trainer::fit::FitRun;
-use ember_trainer::profile::Profile;
-use ember_trainer::trace::Trace;
 
 use super::model::Net;
+use super::notes::Notes;
 use super::output_paths::OutputPaths;
 use super::rescued::save_elsewhere;
+
+/// A run stopped by SIGINT or SIGTERM, its outputs written as far as they go: `ember` exits
+/// with 128 + the signal's number.
+#[derive(Debug)]
+pub struct Interrupted(pub Signal);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stopped by {}", self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 /// Writes the parameters first, then the trace: a failure writing one never keeps the other
 /// from being written. A run stopped by a signal writes its trace so far and no parameters
 /// (its checkpoint holds them), and ends with the signal's exit status.
-pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
+pub fn finish(run: FitRun<Net>, outputs: &OutputPaths, notes: &Notes) -> anyhow::Result<()> {
     let save = outputs.save.as_ref().filter(|_| run.stopped.is_none());
-    let failures = write(Some(&run.net), &run.trace, save, outputs.traces());
+    let failures = write(Some(&run.net), &run.trace, save, outputs.traces(), notes);
     if let Some(signal) = run.stopped {
         if let Some(path) = &outputs.save {
-            say!(
+            note!(
+                notes,
                 "--save {} not written: the run was stopped before its end{}",
                 path.display(),
                 match &outputs.checkpoint {
@@ -36,14 +52,15 @@ pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
             Some(c) => format!("; go on with --resume {}", c.dir.display()),
             None => String::new(),
         };
-        say!(
+        note!(
+            notes,
             "stopped by {signal} after batch {} of epoch {}{resume}",
             run.trace.batches.last().map_or(0, |b| b.batch + 1),
             run.trace.batches.last().map_or(0, |b| b.epoch + 1)
         );
-        return Err(super::Interrupted(signal).into());
+        return Err(Interrupted(signal).into());
     }
-    say!("parameters: {}", run.net.collect_params().total());
+    note!(notes, "parameters: {}", run.net.collect_params().total());
     match failures.len() {
         0 => Ok(()),
         _ => bail!("{}", failures.join("\n")),
@@ -51,9 +68,9 @@ pub fn finish(run: FitRun<Net>, outputs: &OutputPaths) -> anyhow::Result<()> {
 }
 
 /// Where a run's parameters' metadata and its trace go: what [`write`] needs beside the
-/// network, owned, for [`rescue`] too.
+/// network, owned, for [`super::rescue_file::rescue`] too.
 #[derive(Clone)]
-pub(super) struct Traces {
+pub struct Traces {
     recorded: BTreeMap<String, String>,
     metrics: Option<PathBuf>,
     profile: Option<PathBuf>,
@@ -62,13 +79,14 @@ pub(super) struct Traces {
 
 impl Traces {
     /// Whether a trace file is asked for (`--metrics`, `--profile`).
-    pub(super) fn any(&self) -> bool {
+    pub fn any(&self) -> bool {
         self.metrics.is_some() || self.profile.is_some()
     }
 }
 
 impl OutputPaths {
-    pub(super) fn traces(&self) -> Traces {
+    /// What [`write`] needs of these paths beside the network.
+    pub fn traces(&self) -> Traces {
         Traces {
             recorded: self.recorded.clone(),
             metrics: self.metrics.clone(),
@@ -80,11 +98,12 @@ impl OutputPaths {
 
 /// `--save`, `--metrics` and `--profile`, each written whatever became of the others; the
 /// failures, one per output.
-pub(super) fn write(
+pub fn write(
     net: Option<&Net>,
     trace: &Trace,
     save: Option<&PathBuf>,
     to: Traces,
+    notes: &Notes,
 ) -> Vec<String> {
     let Traces {
         recorded,
@@ -95,7 +114,7 @@ pub(super) fn write(
     let mut failures = Vec::new();
     if let (Some(path), Some(net)) = (save, net) {
         match io::safetensors::save_parameters_with(net, path, &recorded) {
-            Ok(()) => say!("parameters saved to {}", path.display()),
+            Ok(()) => note!(notes, "parameters saved to {}", path.display()),
             // A diverged network is never written over the user's file.
             Err(e @ ember::Error::NonFiniteParameter { .. }) => failures.push(format!(
                 "--save {} not written: {e}; {}",
@@ -121,7 +140,7 @@ pub(super) fn write(
         match trace.write(&path) {
             Ok(written) => {
                 for file in written {
-                    say!("metrics: {}", file.display());
+                    note!(notes, "metrics: {}", file.display());
                 }
             }
             Err(e) => failures.push(format!("--metrics {}: {e}", path.display())),
@@ -135,7 +154,11 @@ pub(super) fn write(
         let mut file = Profile::new();
         file.add_run(&name, trace, &devices);
         match file.write(&path) {
-            Ok(()) => say!("profile: {} (open it in ui.perfetto.dev)", path.display()),
+            Ok(()) => note!(
+                notes,
+                "profile: {} (open it in ui.perfetto.dev)",
+                path.display()
+            ),
             Err(e) => failures.push(format!("--profile {}: {e}", path.display())),
         }
     }
@@ -143,7 +166,7 @@ pub(super) fn write(
 }
 
 /// What became of an output that was not written: an old file, or none.
-pub(super) fn left_as_it_was(path: &Path) -> &'static str {
+pub fn left_as_it_was(path: &Path) -> &'static str {
     match path.exists() {
         true => "the file keeps its old content",
         false => "no file was made",

@@ -1,7 +1,7 @@
 //! Exercise 2 of 12.2: a training loop where batch t must finish before batch t + 2 starts,
 //! beside the barrier and no barrier. Each run is `ember train` in a fresh process.
 
-use ember_trainer::policy::PolicyKind;
+use crate::policy::PolicyKind;
 
 use super::memory_footprint::{Measured, context};
 use super::{Experiment, Outcome, Picture, Setup};

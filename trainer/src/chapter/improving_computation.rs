@@ -104,10 +104,7 @@ fn issue_and_return(s: &Setup, x: &Tensor<2>, n: usize) -> anyhow::Result<(f64, 
         }
         t3.push(start.elapsed().as_secs_f64() / reads as f64);
     }
-    Ok((
-        ember_trainer::summary::median(t1),
-        ember_trainer::summary::median(t3),
-    ))
+    Ok((crate::summary::median(t1), crate::summary::median(t3)))
 }
 
 /// The three times, and the book's prediction of the asynchronous loop against `measured`.

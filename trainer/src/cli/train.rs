@@ -1,27 +1,21 @@
 //! `ember train`: the chapter's MLP on the chapter's synthetic data, or a model of `--model`
-//! on Fashion-MNIST, a CSV table or NumPy arrays.
+//! on Fashion-MNIST, a CSV table or NumPy arrays. The flags map onto
+//! [`ember_trainer::run::TrainSettings`], which checks and trains the run.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::bail;
-use burn::tensor::Device;
 use clap::Args;
-use ember::{DeviceName, Init, L2Loss, Replicas, SoftmaxCrossEntropyLoss};
-use ember_trainer::fit::{EarlyStopping, ReduceLrOnPlateau, Watched};
-use ember_trainer::metric::{VALID, column};
+use ember_trainer::fit::{EarlyStopping, ReduceLrOnPlateau};
 use ember_trainer::policy::auto::{BLOCK, GAIN, LARGEST, MOST_PAIRS, PAIRS};
-use ember_trainer::policy::{BUILT_INS, PolicyKind, SyncPolicy};
+use ember_trainer::policy::{BUILT_INS, PolicyKind};
+use ember_trainer::run::eval::EvalList;
+use ember_trainer::run::job::{Job, launched};
+use ember_trainer::run::model::ModelSpec;
+use ember_trainer::run::task::LossName;
+use ember_trainer::run::{Outputs, TrainSettings};
 
-use super::distributed::{self, Distributed, Job};
-use super::eval::{self, EvalList, check_watched};
-use super::model::ModelSpec;
-use super::output_paths::OutputPaths;
-use super::task::{LossName, Task, wrong_loss};
-use super::workload::{Workload, WorkloadArgs, positive};
-
-mod configure;
-mod sources;
+use super::distributed::{self, Distributed};
+use super::workload::WorkloadArgs;
 
 /// `--sync`'s long help: the built-in policies' table, one a line.
 fn policy_help() -> String {
@@ -50,6 +44,15 @@ fn policy_help() -> String {
     ));
     help
 }
+
+/// `--eval`'s long help.
+const EVAL_HELP: &str = "Metrics of every epoch, comma separated: acc, topK (top5, …), ce \
+(cross-entropy), f1 (macro F1) for class labels; mse, mae for values to regress; `none` for \
+none [default: acc for class labels, none for values]. Each is counted on the training batches \
+as the steps run (train_NAME), then on the test set and on --valid-split's share (test_NAME, \
+valid_NAME). They print on the epoch lines and go to <stem>.epochs.csv. A metric adds no \
+barrier: the steps add to sums on the device, which are read once, at the epoch's end, where \
+every policy waits anyway.";
 
 /// Options of `ember train`.
 #[derive(Debug, Args)]
@@ -134,7 +137,7 @@ pub struct TrainArgs {
     /// made.
     #[arg(long, value_name = "METRIC:PATIENCE[:FACTOR]")]
     reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
-    #[arg(long, value_name = "METRICS", long_help = eval::HELP)]
+    #[arg(long, value_name = "METRICS", long_help = EVAL_HELP)]
     eval: Option<EvalList>,
     /// Save the parameters (safetensors) here after every epoch that improves --best-on, as
     /// --save writes them: a new file replaces the old one whole, never over an input. Read
@@ -155,7 +158,7 @@ pub struct TrainArgs {
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     if args.distributed.is_none()
-        && let Some((rank, size)) = distributed::launched()
+        && let Some((rank, size)) = launched()
     {
         anyhow::bail!(
             "this process is rank {rank} of {size} that a launcher (mpirun) started, without \
@@ -163,203 +166,64 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
              write the same outputs; give --distributed mpi to every rank"
         );
     }
-    match args.distributed.map(Job::start).transpose()? {
+    match args.distributed.map(Distributed::start).transpose()? {
         Some(job) => {
             let result = train(args, Some(&job));
-            job.end(result)
+            distributed::end(&job, result)
         }
         None => train(args, None),
     }
 }
 
-/// `ember train`, as this process alone or as a rank of `job`.
+impl From<TrainArgs> for TrainSettings {
+    fn from(args: TrainArgs) -> Self {
+        Self {
+            workload: (&args.workload).into(),
+            sync: args.sync,
+            epochs: args.epochs,
+            model: args.model,
+            loss: args.loss,
+            eval: args.eval,
+            early_stop: args.early_stop,
+            reduce_lr_on_plateau: args.reduce_lr_on_plateau,
+            best_on: args.best_on,
+            outputs: Outputs {
+                save: args.save,
+                save_best: args.save_best,
+                metrics: args.metrics,
+                profile: args.profile,
+                tensorboard: args.tensorboard,
+                checkpoint: args.checkpoint,
+                checkpoint_every: args.checkpoint_every,
+                resume: args.resume,
+                load: args.load,
+            },
+        }
+    }
+}
+
+/// `ember train`, as this process alone or as a rank of `job`: the run's stages
+/// ([`TrainSettings::plan`]), with the job's barriers between them.
 fn train(args: TrainArgs, job: Option<&Job>) -> anyhow::Result<()> {
-    let alike = job.map(|_| ranks_alike(&args));
-    let workload = Workload::try_from(args.workload)?;
-    let policy_kind = args.sync.clone();
-    let policy = args.sync.build()?;
-    let epochs = positive("epochs", args.epochs)?;
+    let (summary, notes) = (args.summary, super::notes());
+    let plan = TrainSettings::from(args).plan()?;
     // Rank 0 prints and writes for the job; the others check their inputs once it has.
     let writes = job.is_none_or(|job| job.rank() == 0);
-    let kept = |path: Option<PathBuf>| path.filter(|_| writes);
     if let Some(job) = job.filter(|_| !writes) {
         super::quiet();
         super::rank_lines(job.rank());
         job.collective().barrier();
     }
     // Every output is checked before any work starts.
-    let mut outputs = OutputPaths::check(
-        writes,
-        &workload.data,
-        args.load,
-        [kept(args.save), kept(args.save_best)],
-        [
-            kept(args.metrics),
-            kept(args.profile),
-            kept(args.tensorboard),
-        ],
-        args.checkpoint,
-        args.checkpoint_every,
-        args.resume,
-    )?;
+    let mut outputs = plan.outputs(writes, &notes)?;
     outputs.make_dirs(writes)?;
     if let Some(job) = job.filter(|_| writes) {
         job.collective().barrier();
     }
-    let task = Task::load(&workload.data, workload.classes)?;
-    let loss = args.loss.unwrap_or(task.loss());
-    if loss != task.loss() {
-        return Err(wrong_loss(loss, &task, &workload.data));
-    }
-    let model = task.model(args.model, &workload)?;
-    let default_eval = EvalList::for_task(None, &task, &workload.data)?;
-    let eval = EvalList::for_task(args.eval, &task, &workload.data)?;
-    let columns = eval.columns(
-        matches!(&task, Task::Classify { test: Some(_), .. }),
-        workload.valid_split.is_some(),
-    );
-    let watched = [
-        ("--early-stop", args.early_stop.as_ref().map(|e| &e.0)),
-        (
-            "--reduce-lr-on-plateau",
-            args.reduce_lr_on_plateau.as_ref().map(|r| &r.watched),
-        ),
-    ];
-    if args.reduce_lr_on_plateau.is_some()
-        && let Some(schedule @ ember::optim::Schedule::OneCycle { .. }) = &workload.recipe.schedule
-    {
-        bail!(
-            "--reduce-lr-on-plateau scales --lr, which --lr-schedule {schedule} ignores: \
-             leave one of them out"
-        );
-    }
-    for (flag, watched) in watched {
-        if let Some(watched) = watched {
-            check_watched(flag, watched, &columns)?;
-        }
-    }
-    let best_on = match (&args.best_on, &args.early_stop) {
-        _ if outputs.save_best.is_none() => None,
-        (Some(metric), _) => Some(metric.clone()),
-        (None, Some(early_stop)) => Some(early_stop.0.metric.clone()),
-        (None, None) if workload.valid_split.is_some() => Some(column(VALID, "loss")),
-        (None, None) => bail!(
-            "--save-best needs a metric to watch: give --best-on METRIC (one of {}), or \
-             --valid-split F to watch valid_loss",
-            columns.join(", ")
-        ),
-    };
-    let best_on = best_on.map(|metric| Watched::new(&metric, 1, 0.0));
-    if let Some(watched) = &best_on {
-        check_watched("--best-on", watched, &columns)?;
-    }
-    task.check_memory(&workload, &model, &policy_kind, epochs)?;
-    let (example, classes) = task.example_and_outputs(&workload);
-    outputs.recorded = super::export::recorded(&model, &example, classes);
-    if args.summary {
-        let summary = super::summary::summary(&model, &example, classes)?;
+    let run = plan.load(outputs)?;
+    if summary {
+        let summary = super::summary::summary(run.model(), run.example(), run.network_outputs())?;
         say!("{}", summary.to_string().trim_end());
     }
-    let workload = match job {
-        Some(job) => job.rank_device(workload),
-        None => workload,
-    };
-    let picked = workload.open_seeded_devices()?;
-    let main = &picked[0];
-    outputs.devices = picked.iter().map(|p| p.name.to_string()).collect();
-    let device = main.device.clone().autodiff();
-    let replicas = Replicas::new(picked.iter().map(|p| p.device.clone().autodiff()).collect())?;
-    if replicas.len() > 1 {
-        say!("{}", replicas.exchange());
-    }
-    let run = Run {
-        eval_given: (eval != default_eval).then(|| eval.recorded()),
-        eval,
-        best_on,
-        early_stop: args.early_stop,
-        reduce_lr_on_plateau: args.reduce_lr_on_plateau,
-        workload: &workload,
-        model: &model,
-        policy,
-        epochs,
-        device: &main.device,
-        device_name: main.name,
-        replicas,
-        outputs: &outputs,
-        job,
-        alike: alike.unwrap_or_default(),
-    };
-    match (loss, task) {
-        (LossName::L2, Task::Synthetic) => run.synthetic(),
-        (LossName::SoftmaxCe, Task::Classify { train, test }) => {
-            let classes = train.classes().unwrap_or(1);
-            let net = model.build(classes, model.init(), &device);
-            run.examples(net, SoftmaxCrossEntropyLoss, train, test)
-        }
-        (LossName::L2, Task::Regress { train }) => {
-            let net = model.build(train.outputs(), Init::default(), &device);
-            run.examples(net, L2Loss, train, None)
-        }
-        (loss, task) => Err(wrong_loss(loss, &task, &workload.data)),
-    }
-}
-
-/// One `ember train` run: the workload, the model, the policy, and where things go.
-struct Run<'a> {
-    /// `--eval`'s metrics, checked against the data's targets.
-    eval: EvalList,
-    /// `--eval` as given, where it differs from the default.
-    eval_given: Option<String>,
-    /// What `--save-best` watches.
-    best_on: Option<Watched>,
-    early_stop: Option<EarlyStopping>,
-    reduce_lr_on_plateau: Option<ReduceLrOnPlateau>,
-    workload: &'a Workload,
-    model: &'a ModelSpec,
-    policy: Box<dyn SyncPolicy>,
-    epochs: usize,
-    /// The main device without autodiff, for evaluation.
-    device: &'a Device,
-    /// What `--device` (or `--devices`' first entry) resolved to.
-    device_name: DeviceName,
-    /// The devices each step is split across (the main device alone without `--devices`).
-    replicas: Replicas,
-    outputs: &'a OutputPaths,
-    /// The job this process is a rank of, under `--distributed`.
-    job: Option<&'a Job>,
-    /// In a job, what every rank must have alike besides what a resume matches
-    /// ([`ranks_alike`]).
-    alike: BTreeMap<String, String>,
-}
-
-/// What the ranks of a job must be started with alike, besides what a resume must match: the
-/// outputs as given (rank 0 writes them, and another rank's would be dropped in silence), the
-/// sync policy, and the CPU's kernels (`EMBER_CPU_KERNELS`), which change a rank's arithmetic.
-fn ranks_alike(args: &TrainArgs) -> BTreeMap<String, String> {
-    // `./x.st` is `x.st` (they were refused as two files, hostile pass); nothing is resolved
-    // on disk, as another host's rank would resolve it in its own directories.
-    let path = |p: &Option<PathBuf>| {
-        p.as_ref().map_or("none".to_string(), |p| {
-            let plain: PathBuf = p
-                .components()
-                .filter(|c| *c != std::path::Component::CurDir)
-                .collect();
-            plain.display().to_string()
-        })
-    };
-    BTreeMap::from([
-        ("--save".to_string(), path(&args.save)),
-        ("--save-best".to_string(), path(&args.save_best)),
-        ("--metrics".to_string(), path(&args.metrics)),
-        ("--profile".to_string(), path(&args.profile)),
-        ("--tensorboard".to_string(), path(&args.tensorboard)),
-        ("--sync".to_string(), args.sync.to_string()),
-        // The kernels in use, whichever way they were chosen (--cpu-kernels, the environment,
-        // a library that is missing): comparing the variable alone let `--cpu-kernels flex`
-        // beside oneDNN through, and refused it beside `EMBER_CPU_KERNELS=flex` (hostile pass).
-        (
-            "the CPU kernels".to_string(),
-            ember::kernels::status().kernels.to_string(),
-        ),
-    ])
+    run.train(job, &notes)
 }

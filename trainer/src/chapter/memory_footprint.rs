@@ -2,11 +2,11 @@
 //! barrier on every batch, with none, and with "batch t finishes before t + 2 starts". Each run
 //! is `ember train` in a fresh process, so its memory figures are its own.
 
-use ember_trainer::summary::{PolicyRun, median};
+use crate::summary::{PolicyRun, median};
 
 use super::{Experiment, Outcome, Picture, Setup, Timing};
-use crate::cli::workload::Workload;
-use ember_trainer::policy::PolicyKind;
+use crate::policy::PolicyKind;
+use crate::run::workload::Workload;
 
 const BOOK: &str = "d2l trains the MLP 512 -> 2048 -> 512 -> 1 on 150 batches of 1024 \
     random examples, once with l.wait_to_read() after every batch and once without. The \
@@ -25,9 +25,10 @@ fn workload(s: &Setup) -> Workload {
     workload
 }
 
-/// `repeat` runs of `ember train --sync spec`, each in a child process.
+/// `repeat` runs of `ember train --sync spec` of the chapter's workload, each in a fresh
+/// process ([`super::Runner::train`]).
 pub fn train_in_child(s: &Setup, spec: PolicyKind) -> anyhow::Result<Vec<PolicyRun>> {
-    crate::cli::compare::run_all(&[spec], s.repeat, 1, &workload(s), &s.scratch)
+    s.runner.train(&spec, s.repeat, &workload(s), &s.scratch)
 }
 
 pub(super) struct Measured {
@@ -43,7 +44,7 @@ impl Measured {
         })
     }
 
-    fn epochs(&self, field: fn(&ember_trainer::trace::EpochRecord) -> f64) -> Vec<f64> {
+    fn epochs(&self, field: fn(&crate::trace::EpochRecord) -> f64) -> Vec<f64> {
         self.runs
             .iter()
             .flat_map(|r| r.trace.epochs.iter().map(field))

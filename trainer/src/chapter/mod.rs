@@ -3,8 +3,11 @@
 //! named after its key (`exercise-2` in `exercise_2.rs`) that holds its one [`Experiment`]
 //! value: key, title, help line, the book's passage and its `run`. [`EXPERIMENTS`] lists them;
 //! `ember bench`'s parser and help, its `--list`, the report and the tests all read that list.
-//! Each one measures, prints the book's lines and a ratio, and says whether the book's
-//! qualitative claim held on this machine, and why not when it did not.
+//! Each one measures, gives the book's lines and a ratio ([`Outcome::lines`]), and says whether
+//! the book's claim held on this machine, and why not when it did not. `ember bench` runs them
+//! and prints the lines; code runs one with `(experiment.run)(&setup)`, given a [`Setup`] and a
+//! [`Runner`] for what runs in fresh processes (`ember bench`'s runs `ember` itself; only
+//! `memory-footprint`, `exercise-2` and `hybridize` ask for one).
 
 pub mod async_matmul;
 pub mod auto_parallel;
@@ -20,17 +23,44 @@ pub mod memory_footprint;
 pub mod report;
 
 use std::cell::RefCell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::policy::PolicyKind;
+use crate::run::workload::Workload;
+use crate::summary::{PolicyRun, median};
 use anyhow::anyhow;
 use burn::tensor::{Device, Distribution, Tensor};
 use ember::PickedDevice;
-use ember_trainer::policy::PolicyKind;
-use ember_trainer::summary::{PolicyRun, median};
+
+/// What an experiment needs from outside the library: runs in fresh processes, so that their
+/// memory figures are their own, and so that kernel fusion's optimizers can be removed before
+/// the process's first tensor operation. `ember bench` runs `ember` again.
+pub trait Runner {
+    /// `repeat` rounds of `ember train --sync policy --epochs 1` of `workload`, each in a
+    /// process of its own, their traces under `scratch`.
+    ///
+    /// # Errors
+    /// A run that failed, in its own words.
+    fn train(
+        &self,
+        policy: &PolicyKind,
+        repeat: usize,
+        workload: &Workload,
+        scratch: &Path,
+    ) -> anyhow::Result<Vec<PolicyRun>>;
+
+    /// [`hybridize::measure`] of `request`, in a process of its own.
+    ///
+    /// # Errors
+    /// A run that failed, in its own words.
+    fn hybridize(&self, request: &hybridize::Request) -> anyhow::Result<hybridize::Measured>;
+}
 
 /// Where and how big: what every experiment needs.
 pub struct Setup {
+    /// Runs in fresh processes.
+    pub runner: Box<dyn Runner>,
     /// The "CPU" of the book (NumPy's place): flex unless `--cpu` says otherwise.
     pub cpu: PickedDevice,
     /// The "GPU" of the book: wgpu (a card, or lavapipe) unless `--gpu` says otherwise.

@@ -6,18 +6,15 @@
 //! fusion's built-in optimizers (`with`), and with all of them removed (`without`). Both
 //! children load the same parameter file and the same input.
 
-use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use burn::tensor::{Device, Tensor};
-use clap::Args;
 use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
 use ember_datasets::Synthetic;
 use serde::{Deserialize, Serialize};
 
 use super::{Experiment, Outcome, Picture, Setup, Timing, to_host};
-use crate::cli::child::{self, Child};
 
 const BOOK: &str = "d2l builds Dense(256, relu), Dense(128, relu), Dense(2) on a (1, 512) \
     input and times 1000 forward passes before and after net.hybridize(): the \
@@ -48,60 +45,51 @@ fn run_net(net: &Sequential, x: &Tensor<2>) -> anyhow::Result<Tensor<2>> {
     Ok(net.forward(x.clone().into()).into_rank()?)
 }
 
-/// Options of the hidden `ember bench hybridize-child`.
-#[derive(Debug, Args)]
-pub struct ChildArgs {
-    #[arg(long, value_enum)]
-    fusion: Fusion,
-    #[arg(long)]
-    device: DeviceName,
-    #[arg(long)]
-    params: std::path::PathBuf,
+/// One mode of 12.1, as [`measure`] runs it in a process of its own.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Whether kernel fusion's optimizers are kept (burn's hybridization) or removed.
+    pub fusion: bool,
+    /// Where the network runs.
+    pub device: DeviceName,
+    /// The parameters, written by the parent.
+    pub params: PathBuf,
     /// Forward passes per measurement.
-    #[arg(long)]
-    passes: usize,
-    #[arg(long)]
-    repeat: usize,
+    pub passes: usize,
+    /// Measurements.
+    pub repeat: usize,
 }
 
-/// Kernel fusion's optimizers: kept (`on`, burn's hybridization) or removed (`off`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Fusion {
-    On,
-    Off,
-}
-
-impl Fusion {
-    fn as_str(self) -> &'static str {
-        match self {
-            Fusion::On => "on",
-            Fusion::Off => "off",
-        }
-    }
-}
-
-/// What a child reports.
+/// What one mode measured.
 #[derive(Debug, Serialize, Deserialize)]
-struct ChildResult {
-    seconds: Vec<f64>,
-    output: Vec<f32>,
+pub struct Measured {
+    /// The time of each measurement's passes, in seconds.
+    pub seconds: Vec<f64>,
+    /// The last pass's output.
+    pub output: Vec<f32>,
 }
 
-/// The child: fusion's optimizers removed or kept, then `repeat` timings of `passes` forwards.
-pub fn child(args: ChildArgs) -> anyhow::Result<()> {
-    if args.fusion == Fusion::Off {
+/// One mode, in this process: fusion's optimizers removed (where `request` says so) before
+/// the first tensor operation, then `repeat` timings of `passes` forward passes. Removing them
+/// holds for the rest of the process.
+///
+/// # Errors
+/// An optimizer that cannot be removed (a tensor operation ran before), a device that cannot
+/// be opened, parameters that cannot be read.
+pub fn measure(request: &Request) -> anyhow::Result<Measured> {
+    if !request.fusion {
         for name in burn_cubecl::fusion::BUILTIN_NAMES {
             burn_cubecl::fusion::remove(name)
                 .map_err(|e| anyhow!("switching fusion's {name} optimizer off: {e}"))?;
         }
     }
-    let device = args.device.resolve()?.device;
+    let device = request.device.resolve()?.device;
     let net = network(&device)?;
     let x = input(&device)?;
-    let net = net.load_parameters(&args.params, &device)?;
+    let net = net.load_parameters(&request.params, &device)?;
     let forward = || -> anyhow::Result<Tensor<2>> {
         let mut out = run_net(&net, &x)?;
-        for _ in 1..args.passes {
+        for _ in 1..request.passes {
             out = run_net(&net, &x)?;
         }
         Ok(out)
@@ -109,35 +97,25 @@ pub fn child(args: ChildArgs) -> anyhow::Result<()> {
     to_host(forward()?)?; // warm-up: kernels compiled, fusion plans found
     let mut seconds = Vec::new();
     let mut output = Vec::new();
-    for _ in 0..args.repeat {
+    for _ in 0..request.repeat {
         let start = std::time::Instant::now();
         let out = forward()?;
         super::wait_all(&device)?;
         seconds.push(start.elapsed().as_secs_f64());
         output = to_host(out)?;
     }
-    child::report(&ChildResult { seconds, output })
+    Ok(Measured { seconds, output })
 }
 
-fn spawn(s: &Setup, fusion: Fusion, params: &Path, passes: usize) -> anyhow::Result<ChildResult> {
-    let (passes, repeat) = (passes.to_string(), s.repeat.to_string());
-    let flags = [
-        ("--fusion", OsStr::new(fusion.as_str())),
-        ("--device", OsStr::new(s.gpu.name.as_str())),
-        ("--params", params.as_os_str()),
-        ("--passes", OsStr::new(&passes)),
-        ("--repeat", OsStr::new(&repeat)),
-    ];
-    let args = flags
-        .into_iter()
-        .flat_map(|(flag, value)| [OsStr::new(flag), value]);
-    Child::ember(
-        format!("the run with fusion {}", fusion.as_str()),
-        [OsStr::new("bench"), OsStr::new("hybridize-child")]
-            .into_iter()
-            .chain(args),
-    )?
-    .result()
+/// `s`'s runner's [`measure`] of one mode.
+fn spawn(s: &Setup, fusion: bool, params: &Path, passes: usize) -> anyhow::Result<Measured> {
+    s.runner.hybridize(&Request {
+        fusion,
+        device: s.gpu.name,
+        params: params.to_path_buf(),
+        passes,
+        repeat: s.repeat,
+    })
 }
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
@@ -173,8 +151,8 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let after = to_host(run_net(&reloaded, &x)?)?;
     let export_diff = max_diff(&before, &after);
 
-    let off = spawn(s, Fusion::Off, &params, passes)?;
-    let on = spawn(s, Fusion::On, &params, passes)?;
+    let off = spawn(s, false, &params, passes)?;
+    let on = spawn(s, true, &params, passes)?;
     let fusion_diff = max_diff(&off.output, &on.output);
     let device_diff = max_diff(&on.output, &before);
     let without = Timing {

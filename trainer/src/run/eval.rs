@@ -1,21 +1,12 @@
 //! `--eval`: which metrics each epoch reports, on which sets, and the columns they make, which
 //! `--early-stop` and `--reduce-lr-on-plateau` may watch.
 
+use crate::fit::Watched;
+use crate::metric::{self, Metric, MetricKind, TEST, TRAIN, VALID};
 use anyhow::bail;
-use ember_trainer::fit::Watched;
-use ember_trainer::metric::{self, Metric, MetricKind, TEST, TRAIN, VALID};
 
 use super::task::Task;
 use super::workload::DataSpec;
-
-/// `--eval`'s long help.
-pub const HELP: &str = "Metrics of every epoch, comma separated: acc, topK (top5, …), ce \
-(cross-entropy), f1 (macro F1) for class labels; mse, mae for values to regress; `none` for \
-none [default: acc for class labels, none for values]. Each is counted on the training batches \
-as the steps run (train_NAME), then on the test set and on --valid-split's share (test_NAME, \
-valid_NAME). They print on the epoch lines and go to <stem>.epochs.csv. A metric adds no \
-barrier: the steps add to sums on the device, which are read once, at the epoch's end, where \
-every policy waits anyway.";
 
 /// The metrics `--eval` named, in its order.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,12 +1,12 @@
 //! What the data of `ember train` asks of the loop: the chapter's synthetic epochs, class
 //! labels or values to regress, with the loss they call for and the memory they need.
 
+use crate::memory::available_bytes;
+use crate::policy::PolicyKind;
 use anyhow::bail;
 use ember_datasets::Examples;
 use ember_datasets::csv::{CsvOptions, Label, read_csv};
 use ember_datasets::npy::read_npy_pair;
-use ember_trainer::memory::available_bytes;
-use ember_trainer::policy::PolicyKind;
 
 use super::flags::Flag;
 use super::list;
@@ -15,17 +15,27 @@ use super::workload::{DataSpec, Workload};
 
 /// What the data asks of the loop: the chapter's synthetic epochs, class labels, or values.
 pub enum Task {
+    /// The chapter's synthetic batches, drawn anew every epoch: values to regress.
     Synthetic,
+    /// Examples with class labels.
     Classify {
+        /// The training examples (a validation share is held out of them later).
         train: Examples,
+        /// The test set, where the data has one (Fashion-MNIST).
         test: Option<Examples>,
     },
+    /// Examples with values to regress.
     Regress {
+        /// The training examples.
         train: Examples,
     },
 }
 
 impl Task {
+    /// Reads `data` (synthetic data reads nothing): its examples, labelled as `classes` says.
+    ///
+    /// # Errors
+    /// Data that cannot be read, or that holds no example, named with `--data`.
     pub fn load(data: &DataSpec, classes: Option<usize>) -> anyhow::Result<Self> {
         let examples = match data {
             DataSpec::Synthetic => return Ok(Task::Synthetic),
@@ -266,7 +276,7 @@ impl Task {
             (PolicyKind::MemoryBudget(mb) | PolicyKind::Auto(Some(mb)), None) => (mb * 1e6) as u128,
             _ => one_batch,
         };
-        let record = std::mem::size_of::<ember_trainer::trace::BatchRecord>() as u128;
+        let record = std::mem::size_of::<crate::trace::BatchRecord>() as u128;
         Need {
             // Parameters, their gradients and the optimizer's copy: three times the parameters.
             params: need.parameters.saturating_mul(3 * 4),

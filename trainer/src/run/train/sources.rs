@@ -3,25 +3,26 @@
 
 use std::io::IsTerminal;
 
+use crate::evaluate::mean_loss;
+use crate::fit::Target;
+use crate::metric::{TEST, VALID, column};
 use anyhow::{Context, bail};
 use ember::{Block, Init, L2Loss, Loss};
 use ember_datasets::{DataLoader, Examples};
-use ember_trainer::evaluate::mean_loss;
-use ember_trainer::fit::Target;
-use ember_trainer::metric::{TEST, VALID, column};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::super::book_lines::BookLines;
+use super::super::model::Net;
+use super::super::recipe::{check_schedule, recipe_words};
+use super::super::written::finish;
 use super::Run;
-use crate::cli::book_lines::BookLines;
-use crate::cli::model::Net;
-use crate::cli::recipe::{check_schedule, recipe_words};
-use crate::cli::written::finish;
 
 impl Run<'_> {
     /// The chapter's workload: synthetic batches, L2 loss, the book's progress lines.
     pub(super) fn synthetic(self) -> anyhow::Result<()> {
-        let w = self.workload;
-        say!(
+        let (w, notes) = (self.workload, self.notes);
+        note!(
+            notes,
             "training {} batches x {} of {} features, model {}{}, policy {}, {} epoch(s)",
             w.batches,
             w.batch_size,
@@ -40,6 +41,7 @@ impl Run<'_> {
         let progress = BookLines {
             bar,
             batches: w.batches,
+            notes: self.notes.clone(),
         };
         let device = self.device.clone().autodiff();
         let mut net = self.model.build(1, Init::default(), &device);
@@ -57,7 +59,7 @@ impl Run<'_> {
             data = data.shard(job.rank(), job.collective().size());
         }
         let run = self.configure(fit, progress)?.run(&mut data)?;
-        finish(run, outputs)
+        finish(run, outputs, notes)
     }
 
     /// Training on examples held in memory (Fashion-MNIST, CSV, NPY), d2l's
@@ -75,15 +77,16 @@ impl Run<'_> {
         L: Loss + Clone + Send + Sync + 'static,
         L::Target: Target,
     {
-        let w = self.workload;
+        let (w, notes) = (self.workload, self.notes);
         let (train, valid) = match w.valid_split {
             Some(share) => {
-                let (train, valid) = crate::cli::task::held_out(&train, share, w.seed)?;
+                let (train, valid) = super::super::task::held_out(&train, share, w.seed)?;
                 (train, Some(valid))
             }
             None => (train, None),
         };
-        say!(
+        note!(
+            notes,
             "training on {}: {} train{}{} examples of shape {:?}; {}, batch {}, lr {}{}, policy {}, {} epoch(s)",
             w.data,
             train.len(),
@@ -157,9 +160,10 @@ impl Run<'_> {
         let progress = BookLines {
             bar: None,
             batches: loader.num_batches(),
+            notes: self.notes.clone(),
         };
         let outputs = self.outputs;
         let run = self.configure(fit, progress)?.run(&mut loader)?;
-        finish(run, outputs)
+        finish(run, outputs, notes)
     }
 }

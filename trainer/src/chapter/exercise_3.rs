@@ -1,16 +1,16 @@
 //! Exercise 3: training on the CPU and on the GPU at the same time, from one program. Does a
 //! barrier on every batch of one device slow the other down? Measured both ways.
 
+use crate::fit::SyntheticEpochs;
+use crate::policy::{NoSync, SyncPolicy, Window};
+use crate::summary::median;
 use burn::tensor::Device;
 use ember::{Init, L2Loss};
 use ember_datasets::Synthetic;
-use ember_trainer::fit::SyntheticEpochs;
-use ember_trainer::policy::{NoSync, SyncPolicy, Window};
-use ember_trainer::summary::median;
 
 use super::{Experiment, Outcome, Picture, Setup, Timing};
-use crate::cli::recipe::Recipe;
-use crate::cli::workload::{fit, mlp};
+use crate::run::recipe::Recipe;
+use crate::run::workload::{fit, mlp};
 
 const BOOK: &str = "Exercise 3 of 12.2 asks what happens when the same program trains on the \
     CPU and on the GPU at once, and whether synchronizing after every batch on one device \

@@ -40,9 +40,14 @@ pub fn check(precision: Precision, devices: &[DeviceName]) -> anyhow::Result<()>
             }
             DeviceName::Cuda | DeviceName::Auto => continue,
         };
+        // A build without CUDA cannot take the card's way out (hostile pass).
+        let card = match ember::device::cuda::BUILT {
+            true => ", or on a card (--device cuda)",
+            false => "",
+        };
         bail!(
-            "{flag} {precision} on {device}: {why}. Train in f32 there ({flag} f32), or on a \
-             card (--device cuda); `ember devices` lists what this machine has"
+            "{flag} {precision} on {device}: {why}. Train in f32 there ({flag} f32){card}; \
+             `ember devices` lists what this machine has"
         );
     }
     Ok(())

@@ -1,5 +1,6 @@
 //! `--model`: the networks `ember train` builds.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -163,8 +164,7 @@ impl ModelSpec {
             .parameters
             .saturating_add(need.activations)
             .saturating_mul(4);
-        let available =
-            ember_trainer::memory::available_bytes().map_or(isize::MAX as u128, u128::from);
+        let available = crate::memory::available_bytes().map_or(isize::MAX as u128, u128::from);
         if needed > available {
             anyhow::bail!(
                 "{what}: the network {self} for inputs of shape {example:?} and {outputs} outputs \
@@ -188,6 +188,24 @@ pub(super) fn bytes(n: u128) -> String {
     } else {
         format!("{:.1} MB", n / 1e6)
     }
+}
+
+// The metadata keys `ember train --save` writes, each read back by `ember export`.
+
+/// The network, in `--model`'s words.
+pub const MODEL: &str = "ember.model";
+/// The shape of one example, comma separated.
+pub const INPUT: &str = "ember.input";
+/// The network's outputs.
+pub const OUTPUTS: &str = "ember.outputs";
+
+/// What `ember train --save` records of its network: all that `ember export` needs.
+pub fn recorded(model: &ModelSpec, example: &[usize], outputs: usize) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (MODEL.to_string(), model.to_string()),
+        (INPUT.to_string(), list::join(example)),
+        (OUTPUTS.to_string(), outputs.to_string()),
+    ])
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! What `ember train` keeps of a run that failed ([`rescue`]); where the parameters go when
 //! `--save` cannot take them is [`super::rescued`]'s.
 
-use ember_trainer::checkpoint::Checkpoint;
-use ember_trainer::trace::Trace;
+use crate::checkpoint::Checkpoint;
+use crate::trace::Trace;
 
 use super::model::Net;
+use super::notes::Notes;
 use super::output_paths::OutputPaths;
 use super::rescued::beside;
 use super::written::{left_as_it_was, write};
@@ -16,6 +17,7 @@ use super::written::{left_as_it_was, write};
 pub fn rescue(
     outputs: &OutputPaths,
     (flag, value): (String, String),
+    notes: Notes,
 ) -> impl FnOnce(Option<&Net>, &Trace, &ember::Error) + 'static {
     let save = outputs.save.clone();
     let traces = outputs.traces();
@@ -28,7 +30,7 @@ pub fn rescue(
         // Parameters that gave a NaN or infinite loss are no model: the file keeps its old
         // content.
         // A run the user stopped (a second signal cut a checkpoint short) is not saved either.
-        let stopped = ember_trainer::signals::requested();
+        let stopped = crate::signals::requested();
         // Parameters on a device that is gone (a remote server that died) cannot be read, and
         // a worker stuck on a server that stopped answering never hands them over: nothing is
         // tried, beside --save or anywhere else.
@@ -44,7 +46,8 @@ pub fn rescue(
         };
         let save = match (save, unreadable, error.diverged() || stopped.is_some()) {
             (Some(path), Some(unreadable), _) => {
-                say_err!(
+                warn_note!(
+                    notes,
                     "error: --save {} not written: what the run trained cannot be read back \
                      from its device ({unreadable}); {}",
                     path.display(),
@@ -53,7 +56,8 @@ pub fn rescue(
                 None
             }
             (Some(path), None, true) => {
-                say_err!(
+                warn_note!(
+                    notes,
                     "error: --save {} not written: {}; {}",
                     path.display(),
                     match stopped {
@@ -69,7 +73,8 @@ pub fn rescue(
             (Some(path), None, false) if path.is_file() => {
                 let beside = beside(&path, "rescued");
                 let beside = std::path::absolute(&beside).unwrap_or(beside);
-                say_err!(
+                warn_note!(
+                    notes,
                     "error: --save {} keeps its old content: the run failed, so what it \
                      trained goes beside it, to {}",
                     path.display(),
@@ -85,15 +90,16 @@ pub fn rescue(
             (None, true) => ": writing what it recorded",
             (None, false) => "",
         };
-        say!("the run failed{at}{written}");
-        for failure in write(net, trace, save.as_ref(), traces) {
-            say_err!("error: {failure}");
+        note!(notes, "the run failed{at}{written}");
+        for failure in write(net, trace, save.as_ref(), traces, &notes) {
+            warn_note!(notes, "error: {failure}");
         }
         let Some(dir) = checkpoints else { return };
         match Checkpoint::latest(&dir) {
             // It diverged again from the checkpoint it resumed, before writing another: that
             // checkpoint's parameters may be past saving at any rate.
-            Ok(Some(last)) if error.diverged() && resumed.as_ref() == Some(&last.dir) => say!(
+            Ok(Some(last)) if error.diverged() && resumed.as_ref() == Some(&last.dir) => note!(
+                notes,
                 "it diverged again from {}, the checkpoint it resumed: go on from it at a much \
                  lower rate with --resume {} {flag}R (this run had {flag}{value}), or train again \
                  from the start in a new directory",
@@ -101,23 +107,30 @@ pub fn rescue(
                 dir.display()
             ),
             // Its parameters gave a finite loss: checkpoints are kept only then.
-            Ok(Some(last)) if error.diverged() => say!(
+            Ok(Some(last)) if error.diverged() => note!(
+                notes,
                 "its last checkpoint is {}, from before the parameters diverged: go on from it \
                  at a lower learning rate with --resume {} {flag}R (this run had {flag}{value})",
                 last.dir.display(),
                 dir.display()
             ),
-            Ok(Some(last)) => say!(
+            Ok(Some(last)) => note!(
+                notes,
                 "its last checkpoint is {}: go on with --resume {}",
                 last.dir.display(),
                 dir.display()
             ),
-            _ if error.diverged() => say!(
+            _ if error.diverged() => note!(
+                notes,
                 "no checkpoint in {} holds parameters that gave a finite loss: train again at a \
                  lower learning rate (this run had {flag}{value})",
                 dir.display()
             ),
-            _ => say!("no checkpoint of it is complete in {}", dir.display()),
+            _ => note!(
+                notes,
+                "no checkpoint of it is complete in {}",
+                dir.display()
+            ),
         }
     }
 }

@@ -4,20 +4,23 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::checkpoint::{self, Checkpoint, Checkpointing};
+use crate::trace::Trace;
 use anyhow::{Context, bail};
 use ember::io;
-use ember_trainer::checkpoint::{self, Checkpoint, Checkpointing};
-use ember_trainer::trace::Trace;
 
 use super::clash::Files;
+use super::notes::Notes;
 use super::workload::DataSpec;
 
 /// Where `ember train` writes and reads parameters, traces and checkpoints; checked before
 /// any work starts.
 pub struct OutputPaths {
+    /// `--save`: the parameters at the end.
     pub save: Option<PathBuf>,
     /// `--save-best`: written after each epoch that improves the watched metric.
     pub save_best: Option<PathBuf>,
+    /// `--metrics`: the per-batch trace, and its epochs beside it.
     pub metrics: Option<PathBuf>,
     /// `--profile`: the run as Chrome's trace-event JSON.
     pub profile: Option<PathBuf>,
@@ -25,8 +28,11 @@ pub struct OutputPaths {
     pub tensorboard: Option<PathBuf>,
     /// The devices the run trains on, by name, for the profile's tracks.
     pub devices: Vec<String>,
+    /// `--load`: the parameters the run starts from.
     pub load: Option<PathBuf>,
+    /// Where the checkpoints go, and how often.
     pub checkpoint: Option<Checkpointing>,
+    /// The checkpoint `--resume` goes on from, found and verified.
     pub resume: Option<Checkpoint>,
     /// What `--save` records of the network in its metadata, for `ember export`.
     pub recorded: BTreeMap<String, String>,
@@ -49,6 +55,7 @@ impl OutputPaths {
         checkpoint: Option<PathBuf>,
         every: Option<usize>,
         resume: Option<PathBuf>,
+        notes: &Notes,
     ) -> anyhow::Result<Self> {
         for (flag, path) in [
             ("--save", &save),
@@ -78,11 +85,16 @@ impl OutputPaths {
                 dir.display()
             );
         }
+        if every == Some(0) {
+            bail!(
+                "invalid --checkpoint-every 0: checkpoints come after at least one step; give 1 or more"
+            );
+        }
         // `--resume DIR` goes on from DIR's newest sound checkpoint, `--resume DIR/step-N`
         // from that one; checkpoints keep going to DIR unless --checkpoint names another.
         let (resume, resume_dir) = match &resume {
             Some(path) => {
-                let (found, dir) = find_resume(path)?;
+                let (found, dir) = find_resume(path, notes)?;
                 (found, Some(dir))
             }
             None => (None, None),
@@ -166,7 +178,7 @@ impl OutputPaths {
 
 /// The checkpoint `--resume` names, and the directory the run's checkpoints go on in
 /// ([`checkpoint::resume_from`]), saying what it did to damaged ones on the way.
-fn find_resume(path: &Path) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
+fn find_resume(path: &Path, notes: &Notes) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
     let found = checkpoint::resume_from(path).map_err(|e| match e {
         ember::Error::InvalidValue {
             name: "resume",
@@ -176,7 +188,7 @@ fn find_resume(path: &Path) -> anyhow::Result<(Option<Checkpoint>, PathBuf)> {
         e => anyhow::Error::from(e),
     })?;
     for note in found.notes {
-        say!("{note}");
+        note!(notes, "{note}");
     }
     Ok((found.checkpoint, found.dir))
 }

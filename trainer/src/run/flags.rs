@@ -62,35 +62,53 @@ impl Flag {
         }
     }
 
+    /// `--device`.
     pub const DEVICE: Flag = Flag::new("device", Resume::Opened);
+    /// `--devices`.
     pub const DEVICES: Flag = Flag::new("devices", Resume::Value);
+    /// `--data`.
     pub const DATA: Flag = Flag::new("data", Resume::Value);
+    /// `--batch-size`.
     pub const BATCH_SIZE: Flag = Flag::new("batch-size", Resume::Value);
+    /// `--lr`.
     pub const LR: Flag = Flag::new("lr", Resume::Changeable);
     /// The recipe's flags ([`super::recipe`]) are written where they differ from the
     /// defaults only, so that checkpoints written before they existed still resume.
     pub const OPTIMIZER: Flag = Flag::new("optimizer", Resume::Value);
+    /// `--momentum`.
     pub const MOMENTUM: Flag = Flag::new("momentum", Resume::Value);
+    /// `--nesterov`.
     pub const NESTEROV: Flag = Flag::new("nesterov", Resume::Value);
+    /// `--wd`.
     pub const WD: Flag = Flag::new("wd", Resume::Value);
+    /// `--beta1`.
     pub const BETA1: Flag = Flag::new("beta1", Resume::Value);
+    /// `--beta2`.
     pub const BETA2: Flag = Flag::new("beta2", Resume::Value);
+    /// `--eps`.
     pub const EPS: Flag = Flag::new("eps", Resume::Value);
     /// Changeable as --lr: one cycle sets the rate itself, so it is the way back from a
     /// one-cycle run that diverged.
     pub const LR_SCHEDULE: Flag = Flag::new("lr-schedule", Resume::Changeable);
+    /// `--clip-norm`.
     pub const CLIP_NORM: Flag = Flag::new("clip-norm", Resume::Value);
+    /// `--clip-value`.
     pub const CLIP_VALUE: Flag = Flag::new("clip-value", Resume::Value);
+    /// `--accumulate`.
     pub const ACCUMULATE: Flag = Flag::new("accumulate", Resume::Value);
     /// Changeable: the parameters are f32 either way. Written where it is not f32, so that
     /// checkpoints written before it existed still resume.
     pub const PRECISION: Flag = Flag::new("precision", Resume::Changeable).unset_means("f32");
+    /// `--seed`.
     pub const SEED: Flag = Flag::new("seed", Resume::Value);
+    /// `--valid-split`.
     pub const VALID_SPLIT: Flag = Flag::new("valid-split", Resume::Value);
     /// Not recorded: checkpoints have never held it, and a new key would refuse to resume the
     /// ones written so far.
     pub const CLASSES: Flag = Flag::new("classes", Resume::Nothing);
+    /// `--batches`.
     pub const BATCHES: Flag = Flag::new("batches", Resume::Value).synthetic_only();
+    /// `--features`.
     pub const FEATURES: Flag = Flag::new("features", Resume::Value).synthetic_only();
     /// Not recorded: `--model`'s value, which `ember train` records, holds the sizes.
     pub const HIDDEN: Flag = Flag::new("hidden", Resume::Nothing).synthetic_only();

@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::plot::{BarsFigure, TimelineFigure, render};
+use crate::trace::Trace;
 use anyhow::Context;
 use ember::io::write_atomic_bytes;
-use ember_trainer::plot::{BarsFigure, TimelineFigure, render};
-use ember_trainer::trace::Trace;
 
 use super::{Outcome, Picture, show_ratio};
 

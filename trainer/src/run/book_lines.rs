@@ -1,15 +1,20 @@
 //! The book's progress lines for `ember train` (`batch 50, time … sec`, `epoch 1: time per
 //! epoch …`), or a bar on a terminal.
 
-use ember_trainer::fit::Progress;
-use ember_trainer::trace::EpochRecord;
+use crate::fit::Progress;
+use crate::trace::EpochRecord;
 use indicatif::ProgressBar;
+
+use super::notes::Notes;
 
 /// The book's progress lines, or a bar on a terminal.
 pub struct BookLines {
+    /// The bar, on a terminal.
     pub bar: Option<ProgressBar>,
     /// Batches per epoch, the bar's length.
     pub batches: usize,
+    /// Where the lines go.
+    pub notes: Notes,
 }
 
 impl Progress for BookLines {
@@ -19,12 +24,12 @@ impl Progress for BookLines {
             bar.set_message(format!("epoch {}", epoch + 1));
             bar.set_position(done as u64);
         } else if done.is_multiple_of(50) {
-            say!("batch {done}, time {elapsed:.4} sec");
+            note!(self.notes, "batch {done}, time {elapsed:.4} sec");
         }
     }
 
     fn acted(&mut self, why: &str) {
-        say!("{why}");
+        note!(self.notes, "{why}");
     }
 
     fn epoch_done(&mut self, r: &EpochRecord) {
@@ -33,7 +38,8 @@ impl Progress for BookLines {
             bar.reset();
             bar.set_length(self.batches as u64);
         }
-        say!(
+        note!(
+            self.notes,
             "epoch {}: time per epoch: {:.4} sec (issued in {:.4} sec), increased memory: {:.1} MB \
              (peak growth {:.1} MB), mean loss {}, max in flight {}",
             r.epoch + 1,
@@ -51,14 +57,16 @@ impl Progress for BookLines {
                 .enumerate()
                 .map(|(device, time)| format!("device {device} {time:.4} sec"))
                 .collect();
-            say!(
+            note!(
+                self.notes,
                 "epoch {}: per-device completion, mean from issue: {}",
                 r.epoch + 1,
                 devices.join(", ")
             );
         }
         if let (Some(time), Some(mb)) = (r.allreduce_time, r.allreduce_mb) {
-            say!(
+            note!(
+                self.notes,
                 "epoch {}: gradients all-reduced in {time:.4} sec ({:.1}% of the epoch), \
                  {mb:.2} MB sent by this rank ({:.3} MB a batch)",
                 r.epoch + 1,
@@ -67,7 +75,11 @@ impl Progress for BookLines {
             );
         }
         if let Some(pool) = r.peak_pool_mb {
-            say!("epoch {}: peak device pool: {pool:.1} MB", r.epoch + 1);
+            note!(
+                self.notes,
+                "epoch {}: peak device pool: {pool:.1} MB",
+                r.epoch + 1
+            );
         }
         if !r.metrics.is_empty() {
             let metrics: Vec<String> = r
@@ -75,7 +87,8 @@ impl Progress for BookLines {
                 .iter()
                 .map(|(k, v)| format!("{k} {}", fixed(*v, 4)))
                 .collect();
-            say!(
+            note!(
+                self.notes,
                 "epoch {}: train loss {}, {}",
                 r.epoch + 1,
                 fixed(r.mean_loss, 4),

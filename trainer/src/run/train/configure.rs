@@ -2,17 +2,17 @@
 
 use std::collections::BTreeMap;
 
+use crate::fit::{Fit, Target};
+use crate::signals;
+use crate::tensorboard::TensorBoard;
 use anyhow::bail;
 use ember::Loss;
-use ember_trainer::fit::{Fit, Target};
-use ember_trainer::signals;
-use ember_trainer::tensorboard::TensorBoard;
 
+use super::super::book_lines::BookLines;
+use super::super::model::Net;
+use super::super::rescue_file::rescue;
+use super::super::resume_flags;
 use super::Run;
-use crate::cli::book_lines::BookLines;
-use crate::cli::model::Net;
-use crate::cli::rescue_file::rescue;
-use crate::cli::resume_flags;
 
 impl Run<'_> {
     /// The settings every run of `ember train` shares: policy, epochs, progress, the per-step
@@ -26,6 +26,7 @@ impl Run<'_> {
         L: Loss + Send + Sync + 'static,
         L::Target: Target,
     {
+        let notes = self.notes;
         // A job's ranks would each stop at the batch their own signal found, and then wait in
         // different collectives: in a job, a signal ends the process, and the job goes on from
         // its last checkpoint, which rank 0 names.
@@ -56,13 +57,14 @@ impl Run<'_> {
             .rescue(rescue(
                 self.outputs,
                 self.workload.recipe.rate_flag(self.workload.lr),
+                notes.clone(),
             ));
         if let Some(checkpointing) = &self.outputs.checkpoint {
             fit = fit.checkpoint(checkpointing.clone().describe(description.clone()));
         }
         if let Some(job) = self.job {
             let mut collective = job.collective();
-            say!("{}", collective.choose(self.device));
+            note!(notes, "{}", collective.choose(self.device));
             fit = fit.distributed(collective);
         }
         if let Some(early_stop) = self.early_stop {
@@ -73,9 +75,11 @@ impl Run<'_> {
         }
         if let (Some(watched), Some(path)) = (self.best_on, &self.outputs.save_best) {
             let (path, recorded) = (path.clone(), self.outputs.recorded.clone());
+            let notes = notes.clone();
             fit = fit.save_best(watched, move |net: &Net, epoch| {
                 ember::io::safetensors::save_parameters_with(net, &path, &recorded)?;
-                say!(
+                note!(
+                    notes,
                     "epoch {}: the best so far: parameters saved to --save-best {}",
                     epoch.epoch + 1,
                     path.display()
@@ -102,7 +106,8 @@ impl Run<'_> {
                     .map_or(value.to_string(), ember::error::number)
             };
             for change in changes {
-                say!(
+                note!(
+                    notes,
                     "resuming with {flag} {} (the checkpoint's run had {flag} {})",
                     short(&change.now),
                     short(&change.before),
@@ -130,13 +135,15 @@ impl Run<'_> {
             // resume trains nothing and writes the outputs (it was refused, and the trained
             // network reached no file, hostile pass).
             if done == self.epochs {
-                say!(
+                note!(
+                    notes,
                     "the run resumed from {} has done its {done} epoch(s): nothing more to \
                      train; writing its outputs",
                     checkpoint.dir.display()
                 );
             } else {
-                say!(
+                note!(
+                    notes,
                     "resuming from {}: epoch {}, batch {}",
                     checkpoint.dir.display(),
                     checkpoint.position.epoch + 1,
@@ -145,7 +152,8 @@ impl Run<'_> {
             }
             let unverified = checkpoint.unverified();
             if !unverified.is_empty() {
-                say_err!(
+                warn_note!(
+                    notes,
                     "warning: {} records no checksum for {}: written by an ember from before \
                      2026-11-25, or its state.json was edited; those files are read unverified",
                     checkpoint.dir.display(),
@@ -157,7 +165,8 @@ impl Run<'_> {
         // Last, once a resume was found sound: a refused run leaves no event file.
         if let Some(dir) = &self.outputs.tensorboard {
             let writer = TensorBoard::new(dir)?;
-            say!(
+            note!(
+                notes,
                 "tensorboard: {} (tensorboard --logdir {})",
                 writer.path().display(),
                 dir.display()

@@ -1,0 +1,102 @@
+//! The chapter's [`Runner`]: each run in a fresh `ember` process, `ember train` for the
+//! training loops and the hidden `ember bench hybridize-child` for 12.1's modes.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use ember::DeviceName;
+use ember_trainer::chapter::Runner;
+use ember_trainer::chapter::hybridize::{self, Measured, Request};
+use ember_trainer::policy::PolicyKind;
+use ember_trainer::run::workload::Workload;
+use ember_trainer::summary::PolicyRun;
+
+use crate::cli::child::{self, Child};
+
+/// Runs in child processes of this `ember`.
+pub struct Children;
+
+impl Runner for Children {
+    fn train(
+        &self,
+        policy: &PolicyKind,
+        repeat: usize,
+        workload: &Workload,
+        scratch: &Path,
+    ) -> anyhow::Result<Vec<PolicyRun>> {
+        crate::cli::compare::run_all(std::slice::from_ref(policy), repeat, 1, workload, scratch)
+    }
+
+    fn hybridize(&self, request: &Request) -> anyhow::Result<Measured> {
+        let fusion = Fusion::from(request.fusion).as_str();
+        let (passes, repeat) = (request.passes.to_string(), request.repeat.to_string());
+        let flags = [
+            ("--fusion", OsStr::new(fusion)),
+            ("--device", OsStr::new(request.device.as_str())),
+            ("--params", request.params.as_os_str()),
+            ("--passes", OsStr::new(&passes)),
+            ("--repeat", OsStr::new(&repeat)),
+        ];
+        let args = flags
+            .into_iter()
+            .flat_map(|(flag, value)| [OsStr::new(flag), value]);
+        Child::ember(
+            format!("the run with fusion {fusion}"),
+            [OsStr::new("bench"), OsStr::new(super::HYBRIDIZE_CHILD)]
+                .into_iter()
+                .chain(args),
+        )?
+        .result()
+    }
+}
+
+/// Options of the hidden `ember bench hybridize-child`: a [`Request`].
+#[derive(Debug, Args)]
+pub struct ChildArgs {
+    #[arg(long, value_enum)]
+    fusion: Fusion,
+    #[arg(long)]
+    device: DeviceName,
+    #[arg(long)]
+    params: PathBuf,
+    /// Forward passes per measurement.
+    #[arg(long)]
+    passes: usize,
+    #[arg(long)]
+    repeat: usize,
+}
+
+/// Kernel fusion's optimizers: kept (`on`, burn's hybridization) or removed (`off`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Fusion {
+    On,
+    Off,
+}
+
+impl From<bool> for Fusion {
+    fn from(on: bool) -> Self {
+        if on { Fusion::On } else { Fusion::Off }
+    }
+}
+
+impl Fusion {
+    fn as_str(self) -> &'static str {
+        match self {
+            Fusion::On => "on",
+            Fusion::Off => "off",
+        }
+    }
+}
+
+/// The child: [`hybridize::measure`] of its flags, reported as one JSON line.
+pub fn hybridize_child(args: ChildArgs) -> anyhow::Result<()> {
+    let measured = hybridize::measure(&Request {
+        fusion: args.fusion == Fusion::On,
+        device: args.device,
+        params: args.params,
+        passes: args.passes,
+        repeat: args.repeat,
+    })?;
+    child::report(&measured)
+}
