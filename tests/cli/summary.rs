@@ -44,9 +44,18 @@ fn summary_of_lenet_gives_pytorchs_shapes_and_parameters() {
         "{out}"
     );
     assert!(out.contains("Parameters: 41"), "{out}");
-    fails_with(
+    let err = fails_with(
         &["summary", "--model", "lenet", "--input", "1,3,3"],
         "layer 2: Conv2D",
+    );
+    assert!(
+        err.starts_with("error: invalid --input 1,3,3 for --model lenet"),
+        "{err}"
+    );
+    // A shape of the wrong rank said only "a tensor: …" (hostile pass).
+    fails_with(
+        &["summary", "--model", "lenet", "--input", "1,28,28,28,28"],
+        "error: invalid --input 1,28,28,28,28 for --model lenet",
     );
     fails_with(
         &["summary", "--model", "lenet", "--outputs", "0"],

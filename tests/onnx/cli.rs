@@ -136,6 +136,23 @@ fn ember_export_refuses_bad_input_and_writes_nothing() {
         &common::cli::strs(&export(&bare, &out, &[])),
         "give --model and --data",
     );
+    // Metadata that names a network the parameters are not: the file is named, not a --model
+    // that was never given (hostile pass).
+    let wrong = path("wrong-meta.safetensors");
+    let meta = std::collections::BTreeMap::from(
+        [
+            ("ember.model", "lenet"),
+            ("ember.input", "6"),
+            ("ember.outputs", "1"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    ember::io::safetensors::save_parameters_with(&net, Path::new(&wrong), &meta).unwrap();
+    let err = common::cli::fails_with(
+        &common::cli::strs(&export(&wrong, &out, &[])),
+        "wrong-meta.safetensors's metadata: lenet cannot take inputs of shape [6]",
+    );
+    assert!(!err.contains("--model lenet"), "{err}");
     let synthetic = ["--data", "synthetic", "--features", "6"];
     common::cli::fails_with(
         &common::cli::strs(&export(

@@ -142,7 +142,8 @@ pub fn run(args: ExportArgs) -> anyhow::Result<()> {
     let x = NdTensor::zeros(&shape, &device)?;
     let net = net
         .infer_shape(x)
-        .with_context(|| format!("--model {model} cannot take inputs of shape {example:?}"))?
+        // Named where it came from: a file's metadata is no flag the user gave (hostile pass).
+        .with_context(|| format!("{sizes}: {model} cannot take inputs of shape {example:?}"))?
         .load_parameters(&args.load, &device)?;
     net.export(&args.out, &example)?;
     say!(

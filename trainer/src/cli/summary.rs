@@ -1,7 +1,7 @@
 //! `ember summary`: Gluon's `net.summary(x)` for a network of `--model`, each layer's output
 //! shape and parameters for an example of `--input`'s shape, and the total.
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use burn::tensor::Device;
 use clap::Args;
 use ember::{NdTensor, Summary};
@@ -43,7 +43,14 @@ pub fn run(args: SummaryArgs) -> anyhow::Result<()> {
         .map_or(vec![1, 28, 28], ember_trainer::run::list::sizes);
     args.model
         .check_fits(&input, args.outputs, "--model, --input and --outputs")?;
-    let summary = summary(&args.model, &input, args.outputs)?;
+    // Named: a shape the network cannot take said only "a tensor: …" (hostile pass).
+    let summary = summary(&args.model, &input, args.outputs).with_context(|| {
+        format!(
+            "invalid --input {} for --model {}",
+            ember_trainer::run::list::join(&input),
+            args.model
+        )
+    })?;
     say!("{}", summary.to_string().trim_end());
     Ok(())
 }
