@@ -108,13 +108,21 @@ pub fn open(index: usize, as_given: &str) -> Result<PickedDevice> {
     }
 }
 
-/// `auto`'s pick: the first CUDA card, where the build has the backend and the machine a card.
-pub(crate) fn auto() -> Option<PickedDevice> {
+/// `auto`'s pick: the first CUDA card, where the build has the backend and the machine a card;
+/// else, where the build has it, why not, in a few words (`None` in a build without it).
+pub(crate) fn auto() -> std::result::Result<PickedDevice, Option<String>> {
     #[cfg(feature = "cuda")]
     {
-        let cards = driver::cards().ok()?;
-        let card = cards.first()?;
-        Some(picked(
+        let cards = driver::cards().map_err(|e| {
+            Some(match e {
+                Error::NoCudaDriver { .. } => "no NVIDIA driver".to_string(),
+                e => e.to_string(),
+            })
+        })?;
+        let Some(card) = cards.first() else {
+            return Err(Some("the NVIDIA driver reports no card".to_string()));
+        };
+        Ok(picked(
             card,
             format!(
                 "auto: picked cuda, NVIDIA card {card} found (burn's CUDA backend, faster \
@@ -123,7 +131,7 @@ pub(crate) fn auto() -> Option<PickedDevice> {
         ))
     }
     #[cfg(not(feature = "cuda"))]
-    None
+    Err(None)
 }
 
 #[cfg(feature = "cuda")]

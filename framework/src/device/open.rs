@@ -18,7 +18,15 @@ impl DeviceName {
     /// [`Error::NoWgpuAdapter`]; for `cuda`, see [`cuda::open`].
     pub fn resolve(self) -> Result<PickedDevice> {
         match self {
-            Self::Auto => Ok(cuda::auto().unwrap_or_else(auto_without_cuda)),
+            // Where the build has CUDA, why it was passed over (hostile pass: `auto` said
+            // nothing of it).
+            Self::Auto => Ok(cuda::auto().unwrap_or_else(|why| {
+                let mut picked = auto_without_cuda();
+                if let Some(why) = why {
+                    picked.reason.push_str(&format!(" (not cuda: {why})"));
+                }
+                picked
+            })),
             Self::Cuda => cuda::open(0, "cuda"),
             Self::Wgpu => {
                 let adapter = adapter().ok_or(Error::NoWgpuAdapter)?;

@@ -19,6 +19,14 @@ pub struct Change {
     pub now: String,
 }
 
+/// A job as `--distributed` records it (`mpi:2`), in words: `a job of 2 ranks (mpirun -np 2)`.
+fn job(recorded: &str) -> String {
+    match recorded.strip_prefix("mpi:") {
+        Some(ranks) => format!("a job of {ranks} ranks (mpirun -np {ranks})"),
+        None => format!("a job of --distributed {recorded}"),
+    }
+}
+
 /// The changes from the checkpoint's record `before` to this run's `now`, or every difference
 /// that a resumed run may not make, in words, at once: a flag only one of the runs had
 /// (--devices where this run has --device), or one whose value changed.
@@ -52,6 +60,12 @@ pub fn compare(
                 before: b.to_string(),
                 now: v.to_string(),
             }),
+            // A job's size in words one can act on (`mpi:2` is no value --distributed takes).
+            (Some(b), Some(v)) if flag == "--distributed" => differ.push(format!(
+                "it was written by {}, and this one is {}",
+                job(b),
+                job(v)
+            )),
             (Some(b), Some(v)) => differ.push(format!(
                 "it was written by a run with {flag} {b}, and this one has {flag} {v}{}",
                 spans(flag, now)
@@ -217,6 +231,22 @@ mod tests {
         let err = compare(&cosine("2"), &cosine("3")).unwrap_err();
         assert!(
             err.contains("--epochs may grow on resume, but not under --lr-schedule cosine"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_job_of_another_size_is_named_by_its_ranks() {
+        let err = compare(
+            &record(&[("--distributed", "mpi:2")]),
+            &record(&[("--distributed", "mpi:3")]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains(
+                "it was written by a job of 2 ranks (mpirun -np 2), and this one is a job of 3 \
+                 ranks (mpirun -np 3)"
+            ),
             "{err}"
         );
     }
