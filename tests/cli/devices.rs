@@ -218,6 +218,6 @@ fn a_libcuda_that_is_no_driver_is_named_and_auto_trains_elsewhere() {
     ]);
     assert!(stdout.contains("device: auto: picked"), "{stdout}");
     // Where the build has CUDA, `auto` says why it passed over it.
-    let said = stdout.contains("(not cuda: device cuda: libcuda.so loads but is no NVIDIA driver");
+    let said = stdout.contains("(not cuda: libcuda.so loads but is no NVIDIA driver");
     assert_eq!(said, ember::device::cuda::BUILT, "{stdout}");
 }

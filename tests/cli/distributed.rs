@@ -246,7 +246,10 @@ fn a_resumed_job_goes_on_bit_for_bit_and_must_keep_its_size() {
     let (_, stderr) = text(&out);
     assert!(!out.status.success());
     assert!(
-        stderr.contains("--distributed mpi:2, and this one has --distributed mpi:3"),
+        stderr.contains(
+            "written by a job of 2 ranks (mpirun -np 2), and this one is a job of 3 ranks \
+             (mpirun -np 3)"
+        ),
         "{stderr}"
     );
 }

@@ -119,7 +119,10 @@ fn ranks_that_load_other_parameters_or_count_other_classes_refuse() {
     assert!(out.status.success(), "{:?}", text(&out));
     let other_classes = [&base[..6], &["4"], &base[7..]].concat();
     let (stdout, stderr) = refused(&base, &other_classes);
-    assert!(stderr.contains("--classes"), "{stderr}");
+    assert!(
+        stderr.contains("rank 1 has --classes 4, rank 0 has --classes 3"),
+        "{stderr}"
+    );
     assert!(
         !stdout.contains("epoch 1"),
         "refused before training:\n{stdout}"

@@ -220,4 +220,14 @@ fn a_run_built_in_code_is_refused_in_the_words_of_ember_train() {
             .starts_with("--hidden applies to --data synthetic only")
     );
     assert!(!Path::new(same).exists(), "a refused run made {same}");
+    // Sizes the command line's parser refuses, given in code: refused by the check too.
+    for (hidden, says) in [
+        (vec![0], "invalid --hidden 0: "),
+        (vec![], "invalid --hidden (an empty list): "),
+    ] {
+        let mut settings = tiny();
+        settings.workload.hidden = Some(hidden);
+        let refused = settings.check(&Notes::silent()).err().unwrap();
+        assert!(refused.to_string().starts_with(says), "{refused}");
+    }
 }

@@ -113,15 +113,20 @@ pub fn open(index: usize, as_given: &str) -> Result<PickedDevice> {
 pub(crate) fn auto() -> std::result::Result<PickedDevice, Option<String>> {
     #[cfg(feature = "cuda")]
     {
-        let cards = driver::cards().map_err(|e| {
+        let why = |e: Error| {
             Some(match e {
                 Error::NoCudaDriver { .. } => "no NVIDIA driver".to_string(),
+                Error::Device { reason, .. } => reason,
                 e => e.to_string(),
             })
-        })?;
-        let Some(card) = cards.first() else {
-            return Err(Some("the NVIDIA driver reports no card".to_string()));
         };
+        // The first card only: another card that fails to open is no reason to pass over it.
+        if driver::count().map_err(why)? == 0 {
+            return Err(Some(
+                "the NVIDIA driver is there, but it reports no CUDA card".to_string(),
+            ));
+        }
+        let card = &driver::card(0).map_err(why)?;
         Ok(picked(
             card,
             format!(
@@ -223,7 +228,11 @@ mod driver {
     /// (the first of its names that opens): an error naming the library and the function it
     /// lacks.
     fn not_a_driver() -> Result<()> {
-        for name in cudarc::get_lib_name_candidates("cuda") {
+        // cudarc's order: the "cuda" names, then the "nvcuda" ones.
+        let names = ["cuda", "nvcuda"]
+            .into_iter()
+            .flat_map(cudarc::get_lib_name_candidates);
+        for name in names {
             // SAFETY: loading the driver library runs its initializers, as cudarc's own load
             // does next; nothing of it is called here.
             let Ok(library) = (unsafe { libloading::Library::new(&name) }) else {

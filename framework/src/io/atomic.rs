@@ -74,7 +74,7 @@ pub fn write_atomic_dir(path: &Path, write: impl FnOnce(&Path) -> Result<()>) ->
     let written = fs::create_dir(&tmp)
         .map_err(|e| io(&tmp, e))
         .and_then(|()| write(&tmp))
-        .and_then(|()| fs::rename(&tmp, path).map_err(|e| io(path, e)))
+        .and_then(|()| guard.rename_to(path).map_err(|e| io(path, e)))
         .and_then(|()| sync(directory_of(path)));
     drop(guard);
     if written.is_err() {
@@ -84,10 +84,12 @@ pub fn write_atomic_dir(path: &Path, write: impl FnOnce(&Path) -> Result<()>) ->
 }
 
 /// Removes every temporary file or directory being written now. For a signal handler's thread:
-/// the writes in flight are abandoned, and their targets keep their old content.
+/// the writes in flight are abandoned, and their targets keep their old content. Each is
+/// unregistered first, under the lock: a directory whose files were removed while its writer
+/// went on is never renamed to its target ([`ScratchGuard::rename_to`]).
 pub fn remove_temporaries() {
-    let in_flight = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
-    for tmp in in_flight.iter() {
+    let mut in_flight = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+    for tmp in in_flight.drain(..) {
         if tmp.is_dir() {
             let _ = fs::remove_dir_all(tmp);
         } else {
@@ -180,6 +182,24 @@ impl ScratchGuard {
             .unwrap_or_else(|e| e.into_inner())
             .push(tmp.clone());
         ScratchGuard(tmp)
+    }
+
+    /// Renames the temporary directory to `target` and unregisters it in one step, under the
+    /// lock [`remove_temporaries`] takes; one that a signal's removal took (and may have
+    /// emptied in part while the writer went on) is not renamed: an error. Without this, a job
+    /// stopped by SIGTERM left its newest `step-N` without `state.json` (1 of 5 runs of its
+    /// signal test): the removal had opened the directory and went on emptying it under its
+    /// new name, or emptied it half while the writer added the rest.
+    pub(super) fn rename_to(&self, target: &Path) -> std::io::Result<()> {
+        let mut in_flight = IN_FLIGHT.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(at) = in_flight.iter().position(|p| *p == self.0) else {
+            return Err(std::io::Error::other(
+                "a signal abandoned the write: the temporary was removed",
+            ));
+        };
+        fs::rename(&self.0, target)?;
+        in_flight.swap_remove(at);
+        Ok(())
     }
 }
 
@@ -359,5 +379,31 @@ mod tests {
             write_atomic_dir(&target, |_| Ok(())).is_err(),
             "never over an existing one"
         );
+    }
+
+    /// A signal's removal of the temporaries, come while a directory is written: the
+    /// writer, which goes on until the process exits, made the directory again and finished
+    /// it, and the rename published a checkpoint missing the files removed (a job stopped by
+    /// SIGTERM kept a `step-N` without `state.json`). Now a write a signal abandoned is never
+    /// renamed to its target.
+    #[test]
+    fn a_directory_whose_write_a_signal_abandoned_is_never_published() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("step-8");
+        let wrote = write_atomic_dir(&target, |tmp| {
+            fs::write(tmp.join("model.bpk"), b"x").map_err(|e| io(tmp, e))?;
+            remove_temporaries();
+            fs::create_dir_all(tmp).map_err(|e| io(tmp, e))?;
+            fs::write(tmp.join("state.json"), b"{}").map_err(|e| io(tmp, e))
+        });
+        let err = wrote.unwrap_err().to_string();
+        assert!(err.contains("a signal abandoned the write"), "{err}");
+        assert!(!target.exists(), "{:?}", entries(&target));
+        // A write no signal touched is published whole.
+        write_atomic_dir(&target, |tmp| {
+            fs::write(tmp.join("state.json"), b"{}").map_err(|e| io(tmp, e))
+        })
+        .unwrap();
+        assert_eq!(entries(&target), ["state.json"]);
     }
 }

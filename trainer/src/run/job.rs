@@ -175,10 +175,23 @@ pub fn alike(
 fn loaded(load: &Option<PathBuf>) -> String {
     match load {
         None => "none".to_string(),
-        Some(path) => match std::fs::read(path) {
-            Ok(bytes) => format!("a file of CRC-32C {:08x}", crc32c::crc32c(&bytes)),
+        Some(path) => match checksum(path) {
+            Ok(sum) => format!("a file of CRC-32C {sum:08x}"),
             Err(e) => format!("{} (unreadable: {e})", path.display()),
         },
+    }
+}
+
+/// The CRC-32C of the file at `path`, read in blocks.
+fn checksum(path: &std::path::Path) -> std::io::Result<u32> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let (mut sum, mut block) = (0, vec![0u8; 1 << 20]);
+    loop {
+        match file.read(&mut block)? {
+            0 => return Ok(sum),
+            n => sum = crc32c::crc32c_append(sum, &block[..n]),
+        }
     }
 }
 

@@ -19,11 +19,13 @@ pub struct Change {
     pub now: String,
 }
 
-/// A job as `--distributed` records it (`mpi:2`), in words: `a job of 2 ranks (mpirun -np 2)`.
-fn job(recorded: &str) -> String {
-    match recorded.strip_prefix("mpi:") {
+/// A run as `--distributed` records it (`mpi:2`, or nothing), in words: `a job of 2 ranks
+/// (mpirun -np 2)`, `a single process (no --distributed)`.
+fn job(recorded: Option<&str>) -> String {
+    match recorded.map(|r| r.strip_prefix("mpi:").unwrap_or(r)) {
+        None => "a single process (no --distributed)".to_string(),
+        Some("1") => "a job of 1 rank (mpirun -np 1)".to_string(),
         Some(ranks) => format!("a job of {ranks} ranks (mpirun -np {ranks})"),
-        None => format!("a job of --distributed {recorded}"),
     }
 }
 
@@ -61,7 +63,7 @@ pub fn compare(
                 now: v.to_string(),
             }),
             // A job's size in words one can act on (`mpi:2` is no value --distributed takes).
-            (Some(b), Some(v)) if flag == "--distributed" => differ.push(format!(
+            (b, v) if flag == "--distributed" => differ.push(format!(
                 "it was written by {}, and this one is {}",
                 job(b),
                 job(v)
@@ -237,6 +239,14 @@ mod tests {
 
     #[test]
     fn a_job_of_another_size_is_named_by_its_ranks() {
+        let err = compare(&record(&[("--distributed", "mpi:2")]), &record(&[])).unwrap_err();
+        assert!(
+            err.contains(
+                "written by a job of 2 ranks (mpirun -np 2), and this one is a single process \
+                 (no --distributed)"
+            ),
+            "{err}"
+        );
         let err = compare(
             &record(&[("--distributed", "mpi:2")]),
             &record(&[("--distributed", "mpi:3")]),

@@ -162,10 +162,13 @@ impl WorkloadSettings {
         let hidden = args.hidden.clone().unwrap_or_else(|| vec![2048, 512]);
         // The command line's parser refuses these; code may give them.
         if hidden.is_empty() || hidden.contains(&0) {
+            let given = match hidden.is_empty() {
+                true => "(an empty list)".to_string(),
+                false => super::list::join(&hidden),
+            };
             bail!(
-                "invalid {} {}: expected whole numbers of at least 1, comma separated",
-                Flag::HIDDEN,
-                super::list::join(&hidden)
+                "invalid {} {given}: expected whole numbers of at least 1, comma separated",
+                Flag::HIDDEN
             );
         }
         if let Err(ember::Error::InvalidValue { reason, .. }) =
