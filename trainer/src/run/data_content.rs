@@ -21,7 +21,8 @@ pub fn describe(data: &DataSpec, description: &mut BTreeMap<String, String>) {
 /// The content of `files`, in their order: each one's bytes and CRC-32, or why it cannot be
 /// read (a resume then compares that, and the run itself fails on the file as it would). Read
 /// in pieces: the data is in memory already, and a second whole copy of it was held here.
-fn of(files: &[PathBuf]) -> String {
+/// A job's ranks compare `--load`'s file by it too.
+pub(super) fn of(files: &[PathBuf]) -> String {
     let each: Vec<String> = files
         .iter()
         .map(|path| match crc(path) {

@@ -175,23 +175,10 @@ pub fn alike(
 fn loaded(load: &Option<PathBuf>) -> String {
     match load {
         None => "none".to_string(),
-        Some(path) => match checksum(path) {
-            Ok(sum) => format!("a file of CRC-32C {sum:08x}"),
-            Err(e) => format!("{} (unreadable: {e})", path.display()),
-        },
-    }
-}
-
-/// The CRC-32C of the file at `path`, read in blocks.
-fn checksum(path: &std::path::Path) -> std::io::Result<u32> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path)?;
-    let (mut sum, mut block) = (0, vec![0u8; 1 << 20]);
-    loop {
-        match file.read(&mut block)? {
-            0 => return Ok(sum),
-            n => sum = crc32c::crc32c_append(sum, &block[..n]),
-        }
+        Some(path) => format!(
+            "a file of {}",
+            super::data_content::of(std::slice::from_ref(path))
+        ),
     }
 }
 

@@ -103,7 +103,6 @@ impl TrainSettings {
     /// # Errors
     /// A refused value, named.
     pub fn plan(self) -> anyhow::Result<Plan> {
-        let given = self.outputs.clone();
         let workload = self.workload.clone().check()?;
         let policy = self.sync.build()?;
         Ok(Plan {
@@ -111,7 +110,6 @@ impl TrainSettings {
             workload,
             policy,
             settings: self,
-            given,
         })
     }
 
@@ -141,8 +139,6 @@ impl TrainSettings {
 /// A run whose workload, policy and epochs were checked: [`TrainSettings::plan`]'s.
 pub struct Plan {
     settings: TrainSettings,
-    /// The outputs as given, for what a job's ranks must have alike.
-    given: Outputs,
     /// The checked workload.
     pub workload: Workload,
     policy: Box<dyn SyncPolicy>,
@@ -183,7 +179,6 @@ impl Plan {
     pub fn load(self, mut outputs: OutputPaths) -> anyhow::Result<CheckedRun> {
         let Plan {
             settings,
-            given,
             workload,
             policy,
             epochs,
@@ -256,7 +251,8 @@ impl Plan {
             outputs,
             example,
             classes,
-            given,
+            // As given, for what a job's ranks must have alike.
+            given: settings.outputs,
         })
     }
 }
