@@ -22,6 +22,8 @@ mod both_paths;
 mod chain;
 #[path = "cpu_kernels/openmp_teams.rs"]
 mod openmp_teams;
+#[path = "cpu_kernels/resume.rs"]
+mod resume;
 
 use both_paths::{grad, same, values};
 

@@ -7,6 +7,8 @@ mod common;
 mod accumulate;
 #[path = "library/callbacks.rs"]
 mod callbacks;
+#[path = "library/checkpoint_states.rs"]
+mod checkpoint_states;
 #[path = "library/checkpoints.rs"]
 mod checkpoints;
 #[path = "library/lr_find.rs"]

@@ -297,10 +297,12 @@ pub fn read_csv(path: impl AsRef<Path>, options: &CsvOptions) -> Result<Examples
                         .parse::<f64>()
                         .is_ok_and(|v| v.fract() == 0.0 && v >= 0.0 && v < classes as f64)
                 {
-                    return Err(format(
-                        line_no,
-                        format!("label {cell} is not a class index in 0..{classes}"),
-                    ));
+                    return Err(DatasetError::Label {
+                        path: path.to_path_buf(),
+                        at: format!("line {line_no}"),
+                        label: cell.to_string(),
+                        classes,
+                    });
                 }
                 y.push(value);
             } else {

@@ -32,6 +32,19 @@ pub enum DatasetError {
         /// What is wrong, with the value found.
         message: String,
     },
+    /// A label that is no class index where the data has `classes` classes (a loader's
+    /// `classes`, a command line's `--classes`, which a caller names).
+    #[error("{path}: {at}: label {label} is not a class index in 0..{classes}")]
+    Label {
+        /// The file.
+        path: PathBuf,
+        /// Where: a line, an example.
+        at: String,
+        /// The label as written.
+        label: String,
+        /// How many classes there are.
+        classes: usize,
+    },
     /// Two files that belong together disagree (image and label counts).
     #[error("{first} has {first_count} {what} but {second} has {second_count}")]
     Mismatch {

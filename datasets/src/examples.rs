@@ -15,10 +15,11 @@ pub(crate) fn class_labels(values: &[f32], classes: usize, path: &Path) -> Resul
             if v.fract() == 0.0 && v >= 0.0 && (v as usize) < classes {
                 Ok(v as usize)
             } else {
-                Err(DatasetError::Format {
+                Err(DatasetError::Label {
                     path: path.to_path_buf(),
                     at: format!("example {row}"),
-                    message: format!("label {v} is not a class index in 0..{classes}"),
+                    label: v.to_string(),
+                    classes,
                 })
             }
         })

@@ -316,7 +316,7 @@ fn data_edges_are_read_or_refused_as_written() {
     let big = write("big.csv", "1,2,1099511627777\n3,4,0\n");
     fails_with(
         &strs(&train(big)),
-        "label 1099511627777 is not a class index in 0..2",
+        "label 1099511627777 is not a class index in 0..2 (--classes 2)",
     );
     let empty = write("empty.csv", "1,,1\n3,4,0\n");
     fails_with(&strs(&train(empty)), "column 2 is empty");

@@ -186,14 +186,8 @@ fn a_libcuda_that_is_no_driver_is_named_and_auto_trains_elsewhere() {
     .expect("libm.so.6 in one of the usual places");
     std::fs::copy(libm, dir.path().join("libcuda.so")).unwrap();
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
-            .args(args)
-            .env("LD_LIBRARY_PATH", dir.path())
-            .output()
-            .unwrap();
-        let (stdout, stderr) = super::common::cli::text(&out);
-        assert!(out.status.success(), "{args:?}:\n{stdout}{stderr}");
-        assert!(!stderr.contains("panicked"), "{stderr}");
+        let (ok, stdout, stderr) = with_libraries(dir.path(), args);
+        assert!(ok, "{args:?}:\n{stdout}{stderr}");
         stdout
     };
     let stdout = run(&["devices"]);
@@ -220,4 +214,64 @@ fn a_libcuda_that_is_no_driver_is_named_and_auto_trains_elsewhere() {
     // Where the build has CUDA, `auto` says why it passed over it.
     let said = stdout.contains("(not cuda: libcuda.so loads but is no NVIDIA driver");
     assert_eq!(said, ember::device::cuda::BUILT, "{stdout}");
+}
+
+/// A driver that loads and answers, but sees no card (a machine with the driver installed and
+/// its card gone, or a container without the device nodes): the error was cudarc's debug text,
+/// `DriverError(CUDA_ERROR_NO_DEVICE, "…")` (hostile pass). Here a stand-in driver built from
+/// C answers as the real one does there; it is the driver's words and code, and `auto` trains
+/// elsewhere saying them. A build without CUDA never touches the file.
+#[test]
+fn a_driver_that_sees_no_card_is_named_in_its_own_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("driver.c");
+    std::fs::write(
+        &source,
+        "int cuInit(unsigned f) { return 100; }\n\
+         int cuDeviceGetCount(int *n) { return 100; }\n\
+         int cuDeviceGet(int *d, int i) { return 100; }\n\
+         int cuDevicePrimaryCtxRetain(void **c, int d) { return 100; }\n\
+         int cuGetErrorString(int e, const char **s) {\n\
+           *s = e == 100 ? \"no CUDA-capable device is detected\" : \"unknown error\";\n\
+           return 0;\n\
+         }\n\
+         int cuGetErrorName(int e, const char **s) { *s = \"CUDA_ERROR_NO_DEVICE\"; return 0; }\n",
+    )
+    .unwrap();
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(dir.path().join("libcuda.so"))
+        .arg(&source)
+        .status()
+        .expect("a C compiler (cc) builds the stand-in driver");
+    assert!(built.success(), "cc failed on the stand-in driver");
+    let run = |args: &[&str]| with_libraries(dir.path(), args);
+    let (ok, stdout, stderr) = run(&["devices"]);
+    assert!(ok, "{stdout}{stderr}");
+    let cuda = stdout.lines().find(|l| l.starts_with("cuda")).unwrap();
+    let words = "CUDA driver: no CUDA-capable device is detected (CUDA_ERROR_NO_DEVICE)";
+    match ember::device::cuda::BUILT {
+        true => assert!(
+            cuda.contains(words) && !cuda.contains("DriverError"),
+            "{cuda}"
+        ),
+        false => assert!(cuda.contains("no CUDA backend"), "{cuda}"),
+    }
+    if ember::device::cuda::BUILT {
+        let (ok, stdout, stderr) = run(&["train", "--device", "cuda", "--batches", "2"]);
+        assert!(!ok && stderr.contains(words), "{stdout}{stderr}");
+    }
+}
+
+/// `ember ARGS` with the libraries in `dir` first on the library path: whether it succeeded,
+/// its stdout and stderr; it never panics.
+fn with_libraries(dir: &std::path::Path, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ember"))
+        .args(args)
+        .env("LD_LIBRARY_PATH", dir)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = super::common::cli::text(&out);
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    (out.status.success(), stdout, stderr)
 }

@@ -73,7 +73,7 @@ fn ranks_started_with_other_flags_refuse_naming_the_flag() {
         &rank("0.1"),
     );
     assert!(
-        stderr.contains("rank 1 has the CPU kernels onednn, rank 0 has the CPU kernels flex"),
+        stderr.contains("rank 1 has --cpu-kernels onednn, rank 0 has --cpu-kernels flex"),
         "{stderr}"
     );
     // A job refused before its first checkpoint keeps none, whichever rank refused first: rank
@@ -213,7 +213,7 @@ fn a_checkpoint_mismatch_names_the_flag_and_small_data_names_its_size() {
     let (_, stderr) = refused(&with, &without);
     assert!(
         stderr.contains(&format!(
-            "rank 1 has --checkpoint none, rank 0 has --checkpoint {} every epoch",
+            "rank 1 has --checkpoint (not given), rank 0 has --checkpoint {} every epoch",
             ck.display()
         )),
         "{stderr}"

@@ -63,3 +63,30 @@ fn of_two_servers_the_one_stopped_is_named() {
         "{stderr}"
     );
 }
+
+/// Where nothing listens, a short `--remote-timeout` ran out while burn-remote still retried
+/// the connection, and the error said the server "has stopped answering" (hostile pass, issue
+/// 62): it says the address refuses connections, as the default bound's error does.
+#[test]
+fn an_address_where_nothing_listens_is_named_so_under_a_short_bound() {
+    // A port that was free a moment ago: bound, read, let go.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let device = format!("remote:ws://127.0.0.1:{port}");
+    let out = std::process::Command::new("timeout")
+        .args(["60", env!("CARGO_BIN_EXE_ember"), "--remote-timeout", "0.3"])
+        .args(["train", "--devices", &device, "--batches", "2"])
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot connect to {device}: it refuses connections: no server listens there"
+        )) && !stderr.contains("stopped answering"),
+        "{stderr}"
+    );
+}

@@ -197,10 +197,20 @@ mod driver {
     use super::CudaCard;
     use crate::error::{Error, Result};
 
+    /// The driver's error in its own words and name: `no CUDA-capable device is detected
+    /// (CUDA_ERROR_NO_DEVICE)`; cudarc's `Display` is its debug text (`DriverError(…)`).
     fn driver(e: cudarc::driver::DriverError) -> Error {
+        let words = e
+            .error_string()
+            .ok()
+            .map(|s| s.to_string_lossy().into_owned());
+        let code = format!("{:?}", e.0);
         Error::Device {
             device: "cuda".to_string(),
-            reason: format!("CUDA driver: {e}"),
+            reason: match words {
+                Some(words) => format!("CUDA driver: {words} ({code})"),
+                None => format!("CUDA driver: {code}"),
+            },
         }
     }
 
@@ -243,6 +253,8 @@ mod driver {
                 "cuDeviceGetCount",
                 "cuDeviceGet",
                 "cuDevicePrimaryCtxRetain",
+                // Its errors' words, which every error of the driver's is read through.
+                "cuGetErrorString",
             ] {
                 // SAFETY: the symbol is only looked up, never called.
                 let found = unsafe { library.get::<unsafe extern "C" fn()>(symbol.as_bytes()) };

@@ -102,7 +102,8 @@ pub(super) fn remote_device(as_given: &str, address: &str) -> Result<PickedDevic
         Device::remote_options(&host)
             .init()
             .map_err(|e| e.to_string())
-    })?
+    })
+    .map_err(|e| super::remote::connecting(e, as_given))?
     .map_err(|reason| Error::Unreachable {
         device: as_given.to_string(),
         reason,

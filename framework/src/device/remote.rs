@@ -128,6 +128,28 @@ pub fn any_opened() -> bool {
     !OPENED.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
 }
 
+/// `error` from connecting to the remote device `device`: where the connection ran out of
+/// [`answer_within`] (a short `--remote-timeout`) and the address refuses connections or
+/// cannot be reached, that, as [`Error::Unreachable`]: a server that was never started was
+/// called one that "stopped answering" (hostile pass).
+#[cfg(feature = "remote")]
+pub(super) fn connecting(error: Error, device: &str) -> Error {
+    if matches!(error, Error::Silent { .. })
+        && let Some(why) = lost::unanswered(device)
+        && !why.starts_with("accepts a connection")
+    {
+        let reason = match why.as_str() {
+            lost::REFUSES => "it refuses connections: no server listens there".to_string(),
+            _ => format!("it {why}"),
+        };
+        return Error::Unreachable {
+            device: device.to_string(),
+            reason,
+        };
+    }
+    error
+}
+
 /// The error for `device`, silent for the whole bound while ember was `doing` something.
 pub fn silent(device: &str, doing: &str) -> Error {
     Error::Silent {

@@ -313,6 +313,8 @@ impl IntoOptimizer for &str {
 /// The name and every hyper-parameter: `adamw(beta1=0.9, beta2=0.999, eps=1e-8, wd=0.01)`.
 impl fmt::Display for OptimizerKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // 1e-20 as written, not twenty decimals (hostile pass).
+        let n = crate::error::number;
         match *self {
             OptimizerKind::Sgd {
                 momentum,
@@ -320,7 +322,9 @@ impl fmt::Display for OptimizerKind {
                 weight_decay,
             } => write!(
                 f,
-                "sgd(momentum={momentum}, nesterov={nesterov}, wd={weight_decay})"
+                "sgd(momentum={}, nesterov={nesterov}, wd={})",
+                n(momentum),
+                n(weight_decay)
             ),
             OptimizerKind::Adam {
                 beta1,
@@ -335,8 +339,11 @@ impl fmt::Display for OptimizerKind {
                 weight_decay,
             } => write!(
                 f,
-                "{}(beta1={beta1}, beta2={beta2}, eps={epsilon:e}, wd={weight_decay})",
-                self.name()
+                "{}(beta1={}, beta2={}, eps={epsilon:e}, wd={})",
+                self.name(),
+                n(beta1),
+                n(beta2),
+                n(weight_decay)
             ),
             OptimizerKind::RmsProp {
                 alpha,
@@ -345,12 +352,15 @@ impl fmt::Display for OptimizerKind {
                 weight_decay,
             } => write!(
                 f,
-                "rmsprop(alpha={alpha}, eps={epsilon:e}, momentum={momentum}, wd={weight_decay})"
+                "rmsprop(alpha={}, eps={epsilon:e}, momentum={}, wd={})",
+                n(alpha),
+                n(momentum),
+                n(weight_decay)
             ),
             OptimizerKind::AdaGrad {
                 epsilon,
                 weight_decay,
-            } => write!(f, "adagrad(eps={epsilon:e}, wd={weight_decay})"),
+            } => write!(f, "adagrad(eps={epsilon:e}, wd={})", n(weight_decay)),
         }
     }
 }
@@ -381,6 +391,12 @@ mod tests {
         assert!(OptimizerKind::adam().with_epsilon(1e-50).is_err());
         let sgd = OptimizerKind::sgd().with_momentum(-0.0).unwrap();
         assert_eq!(sgd.to_string(), "sgd(momentum=0, nesterov=false, wd=0)");
+        // A tiny value as written, not as twenty decimals.
+        let tiny = OptimizerKind::adamw().with_weight_decay(1e-20).unwrap();
+        assert_eq!(
+            tiny.to_string(),
+            "adamw(beta1=0.9, beta2=0.999, eps=1e-8, wd=1e-20)"
+        );
         assert!(OptimizerKind::adamw().with_epsilon(0.0).is_err());
         let nesterov = OptimizerKind::sgd().with_nesterov(true).unwrap();
         assert!(

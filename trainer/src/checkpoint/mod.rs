@@ -33,6 +33,7 @@ mod lock;
 mod record;
 mod resume_from;
 mod scan;
+mod states;
 mod trace_log;
 mod verified;
 

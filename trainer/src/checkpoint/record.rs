@@ -84,6 +84,9 @@ impl Checkpoint {
     /// [`Error::InvalidValue`] for a position that is not where the trace ends.
     pub fn verify(&self) -> Result<()> {
         self.verify_checksums()?;
+        // The files as state: a file another run wrote, with its checksum recomputed, is
+        // found here too.
+        super::states::check_files(&self.dir.join(MODEL), &self.dir.join(OPTIMIZER))?;
         self.check_position(&self.trace()?)
     }
 
@@ -187,6 +190,7 @@ impl Checkpoint {
         let mut store = BurnpackStore::from_file(&model).auto_extension(false);
         // As `load_parameters` does: no update held for a thread outlives the restore.
         ember::settle_running_statistics(&net);
+        super::states::check_network(&net, &model)?;
         let mut net = net;
         let result = net
             .load_from(&mut store)

@@ -73,12 +73,14 @@ pub fn names(indexed: bool) -> String {
 }
 
 /// What the user can do about a library error, where the command line knows. The library's
-/// error says what went wrong; the flags and packages to reach for are the binary's to say.
+/// error says what went wrong; the packages to reach for are the binary's to say. The device
+/// to name instead is said without a flag: the one that named it may be `--device`,
+/// `--devices`, `bench --gpu` or `--cpu` (`--device` was advised to `bench --gpu cuda`).
 pub fn advice(err: &ember::Error) -> Option<&'static str> {
     match err.root() {
         ember::Error::NoWgpuAdapter => Some(
             "Install a Vulkan driver (on a CPU-only Debian or Ubuntu machine: `apt-get install \
-             -y mesa-vulkan-drivers`, which provides lavapipe), or pass `--device flex`",
+             -y mesa-vulkan-drivers`, which provides lavapipe), or name flex instead",
         ),
         ember::Error::NotBuilt {
             backend: "remote", ..
@@ -91,12 +93,12 @@ pub fn advice(err: &ember::Error) -> Option<&'static str> {
             backend: "CUDA", ..
         } => Some(
             "Build ember with it: `scripts/install-cuda-llvm.sh`, then `cargo build --release \
-             --features ember-trainer/cuda`; or, on an NVIDIA card, use wgpu (Vulkan): \
-             `--device wgpu`",
+             --features ember-trainer/cuda`; or, on an NVIDIA card, name wgpu (Vulkan) \
+             instead",
         ),
         ember::Error::NoCudaDriver { .. } => Some(
-            "Install the NVIDIA driver (CUDA 12 or 13), or use another device: `--device wgpu` \
-             or `--device flex`",
+            "Install the NVIDIA driver (CUDA 12 or 13), or name another device instead: wgpu \
+             or flex",
         ),
         ember::Error::Unreachable { .. } => {
             Some("Is `ember serve` running there, and listening on that port?")

@@ -107,9 +107,9 @@ impl fmt::Display for PolicyKind {
             PolicyKind::Window(k) => write!(f, "window:{k}"),
             PolicyKind::NoSync => f.write_str("none"),
             PolicyKind::EveryN(n) => write!(f, "every:{n}"),
-            PolicyKind::MemoryBudget(mb) => write!(f, "memory:{mb}"),
+            PolicyKind::MemoryBudget(mb) => write!(f, "memory:{}", ember::error::number(*mb)),
             PolicyKind::Auto(None) => f.write_str("auto"),
-            PolicyKind::Auto(Some(mb)) => write!(f, "auto:{mb}"),
+            PolicyKind::Auto(Some(mb)) => write!(f, "auto:{}", ember::error::number(*mb)),
             PolicyKind::Custom(name) => f.write_str(name),
         }
     }
@@ -187,6 +187,10 @@ mod tests {
         );
         assert_eq!("none".parse::<PolicyKind>().unwrap().to_string(), "none");
         assert_eq!(PolicyKind::Window(1).to_string(), "barrier");
+        // A tiny budget as written, so its name parses back to it.
+        let tiny = "memory:1e-50".parse::<PolicyKind>().unwrap();
+        assert_eq!(tiny.to_string(), "memory:1e-50");
+        assert_eq!(tiny.to_string().parse::<PolicyKind>().unwrap(), tiny);
         for bad in [
             "window:0",
             "sometimes",

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::checkpoint::{Checkpoint, Checkpointing};
 use ember::DeviceName;
 use ember::device::DeviceSpec;
-use ember::parallel::mpi::{Collective, Mpi};
+use ember::parallel::mpi::{Collective, Mpi, NOT_GIVEN};
 
 use super::task::LossName;
 use super::workload::Workload;
@@ -108,10 +108,13 @@ impl Job {
         settings.extend([
             ("--epochs".to_string(), epochs.to_string()),
             ("batches per epoch".to_string(), batches.to_string()),
-            ("--checkpoint".to_string(), every.unwrap_or("none".into())),
+            (
+                "--checkpoint".to_string(),
+                every.unwrap_or(NOT_GIVEN.into()),
+            ),
             (
                 "the checkpoint resumed".to_string(),
-                resumed.unwrap_or("none".into()),
+                resumed.unwrap_or(NOT_GIVEN.into()),
             ),
         ]);
         Ok(self.collective.agree(&settings)?)
@@ -127,8 +130,8 @@ impl Job {
 /// outputs as given (rank 0 writes them, and another rank's would be dropped in silence), the
 /// parameters `--load` starts from, by content (a rank that loaded others, or none, trained
 /// another network in silence, hostile pass), the classes and the loss (they failed only after
-/// training began, as networks of other sizes), the sync policy, and the CPU's kernels
-/// (`EMBER_CPU_KERNELS`), which change a rank's arithmetic.
+/// training began, as networks of other sizes), and the sync policy. The CPU's kernels, which
+/// change a rank's arithmetic, are in the run's description, which a resume compares too.
 pub fn alike(
     outputs: [(&str, &Option<PathBuf>); 5],
     load: &Option<PathBuf>,
@@ -139,7 +142,7 @@ pub fn alike(
     // `./x.st` is `x.st` (they were refused as two files, hostile pass); nothing is resolved
     // on disk, as another host's rank would resolve it in its own directories.
     let path = |p: &Option<PathBuf>| {
-        p.as_ref().map_or("none".to_string(), |p| {
+        p.as_ref().map_or(NOT_GIVEN.to_string(), |p| {
             let plain: PathBuf = p
                 .components()
                 .filter(|c| *c != std::path::Component::CurDir)
@@ -155,17 +158,10 @@ pub fn alike(
         ("--load".to_string(), loaded(load)),
         (
             "--classes".to_string(),
-            classes.map_or("none".to_string(), |c| c.to_string()),
+            classes.map_or(NOT_GIVEN.to_string(), |c| c.to_string()),
         ),
         ("--loss".to_string(), loss.to_string()),
         ("--sync".to_string(), sync.to_string()),
-        // The kernels in use, whichever way they were chosen (--cpu-kernels, the environment,
-        // a library that is missing): comparing the variable alone let `--cpu-kernels flex`
-        // beside oneDNN through, and refused it beside `EMBER_CPU_KERNELS=flex` (hostile pass).
-        (
-            "the CPU kernels".to_string(),
-            ember::kernels::status().kernels.to_string(),
-        ),
     ]);
     alike
 }
@@ -174,7 +170,7 @@ pub fn alike(
 /// host's path may name another copy).
 fn loaded(load: &Option<PathBuf>) -> String {
     match load {
-        None => "none".to_string(),
+        None => NOT_GIVEN.to_string(),
         Some(path) => format!(
             "a file of {}",
             super::data_content::of(std::slice::from_ref(path))

@@ -19,6 +19,13 @@ pub struct Change {
     pub now: String,
 }
 
+/// The CPU kernels a run on the CPU trained with, whichever way they were chosen
+/// (`--cpu-kernels`, `EMBER_CPU_KERNELS`, a library that is missing): a resumed run may go on
+/// with others (a machine without oneDNN goes on with flex's), and the change is printed, as
+/// the bits then differ from one unbroken run's; a record without them (written before ember
+/// kept them) takes any. It was accepted without a word (hostile pass).
+pub const KERNELS: &str = "--cpu-kernels";
+
 /// A run as `--distributed` records it (`mpi:2`, or nothing), in words: `a job of 2 ranks
 /// (mpirun -np 2)`, `a single process (no --distributed)`.
 fn job(recorded: Option<&str>) -> String {
@@ -49,6 +56,9 @@ pub fn compare(
             || (flag == "--data" && recorded_content && content_before == content_now)
             || (flag == data_content::KEY && !recorded_content)
         {
+            continue;
+        }
+        if flag == KERNELS && (was.is_none() || is.is_none()) {
             continue;
         }
         // --epochs is recorded under a schedule spanning the run only: a change to another
@@ -134,7 +144,7 @@ fn spans(name: &str, now: &BTreeMap<String, String>) -> String {
 
 /// Whether a resumed run may give `name` (`--lr`) another value than the checkpoint's run.
 fn changeable(name: &str) -> bool {
-    flag(name).is_some_and(|f| f.resume == Resume::Changeable)
+    name == KERNELS || flag(name).is_some_and(|f| f.resume == Resume::Changeable)
 }
 
 /// Why the devices may not change, and the way on where one is gone.

@@ -60,9 +60,9 @@ impl Task {
             DataSpec::Csv(path) => {
                 let mut options = CsvOptions::new(Label::Last);
                 options.classes = classes;
-                read_csv(path, &options)?
+                read_csv(path, &options).map_err(given_classes)?
             }
-            DataSpec::Npy(x, y) => read_npy_pair(x, y, classes)?,
+            DataSpec::Npy(x, y) => read_npy_pair(x, y, classes).map_err(given_classes)?,
         };
         refuse_empty(&examples, "training", data)?;
         Ok(match classes {
@@ -382,6 +382,17 @@ pub fn wrong_loss(loss: LossName, task: &Task, data: &DataSpec) -> anyhow::Error
             _ => "",
         }
     )
+}
+
+/// A label past `--classes` names the flag that set the classes (the loader knows no flags).
+fn given_classes(error: ember_datasets::DatasetError) -> anyhow::Error {
+    match &error {
+        ember_datasets::DatasetError::Label { classes, .. } => anyhow::anyhow!(
+            "{error} (--classes {classes}): give --classes as the number of classes, labels \
+             0 to N-1"
+        ),
+        _ => error.into(),
+    }
 }
 
 /// An empty set of examples trains nothing and measures nothing: an error naming the data.

@@ -8,6 +8,9 @@
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
+/// What [`unanswered`] says of an address where nothing listens.
+pub(super) const REFUSES: &str = "refuses connections: its server has stopped";
+
 /// How long a server gets to answer the handshake.
 const PATIENCE: Duration = Duration::from_secs(1);
 
@@ -29,7 +32,7 @@ pub(super) fn unanswered_of(names: &[String]) -> Vec<String> {
 
 /// Why the server of the remote device `name` (`remote:ws://HOST:PORT`) does not answer a
 /// new connection within [`PATIENCE`]; `None` where it answers.
-fn unanswered(name: &str) -> Option<String> {
+pub(super) fn unanswered(name: &str) -> Option<String> {
     let url = name.strip_prefix("remote:").unwrap_or(name);
     let request = match tungstenite::client::IntoClientRequest::into_client_request(url) {
         Ok(request) => request,
@@ -59,9 +62,7 @@ fn unanswered(name: &str) -> Option<String> {
     }
     let Some(stream) = connected else {
         return Some(match refused {
-            Some(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                "refuses connections: its server has stopped".to_string()
-            }
+            Some(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => REFUSES.to_string(),
             Some(e) => format!("cannot be reached ({e})"),
             None => "has no address now".to_string(),
         });

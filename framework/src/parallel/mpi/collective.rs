@@ -219,13 +219,19 @@ impl Collective {
     }
 }
 
-/// The settings of `b` that differ from `a`'s, with `a`'s and `b`'s values (`(none)` where one
-/// lacks it).
+/// The value [`Collective::agree`] shows for a setting a rank was started without; a caller
+/// that lists a setting on every rank (an output flag that may be left out) writes it the same
+/// way, so that one absence reads one way (`none` and `(none)` both showed, and `--sync none`
+/// is a value, hostile pass).
+pub const NOT_GIVEN: &str = "(not given)";
+
+/// The settings of `b` that differ from `a`'s, with `a`'s and `b`'s values ([`NOT_GIVEN`] where
+/// one lacks it).
 fn differing(
     a: &BTreeMap<String, String>,
     b: &BTreeMap<String, String>,
 ) -> Vec<(String, String, String)> {
-    let none = "(none)".to_string();
+    let none = NOT_GIVEN.to_string();
     let names: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
     names
         .into_iter()
@@ -259,8 +265,8 @@ mod tests {
             differing(&a, &b),
             vec![
                 ("--lr".into(), "0.1".into(), "0.2".into()),
-                ("--model".into(), "mlp:256".into(), "(none)".into()),
-                ("--wd".into(), "(none)".into(), "0.01".into()),
+                ("--model".into(), "mlp:256".into(), NOT_GIVEN.into()),
+                ("--wd".into(), NOT_GIVEN.into(), "0.01".into()),
             ]
         );
         assert!(differing(&a, &a).is_empty());

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 mod collective;
 mod gradients;
 
-pub use collective::{BUCKET_VALUES, Collective, Exchanged, Via};
+pub use collective::{BUCKET_VALUES, Collective, Exchanged, NOT_GIVEN, Via};
 
 /// MPI, started for this process; it ends (`MPI_Finalize`) when this is dropped. Keep it on
 /// the thread that made it, for the whole run.

@@ -6,7 +6,7 @@ use crate::fit::{Fit, Target};
 use crate::signals;
 use crate::tensorboard::TensorBoard;
 use anyhow::bail;
-use ember::Loss;
+use ember::{DeviceName, Loss};
 
 use super::super::book_lines::BookLines;
 use super::super::model::Net;
@@ -106,9 +106,16 @@ impl Run<'_> {
                     .map_or(value.to_string(), ember::error::number)
             };
             for change in changes {
+                let rounding = match change.flag == resume_flags::KERNELS {
+                    true => {
+                        "; the numbers go on in these kernels' rounding, not bit for bit as \
+                             one unbroken run's"
+                    }
+                    false => "",
+                };
                 note!(
                     notes,
-                    "resuming with {flag} {} (the checkpoint's run had {flag} {})",
+                    "resuming with {flag} {} (the checkpoint's run had {flag} {}){rounding}",
                     short(&change.now),
                     short(&change.before),
                     flag = change.flag
@@ -185,6 +192,14 @@ impl Run<'_> {
             flags.insert("--distributed".to_string(), job.describe());
         }
         flags.insert("--model".to_string(), self.model.to_string());
+        // The kernels change a CPU run's arithmetic: a resume says where they changed, and a
+        // job's ranks must match them.
+        if self.device_name == DeviceName::Flex {
+            flags.insert(
+                resume_flags::KERNELS.to_string(),
+                ember::kernels::status().kernels.to_string(),
+            );
+        }
         // A schedule over the whole run gives other rates to a run of other length.
         if self.workload.recipe.spans_run() {
             flags.insert("--epochs".to_string(), self.epochs.to_string());
