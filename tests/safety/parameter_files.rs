@@ -163,6 +163,28 @@ fn a_pytorch_pickle_and_a_transposed_weight_are_named_as_such() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("PyTorch pickle"), "{err}");
+    // An older torch.save (pickle protocol 2, no zip) too.
+    std::fs::write(&pickle, b"\x80\x02}q\x00(X\x08\x00\x00\x000.weightq\x01").unwrap();
+    let err = net.clone().load_parameters(&pickle, &device).unwrap_err();
+    assert!(err.to_string().contains("PyTorch pickle"), "{err}");
+    // A safetensors file whose header is 640 bytes starts with 0x80 0x02 as such a pickle
+    // does: it was refused as one (a 1-layer nn.RNN's state_dict, issue 64).
+    let padded = dir.path().join("padded.safetensors");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let header = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let json = String::from_utf8(bytes[8..8 + header].to_vec()).unwrap();
+    let longer = format!(
+        "{}{}",
+        json.trim_end(),
+        " ".repeat(640 - json.trim_end().len())
+    );
+    bytes.splice(
+        ..8 + header,
+        [&640u64.to_le_bytes()[..], longer.as_bytes()].concat(),
+    );
+    std::fs::write(&padded, &bytes).unwrap();
+    assert_eq!(bytes[..2], [0x80, 0x02]);
+    net.clone().load_parameters(&padded, &device).unwrap();
 
     // 0.weight is (4, 3) in PyTorch's layout; a file with it as (3, 4) is reported in that
     // layout on both sides.

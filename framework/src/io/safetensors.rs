@@ -304,12 +304,20 @@ pub fn non_finite<M: Module>(net: &M) -> Option<Error> {
 /// `torch.save` writes a zip archive (or, before PyTorch 1.6, a bare pickle), which no
 /// safetensors reader can take: say so rather than report a malformed header.
 fn refuse_pickle(path: &Path) -> Result<()> {
-    let mut start = [0u8; 4];
-    let read = fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read(&mut f, &mut start))
+    let mut start = [0u8; 9];
+    let (read, len) = fs::File::open(path)
+        .and_then(|mut f| {
+            let len = f.metadata()?.len();
+            Ok((std::io::Read::read(&mut f, &mut start)?, len))
+        })
         .map_err(|source| Error::io(path, source))?;
-    let zip = read == 4 && start == *b"PK\x03\x04";
-    let pickle = read >= 2 && start[0] == 0x80 && (2..=5).contains(&start[1]);
+    // A safetensors file: a little-endian header length, then the header's `{`. Its first
+    // two bytes are a pickle's (0x80, protocol 2 to 5) whenever the header is 640, 896, 1152
+    // or 1408 bytes long, and such a file (a 1-layer `nn.RNN`'s) was refused as a pickle.
+    let header = u64::from_le_bytes(start[..8].try_into().expect("8 bytes"));
+    let safetensors = read == 9 && start[8] == b'{' && header.saturating_add(8) <= len;
+    let zip = read >= 4 && start[..4] == *b"PK\x03\x04";
+    let pickle = !safetensors && read >= 2 && start[0] == 0x80 && (2..=5).contains(&start[1]);
     if zip || pickle {
         return Err(file_error(
             path,
