@@ -27,6 +27,8 @@ include!("reference/torch_layers.out.rs");
 
 #[path = "layers/autocast.rs"]
 mod autocast;
+#[path = "layers/recurrent.rs"]
+mod recurrent;
 
 fn fill(shape: &[usize], f: impl Fn(f64) -> f64) -> Vec<f32> {
     let n: usize = shape.iter().product();

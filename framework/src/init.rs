@@ -80,7 +80,10 @@ impl ModuleMapper for Reinitializer {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let name = self.path.last().map(String::as_str).unwrap_or_default();
         let constant = match name {
+            // A recurrent layer's `bias_ih_l0`, `bias_hh_l1_reverse`: zeros, as Gluon's
+            // `i2h_bias_initializer` and `h2h_bias_initializer` are.
             "bias" | "beta" | "running_mean" => Some(0.0),
+            n if n.starts_with("bias_") => Some(0.0),
             "gamma" | "running_var" => Some(1.0),
             _ => None,
         };

@@ -63,7 +63,7 @@ impl Dropout {
 
     /// burn-nn's forward, with the mask from this thread's stream where there is one: the
     /// same conditions for the identity, the same values (kept units times 1 / (1 − rate)).
-    fn drop_units<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
+    pub(crate) fn drop_units<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         let dropout = &self.dropout;
         if !dropout.training.is_enabled() || !x.device().is_autodiff() || dropout.prob == 0.0 {
             return x;

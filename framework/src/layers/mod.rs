@@ -34,6 +34,7 @@ layers! {
     dropout: Dropout;
     flatten: Flatten;
     embedding: Embedding;
+    rnn: Recurrent, RecurrentCell;
     activation: Activation;
 }
 
@@ -41,6 +42,7 @@ pub(crate) mod conv;
 pub(crate) mod sequential;
 
 pub use conv::Pair;
+pub use rnn::{Layout, Mode};
 // Any module's, not a layer's: defined below the layers, for the file loader and the replicas.
 pub use crate::running_statistics::settle_running_statistics;
 pub use sequential::{Layer, NoBlock, Sequential};

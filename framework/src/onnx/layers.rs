@@ -248,6 +248,12 @@ impl Export for Activation {
 
 impl Export for NoBlock {}
 
+/// Not yet: ONNX's `LSTM`, `GRU` and `RNN` operators are to come (issue 64).
+impl Export for crate::Recurrent {}
+
+/// Not yet, as [`crate::Recurrent`].
+impl Export for crate::RecurrentCell {}
+
 impl<U: Export> Export for Sequential<U> {
     /// Describes each child in turn under its index, as its parameters are named.
     fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {

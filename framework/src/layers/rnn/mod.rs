@@ -1,0 +1,333 @@
+//! Gluon's recurrent layers (`gluon.rnn.RNN`, `LSTM`, `GRU`): any depth, one or two
+//! directions, dropout between layers, Gluon's `TNC` layout or `NTC`, an initial state given or
+//! zeros (`begin_state`), the final states returned; the input size deferred as every ember
+//! layer's. The parameters are PyTorch's, by name, layout and gate order ([`weights`]), so a
+//! `state_dict` of `torch.nn.LSTM` loads, and the numbers are PyTorch's
+//! (`tests/layers/recurrent.rs` holds them within 1e-5 of `torch.nn.RNN/LSTM/GRU`).
+//!
+//! ```
+//! use burn::prelude::*;
+//! use ember::{Block, Init, Layout, Recurrent};
+//!
+//! let device = Device::flex();
+//! let lstm = Recurrent::lstm(8).layers(2).bidirectional(true).layout(Layout::Ntc);
+//! let x = Tensor::<3>::ones([4, 5, 3], &device); // 4 sequences of 5 steps of 3 features
+//! let lstm = lstm.initialize(Init::default(), &device).infer_shape(x.clone()).unwrap();
+//! let (y, states) = lstm.forward_state(x, None);
+//! assert_eq!(y.dims(), [4, 5, 16]); // both directions' outputs side by side
+//! assert_eq!(states[0].dims(), [4, 4, 8]); // h: [layers × directions, batch, hidden]
+//! assert_eq!(states[1].dims(), [4, 4, 8]); // c
+//! assert_eq!(lstm.collect_params().get("weight_ih_l1_reverse").unwrap().shape, [32, 16]);
+//! ```
+
+mod cell;
+mod mode;
+mod options;
+mod weights;
+
+use std::fmt;
+
+use burn::tensor::{Device, Tensor};
+
+pub use cell::RecurrentCell;
+pub use mode::Mode;
+use weights::{Cell, Weights};
+
+use crate::block::Block;
+use crate::deferred::{Deferred, layer_module};
+use crate::error::{Error, Result};
+use crate::init::Init;
+use crate::layers::dropout::Dropout;
+use crate::ndtensor::NdTensor;
+
+/// Where the time axis is: Gluon's `layout`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// `[time, batch, features]`: Gluon's default, and PyTorch's without `batch_first`.
+    Tnc,
+    /// `[batch, time, features]`: PyTorch's `batch_first=True`.
+    Ntc,
+}
+
+/// A recurrent layer: `Recurrent::lstm(hidden)` is Gluon's `rnn.LSTM(hidden)`.
+#[derive(Debug, Clone)]
+pub struct Recurrent {
+    mode: Mode,
+    hidden: usize,
+    layers: usize,
+    bidirectional: bool,
+    dropout: f64,
+    layout: Layout,
+    use_bias: bool,
+    input_size: Option<usize>,
+    weights: Deferred<Weights>,
+}
+
+impl Recurrent {
+    fn new(mode: Mode, hidden: usize) -> Self {
+        Self {
+            mode,
+            hidden,
+            layers: 1,
+            bidirectional: false,
+            dropout: 0.0,
+            layout: Layout::Tnc,
+            use_bias: true,
+            input_size: None,
+            weights: Deferred::new("Recurrent"),
+        }
+    }
+
+    options::shared_options!("RNN", "LSTM", "GRU");
+
+    /// `num_layers`: stacked layers, each reading the one below's outputs.
+    pub fn layers(mut self, layers: usize) -> Self {
+        self.layers = layers;
+        self
+    }
+
+    /// `bidirectional=True`: each layer also reads the sequence backwards, and its output is
+    /// both directions' side by side (`2 × hidden`).
+    pub fn bidirectional(mut self, bidirectional: bool) -> Self {
+        self.bidirectional = bidirectional;
+        self
+    }
+
+    /// `dropout`: applied to each layer's output but the last's, in training.
+    pub fn dropout(mut self, rate: f64) -> Self {
+        self.dropout = rate;
+        self
+    }
+
+    /// `layout='NTC'` or `'TNC'` (the default).
+    pub fn layout(mut self, layout: Layout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    fn directions(&self) -> usize {
+        1 + usize::from(self.bidirectional)
+    }
+
+    /// Gluon's `begin_state`: zeros, `[h]` (and `c` for an LSTM), each
+    /// `[layers × directions, batch, hidden]`.
+    pub fn begin_state(&self, batch: usize, device: &Device) -> Vec<Tensor<3>> {
+        let shape = [self.layers * self.directions(), batch, self.hidden];
+        self.mode.zero_states(shape, device)
+    }
+
+    /// Gluon's `forward(inputs, states)`: the outputs of the last layer (`[time, batch,
+    /// directions × hidden]` in `TNC`, `[batch, time, …]` in `NTC`) and the final states, as
+    /// [`Recurrent::begin_state`] shapes them; `None` starts from zeros. A state carried from
+    /// one batch to the next is the caller's to detach.
+    ///
+    /// # Panics
+    /// Before the input size is known, or on an input or state of the wrong shape, as
+    /// [`Block::forward`]; [`Block::infer_shape`] checks the input with errors.
+    pub fn forward_state(
+        &self,
+        x: Tensor<3>,
+        states: Option<Vec<Tensor<3>>>,
+    ) -> (Tensor<3>, Vec<Tensor<3>>) {
+        let weights = self.weights.module(self);
+        let mut input = match self.layout {
+            Layout::Tnc => x,
+            Layout::Ntc => x.swap_dims(0, 1),
+        };
+        let [_, batch, _] = input.dims();
+        let states = states.unwrap_or_else(|| self.begin_state(batch, &input.device()));
+        let at = |state: usize, k: usize| {
+            states[state]
+                .clone()
+                .narrow(0, k, 1)
+                .reshape([batch, self.hidden])
+        };
+        let (mut hs, mut cs) = (Vec::new(), Vec::new());
+        for layer in 0..self.layers {
+            let mut outputs = Vec::new();
+            for direction in 0..self.directions() {
+                let k = layer * self.directions() + direction;
+                let c0 = (self.mode == Mode::Lstm).then(|| at(1, k));
+                let cell = weights.cell(layer, direction);
+                let (y, h, c) = self.run(cell, input.clone(), at(0, k), c0, direction == 1);
+                outputs.push(y);
+                hs.push(h);
+                cs.extend(c);
+            }
+            let y = Tensor::cat(outputs, 2);
+            input = match layer + 1 < self.layers {
+                true => weights.dropout.drop_units(y),
+                false => y,
+            };
+        }
+        let y = match self.layout {
+            Layout::Tnc => input,
+            Layout::Ntc => input.swap_dims(0, 1),
+        };
+        let mut finals = vec![Tensor::stack(hs, 0)];
+        if !cs.is_empty() {
+            finals.push(Tensor::stack(cs, 0));
+        }
+        (y, finals)
+    }
+
+    /// One direction of one layer over `[time, batch, in]`: its outputs `[time, batch,
+    /// hidden]`, and its last `h` (and `c`).
+    fn run(
+        &self,
+        cell: &Cell,
+        x: Tensor<3>,
+        h: Tensor<2>,
+        c: Option<Tensor<2>>,
+        reverse: bool,
+    ) -> (Tensor<3>, Tensor<2>, Option<Tensor<2>>) {
+        let [time, batch, features] = x.dims();
+        let width = self.mode.gates() * self.hidden;
+        // The input's part for every step at once: one product, not one a step.
+        let xw = cell
+            .input_part(x.reshape([time * batch, features]))
+            .reshape([time, batch, width]);
+        let (mut h, mut c) = (h, c);
+        let mut outputs: Vec<Option<Tensor<2>>> = vec![None; time];
+        let steps: Box<dyn Iterator<Item = usize>> = match reverse {
+            true => Box::new((0..time).rev()),
+            false => Box::new(0..time),
+        };
+        for t in steps {
+            let xt = xw.clone().narrow(0, t, 1).reshape([batch, width]);
+            let hw = cell.hidden_part(h.clone());
+            (h, c) = self.mode.step(xt, hw, h, c);
+            outputs[t] = Some(h.clone());
+        }
+        let outputs = outputs.into_iter().map(|o| o.expect("every step ran"));
+        (Tensor::stack(outputs.collect(), 0), h, c)
+    }
+
+    /// The parameters for inputs of `features`, zeros until the initializer fills them.
+    fn build(&self, features: usize, device: &Device) -> Weights {
+        let cells = (0..self.layers)
+            .flat_map(|layer| (0..self.directions()).map(move |_| layer))
+            .map(|layer| {
+                let input = match layer {
+                    0 => features,
+                    _ => self.directions() * self.hidden,
+                };
+                Cell::zeros(self.mode, self.hidden, input, self.use_bias, device)
+            })
+            .collect();
+        Weights {
+            alone: false,
+            directions: self.directions(),
+            cells,
+            dropout: Dropout::new(self.dropout),
+        }
+    }
+
+    /// The input size, once known.
+    fn known_input_size(&self) -> Option<usize> {
+        self.weights
+            .get()
+            .map(|w| w.cells[0].input_size())
+            .or(self.input_size)
+    }
+
+    fn check_options(&self) -> Result<()> {
+        let invalid = |name, value: String, reason: &str| {
+            Err(Error::InvalidValue {
+                name,
+                value,
+                reason: format!("{self}: {reason}"),
+            })
+        };
+        if self.hidden == 0 {
+            return invalid("hidden size", "0".into(), "a layer needs 1 unit or more");
+        }
+        if self.layers == 0 {
+            return invalid("num_layers", "0".into(), "a network needs 1 layer or more");
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return invalid("dropout", self.dropout.to_string(), "must lie in [0, 1)");
+        }
+        Ok(())
+    }
+}
+
+impl Block for Recurrent {
+    /// # Shapes
+    /// - input: `[time, batch, features]` (`TNC`) or `[batch, time, features]` (`NTC`)
+    /// - output: the same with `directions × hidden` features; the states start from zeros
+    ///   and are dropped ([`Recurrent::forward_state`] takes and returns them).
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        self.forward_state(x.rank::<3>(), None).0.into()
+    }
+
+    fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        self.check_options()?;
+        let dims = x.dims();
+        if dims.len() != 3 || dims.contains(&0) {
+            let expected = match self.layout {
+                Layout::Tnc => "[time, batch, features], none of them 0",
+                Layout::Ntc => "[batch, time, features], none of them 0",
+            };
+            return Err(Error::Shape {
+                what: self.to_string(),
+                expected: expected.to_string(),
+                got: dims,
+            });
+        }
+        let features = dims[2];
+        if let Some(known) = self.known_input_size()
+            && known != features
+        {
+            return Err(Error::FeatureMismatch {
+                layer: self.to_string(),
+                expected: known,
+                got: features,
+            });
+        }
+        let layer = self.clone();
+        self.weights
+            .resolve(&layer, &x.device(), |device| Ok(layer.build(features, device)))?;
+        let y = self.forward(x);
+        Ok((self, y))
+    }
+
+    fn initialize(mut self, init: Init, device: &Device) -> Self {
+        let declared = self.input_size.map(|features| {
+            let layer = self.clone();
+            move |device: &Device| layer.build(features, device)
+        });
+        self.weights.initialize(init, device, declared);
+        self
+    }
+}
+
+impl fmt::Display for Recurrent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.known_input_size() {
+            Some(input) => write!(f, "{}({input} -> {}", self.mode, self.hidden)?,
+            None => write!(f, "{}(? -> {}", self.mode, self.hidden)?,
+        }
+        if self.mode == Mode::RnnRelu {
+            write!(f, ", relu")?;
+        }
+        if self.layers > 1 {
+            write!(f, ", {} layers", self.layers)?;
+        }
+        if self.bidirectional {
+            write!(f, ", bidirectional")?;
+        }
+        if self.dropout > 0.0 {
+            write!(f, ", dropout {}", self.dropout)?;
+        }
+        if self.layout == Layout::Ntc {
+            write!(f, ", NTC")?;
+        }
+        if !self.use_bias {
+            write!(f, ", no bias")?;
+        }
+        write!(f, ")")
+    }
+}
+
+layer_module!(Recurrent, weights);
