@@ -51,3 +51,49 @@ fn an_mlp_learns_fashion_mnist_format_data_from_idx_files() {
         "test accuracy {acc} is not clearly above chance (0.1)"
     );
 }
+
+/// Debian's fortunes as d2l's *Time Machine* is used: cleaned to letters and spaces, a
+/// character vocabulary of 28 (`<unk>`, the space, 26 letters), most frequent first, and a
+/// corpus of millions of characters cut into a language model's batches. `.ci/run` installs
+/// the package; without it this test fails, naming it.
+#[test]
+fn debians_fortunes_make_a_character_corpus_as_d2ls_time_machine() {
+    use ember_datasets::text::{Granularity, Partition, Subsequences, Vocab, fortunes};
+    use ember_datasets::text::{letters_only, tokenize};
+    let lines = fortunes::lines(std::path::Path::new(fortunes::DIR)).unwrap();
+    assert!(lines.len() > 50_000, "{} lines", lines.len());
+    assert!(
+        !lines.iter().any(|l| l.trim() == "%"),
+        "a separator was kept"
+    );
+    let cleaned: Vec<String> = lines.iter().map(|l| letters_only(l)).collect();
+    let tokens = tokenize(&cleaned, Granularity::Char);
+    let vocab = Vocab::new(&tokens, 0, &[] as &[&str]);
+    assert_eq!(vocab.len(), 28, "{:?}", vocab.tokens());
+    let top: Vec<&str> = vocab.tokens()[1..4].iter().map(String::as_str).collect();
+    assert_eq!(top, [" ", "e", "t"], "English's most frequent characters");
+    let corpus: Vec<usize> = tokens.iter().flatten().map(|t| vocab.index(t)).collect();
+    assert!(corpus.len() > 1_500_000, "{} characters", corpus.len());
+    assert!(
+        !corpus.contains(&0),
+        "a cleaned character outside the vocabulary"
+    );
+    let data = Subsequences::new(corpus, 32, 35, Partition::Sequential, 0).unwrap();
+    let batches = data.epoch(0);
+    assert!(batches.len() > 1000, "{} batches", batches.len());
+    assert_eq!(batches[0].x_shape, [32, 35]);
+}
+
+/// Where the package is missing, the error names the directory and the package.
+#[test]
+fn a_missing_fortunes_directory_names_the_package() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("fortunes");
+    let err = ember_datasets::text::fortunes::lines(&missing)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&missing.display().to_string()) && err.contains("apt-get install fortunes"),
+        "{err}"
+    );
+}

@@ -1,7 +1,8 @@
 //! # ember-datasets
 //!
 //! Host-side data for ember: the d2l chapter's synthetic minibatches (X ~ N(0, 1), y = 1),
-//! a learnable synthetic regression, MNIST/Fashion-MNIST IDX files, CSV and NumPy `.npy` tables, and a [`DataLoader`] with a
+//! a learnable synthetic regression, MNIST/Fashion-MNIST IDX files, CSV and NumPy `.npy` tables,
+//! text for sequence models ([`text`]), and a [`DataLoader`] with a
 //! seeded shuffle and prefetch, all producing the host [`Batch`] the training loop uploads.
 //!
 //! ```
@@ -25,6 +26,7 @@ pub mod loader;
 pub mod npy;
 mod split;
 pub mod synthetic;
+pub mod text;
 
 pub use batch::Batch;
 pub use error::{DatasetError, Result};

@@ -1,0 +1,218 @@
+//! A corpus of token indices cut into minibatches of subsequences for a language model, d2l's
+//! `seq_data_iter_random` and `seq_data_iter_sequential`: each batch's inputs `X` are
+//! `[batch, steps]` indices and its targets `Y` the same shifted by one token.
+//!
+//! Under [`Partition::Sequential`], row `r` of batch `t + 1` goes on where row `r` of batch `t`
+//! stopped, so a recurrent network may carry its state from one batch into the next (detached);
+//! under [`Partition::Random`], subsequences are drawn in a random order and no state carries.
+
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::{RngExt, SeedableRng};
+
+use crate::batch::Batch;
+use crate::error::{DatasetError, Result};
+
+/// How a corpus is cut into batches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Partition {
+    /// d2l's random sampling: subsequences from a random offset, in a random order.
+    Random,
+    /// d2l's sequential partitioning: the corpus split into `batch` rows read side by side.
+    Sequential,
+}
+
+/// A corpus's minibatches of subsequences, new ones each epoch from the seed.
+///
+/// ```
+/// use ember_datasets::text::{Partition, Subsequences};
+/// let corpus: Vec<usize> = (0..35).collect();
+/// let data = Subsequences::new(corpus, 2, 5, Partition::Sequential, 0).unwrap();
+/// let batches = data.epoch(0);
+/// // Row 0 of the second batch goes on where row 0 of the first stopped.
+/// assert_eq!(batches[1].x[0], batches[0].x[4] + 1.0);
+/// assert_eq!(batches[0].y[0], batches[0].x[0] + 1.0); // the next token
+/// ```
+#[derive(Debug, Clone)]
+pub struct Subsequences {
+    corpus: Vec<usize>,
+    batch: usize,
+    steps: usize,
+    partition: Partition,
+    seed: u64,
+}
+
+impl Subsequences {
+    /// `batch` subsequences of `steps` tokens per minibatch.
+    ///
+    /// # Errors
+    /// [`DatasetError::InvalidValue`] naming a `batch` or `steps` of 0, or a corpus too short
+    /// for one minibatch.
+    pub fn new(
+        corpus: Vec<usize>,
+        batch: usize,
+        steps: usize,
+        partition: Partition,
+        seed: u64,
+    ) -> Result<Self> {
+        let invalid = |name, value: String, reason: String| {
+            Err(DatasetError::InvalidValue {
+                name,
+                value,
+                reason,
+            })
+        };
+        for (name, value) in [("batch size", batch), ("steps", steps)] {
+            if value == 0 {
+                return invalid(name, "0".into(), "subsequences need 1 or more".into());
+            }
+        }
+        // The most either partition can need for one batch, from its largest offset.
+        let least = batch * steps + steps + 1;
+        if corpus.len() < least {
+            return invalid(
+                "corpus",
+                format!("of {} tokens", corpus.len()),
+                format!(
+                    "a batch of {batch} subsequences of {steps} tokens takes {least} tokens \
+                     or more"
+                ),
+            );
+        }
+        Ok(Self {
+            corpus,
+            batch,
+            steps,
+            partition,
+            seed,
+        })
+    }
+
+    /// The minibatches of `epoch`: `x` holds `[batch, steps]` token indices (as floats, as an
+    /// [`Embedding`](ember::Embedding) takes them), `y` the tokens that follow each.
+    pub fn epoch(&self, epoch: u64) -> Vec<Batch> {
+        let mut rng = StdRng::seed_from_u64(self.seed.wrapping_add(epoch));
+        let (corpus, batch, steps) = (&self.corpus, self.batch, self.steps);
+        // Rows of `batch` starts, one batch each.
+        let starts: Vec<Vec<usize>> = match self.partition {
+            Partition::Random => {
+                let offset = rng.random_range(0..steps);
+                let count = (corpus.len() - offset - 1) / steps;
+                let mut starts: Vec<usize> = (0..count).map(|i| offset + i * steps).collect();
+                starts.shuffle(&mut rng);
+                starts.chunks_exact(batch).map(<[usize]>::to_vec).collect()
+            }
+            Partition::Sequential => {
+                let offset = rng.random_range(0..=steps);
+                let row = (corpus.len() - offset - 1) / batch;
+                (0..row / steps)
+                    .map(|b| (0..batch).map(|r| offset + r * row + b * steps).collect())
+                    .collect()
+            }
+        };
+        starts
+            .into_iter()
+            .map(|rows| {
+                let take = |shift: usize| -> Vec<f32> {
+                    rows.iter()
+                        .flat_map(|&s| corpus[s + shift..s + shift + steps].iter())
+                        .map(|&t| t as f32)
+                        .collect()
+                };
+                Batch {
+                    x: take(0),
+                    x_shape: vec![batch, steps],
+                    y: take(1),
+                    y_shape: [batch, steps],
+                }
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each batch's rows, as token numbers.
+    fn rows(batch: &Batch, of: &[f32]) -> Vec<Vec<usize>> {
+        of.chunks(batch.x_shape[1])
+            .map(|r| r.iter().map(|&t| t as usize).collect())
+            .collect()
+    }
+
+    #[test]
+    fn sequential_rows_go_on_from_one_batch_to_the_next_and_targets_are_the_next_tokens() {
+        let corpus: Vec<usize> = (0..1000).collect();
+        for seed in 0..20 {
+            let data =
+                Subsequences::new(corpus.clone(), 3, 7, Partition::Sequential, seed).unwrap();
+            let batches = data.epoch(0);
+            let offset = batches[0].x[0] as usize;
+            assert!(offset <= 7, "offset {offset}");
+            // d2l: (1000 - offset - 1) // 3 tokens a row, as many whole batches as fit.
+            assert_eq!(batches.len(), (999 - offset) / 3 / 7, "seed {seed}");
+            for (t, batch) in batches.iter().enumerate() {
+                let (x, y) = (rows(batch, &batch.x), rows(batch, &batch.y));
+                for r in 0..3 {
+                    assert!(x[r].windows(2).all(|w| w[1] == w[0] + 1), "{x:?}");
+                    assert!(x[r].iter().zip(&y[r]).all(|(a, b)| *b == a + 1), "{y:?}");
+                    if t > 0 {
+                        let before = rows(&batches[t - 1], &batches[t - 1].x);
+                        assert_eq!(x[r][0], before[r][6] + 1, "seed {seed}, batch {t}, row {r}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn random_subsequences_are_disjoint_in_a_seeded_order_new_each_epoch() {
+        let corpus: Vec<usize> = (0..500).collect();
+        let data = Subsequences::new(corpus, 4, 6, Partition::Random, 3).unwrap();
+        let epoch = data.epoch(0);
+        assert_eq!(
+            epoch,
+            data.epoch(0),
+            "the same seed and epoch, the same batches"
+        );
+        assert_ne!(epoch, data.epoch(1), "a new order each epoch");
+        let mut starts: Vec<usize> = Vec::new();
+        for batch in &epoch {
+            for (x, y) in rows(batch, &batch.x).iter().zip(rows(batch, &batch.y)) {
+                assert!(x.windows(2).all(|w| w[1] == w[0] + 1), "{x:?}");
+                assert!(x.iter().zip(&y).all(|(a, b)| *b == a + 1), "{y:?}");
+                starts.push(x[0]);
+            }
+        }
+        let offset = starts.iter().min().unwrap() % 6;
+        assert!(starts.iter().all(|s| s % 6 == offset), "{starts:?}");
+        let count = starts.len();
+        starts.sort();
+        starts.dedup();
+        assert_eq!(starts.len(), count, "a subsequence drawn twice");
+        // d2l: (500 - offset - 1) // 6 subsequences, whole batches of 4 of them.
+        assert_eq!(count, (499 - offset) / 6 / 4 * 4);
+        // Drawn in a random order, not read along the corpus.
+        let firsts: Vec<f32> = epoch.iter().map(|b| b.x[0]).collect();
+        assert!(!firsts.windows(2).all(|w| w[0] < w[1]), "{firsts:?}");
+    }
+
+    #[test]
+    fn sizes_that_cannot_make_a_batch_are_named() {
+        let corpus: Vec<usize> = (0..30).collect();
+        let err = |batch, steps| {
+            Subsequences::new(corpus.clone(), batch, steps, Partition::Random, 0)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(0, 5).contains("batch size 0"), "{}", err(0, 5));
+        assert!(err(2, 0).contains("steps 0"), "{}", err(2, 0));
+        let short = err(4, 6);
+        assert!(
+            short.contains("of 30 tokens") && short.contains("31 tokens"),
+            "{short}"
+        );
+        assert!(Subsequences::new(corpus, 4, 5, Partition::Sequential, 0).is_ok());
+    }
+}
