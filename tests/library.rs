@@ -19,6 +19,8 @@ mod precision;
 mod run_spec;
 #[path = "library/schedules.rs"]
 mod schedules;
+#[path = "library/sequence_model.rs"]
+mod sequence_model;
 
 use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;

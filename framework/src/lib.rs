@@ -66,7 +66,7 @@ pub use init::Init;
 pub use io::safetensors::{load_parameters, save_parameters};
 // Every layer, `Pair`, `Sequential` and `Layer`: `layers`' own list says which.
 pub use layers::*;
-pub use loss::{L1Loss, L2Loss, Loss, SoftmaxCrossEntropyLoss};
+pub use loss::{L1Loss, L2Loss, Loss, SequenceCrossEntropyLoss, SoftmaxCrossEntropyLoss};
 pub use ndtensor::NdTensor;
 pub use onnx::Export;
 pub use optim::{Optimizer, OptimizerKind};

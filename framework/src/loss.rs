@@ -43,6 +43,16 @@ pub struct L1Loss;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SoftmaxCrossEntropyLoss;
 
+/// A language model's cross-entropy: for each sequence, −log softmax(ŷ)[y] averaged over its
+/// steps (d2l's `loss(y_hat, Y.T.reshape(-1))`, one value per sequence for
+/// [`Optimizer::step`](crate::Optimizer::step)'s batch size). The predictions are
+/// `[batch × steps, vocabulary]`, sequence by sequence, step by step (a `[batch, steps,
+/// hidden]` output flattened); the targets `[batch, steps]` token indices, as floats, as an
+/// `ember_datasets::text::Subsequences` batch holds them. `exp` of its mean is the
+/// perplexity.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SequenceCrossEntropyLoss;
+
 /// The target reshaped like the prediction, as Gluon does (`_reshape_like`); a different
 /// number of elements is an error naming both shapes.
 fn reshape_like(pred: &Tensor<2>, target: Tensor<2>, loss: &str) -> Result<Tensor<2>> {
@@ -101,6 +111,29 @@ impl Loss for SoftmaxCrossEntropyLoss {
     }
 }
 
+impl Loss for SequenceCrossEntropyLoss {
+    type Target = Tensor<2>;
+
+    fn forward(&self, pred: Tensor<2>, target: Tensor<2>) -> Result<Tensor<1>> {
+        let [rows, vocabulary] = pred.dims();
+        let [batch, steps] = target.dims();
+        if rows != batch * steps {
+            return Err(Error::Shape {
+                what: "SequenceCrossEntropyLoss predictions".to_string(),
+                expected: format!(
+                    "[{}, vocabulary]: one row per step of the targets' {batch} sequences of \
+                     {steps}",
+                    batch * steps
+                ),
+                got: vec![rows, vocabulary],
+            });
+        }
+        let labels = target.int().reshape([rows, 1]);
+        let picked = log_softmax(pred, 1).gather(1, labels).neg();
+        Ok(picked.reshape([batch, steps]).mean_dim(1).squeeze_dim(1))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -110,6 +143,41 @@ mod tests {
     //   pred = nd.array([[2., 1., 0.], [0., 0., 3.]]); label = nd.array([0, 2])
     //   gluon.loss.SoftmaxCrossEntropyLoss()(pred, label) -> [0.40760596 0.09492489]
     //   gluon.loss.L1Loss()(nd.array([[1., -2.]]), nd.array([[0., 0.]])) -> [1.5]
+    // Reference (PyTorch 2.15): F.cross_entropy(pred, labels, reduction='none') for
+    //   pred = [[2, 1, 0], [0, 0, 3], [1, 1, 1], [0, 2, 0]], labels = [0, 2, 1, 0]
+    //   -> [0.40760596, 0.09492489, 1.09861229, 2.23954481]; sequences of 2: their means.
+    #[test]
+    fn sequence_cross_entropy_is_each_sequences_mean_over_its_steps() {
+        let device = Device::flex();
+        let pred = Tensor::<2>::from_floats(
+            [
+                [2.0, 1.0, 0.0],
+                [0.0, 0.0, 3.0],
+                [1.0, 1.0, 1.0],
+                [0.0, 2.0, 0.0],
+            ],
+            &device,
+        );
+        let target = Tensor::<2>::from_floats([[0.0, 2.0], [1.0, 0.0]], &device);
+        let l: Vec<f32> = SequenceCrossEntropyLoss
+            .forward(pred.clone(), target)
+            .unwrap()
+            .into_data()
+            .try_to_vec()
+            .unwrap();
+        let want = [
+            (0.407_605_96 + 0.094_924_89) / 2.0,
+            (1.098_612_3 + 2.239_545) / 2.0,
+        ];
+        assert!(
+            (l[0] - want[0]).abs() < 1e-5 && (l[1] - want[1]).abs() < 1e-5,
+            "{l:?}"
+        );
+        let three = Tensor::<2>::from_floats([[0.0, 2.0, 1.0]], &device);
+        let err = SequenceCrossEntropyLoss.forward(pred, three).unwrap_err();
+        assert!(err.to_string().contains("[3, vocabulary]"), "{err}");
+    }
+
     #[test]
     fn cross_entropy_and_l1_match_gluon() {
         let device = Device::flex();

@@ -93,3 +93,10 @@ impl BatchSource for ember_datasets::DataLoader {
         Some(self.num_batches())
     }
 }
+
+/// A language model's subsequences: new ones each epoch, from the seed and the epoch.
+impl BatchSource for ember_datasets::text::Subsequences {
+    fn batches(&mut self, epoch: usize) -> Box<dyn Iterator<Item = Result<Batch>> + '_> {
+        Box::new(self.epoch(epoch as u64).into_iter().map(Ok))
+    }
+}
