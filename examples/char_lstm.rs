@@ -16,8 +16,7 @@ use ember::{
     Block, Dense, DeviceName, Embedding, Init, Layout, NdTensor, Optimizer, OptimizerKind,
     Recurrent, Result, SequenceCrossEntropyLoss,
 };
-use ember_datasets::text::{Granularity, Partition, Subsequences, Vocab, fortunes};
-use ember_datasets::text::{letters_only, tokenize};
+use ember_datasets::text::{Partition, Subsequences, Vocab, fortunes};
 use ember_trainer::fit::Fit;
 
 /// Characters in, the next character's scores out, for every step.
@@ -118,12 +117,8 @@ fn main() -> anyhow::Result<()> {
     let device = picked.device.clone().autodiff();
     device.seed(0);
 
-    let lines = fortunes::lines(std::path::Path::new(fortunes::DIR))?;
-    let cleaned: Vec<String> = lines.iter().map(|l| letters_only(l)).collect();
-    let tokens = tokenize(&cleaned, Granularity::Char);
-    let vocab = Vocab::new(&tokens, 0, &[] as &[&str]);
-    let mut corpus: Vec<usize> = tokens.iter().flatten().map(|t| vocab.index(t)).collect();
-    corpus.truncate(characters);
+    let dir = std::path::Path::new(fortunes::DIR);
+    let (corpus, vocab) = fortunes::characters(dir, Some(characters))?;
     println!(
         "{} characters, a vocabulary of {}",
         corpus.len(),

@@ -58,26 +58,25 @@ fn an_mlp_learns_fashion_mnist_format_data_from_idx_files() {
 /// the package; without it this test fails, naming it.
 #[test]
 fn debians_fortunes_make_a_character_corpus_as_d2ls_time_machine() {
-    use ember_datasets::text::{Granularity, Partition, Subsequences, Vocab, fortunes};
-    use ember_datasets::text::{letters_only, tokenize};
-    let lines = fortunes::lines(std::path::Path::new(fortunes::DIR)).unwrap();
+    use ember_datasets::text::{Partition, Subsequences, fortunes};
+    let dir = std::path::Path::new(fortunes::DIR);
+    let lines = fortunes::lines(dir).unwrap();
     assert!(lines.len() > 50_000, "{} lines", lines.len());
     assert!(
         !lines.iter().any(|l| l.trim() == "%"),
         "a separator was kept"
     );
-    let cleaned: Vec<String> = lines.iter().map(|l| letters_only(l)).collect();
-    let tokens = tokenize(&cleaned, Granularity::Char);
-    let vocab = Vocab::new(&tokens, 0, &[] as &[&str]);
+    let (corpus, vocab) = fortunes::characters(dir, None).unwrap();
     assert_eq!(vocab.len(), 28, "{:?}", vocab.tokens());
     let top: Vec<&str> = vocab.tokens()[1..4].iter().map(String::as_str).collect();
     assert_eq!(top, [" ", "e", "t"], "English's most frequent characters");
-    let corpus: Vec<usize> = tokens.iter().flatten().map(|t| vocab.index(t)).collect();
     assert!(corpus.len() > 1_500_000, "{} characters", corpus.len());
     assert!(
         !corpus.contains(&0),
         "a cleaned character outside the vocabulary"
     );
+    let (first, _) = fortunes::characters(dir, Some(1000)).unwrap();
+    assert_eq!(first, corpus[..1000]);
     let data = Subsequences::new(corpus, 32, 35, Partition::Sequential, 0).unwrap();
     let batches = data.epoch(0);
     assert!(batches.len() > 1000, "{} batches", batches.len());
@@ -93,7 +92,7 @@ fn a_missing_fortunes_directory_names_the_package() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains(&missing.display().to_string()) && err.contains("apt-get install fortunes"),
+        err.contains(&missing.display().to_string()) && err.contains("package `fortunes`"),
         "{err}"
     );
 }

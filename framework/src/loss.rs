@@ -44,12 +44,14 @@ pub struct L1Loss;
 pub struct SoftmaxCrossEntropyLoss;
 
 /// A language model's cross-entropy: for each sequence, −log softmax(ŷ)[y] averaged over its
-/// steps (d2l's `loss(y_hat, Y.T.reshape(-1))`, one value per sequence for
-/// [`Optimizer::step`](crate::Optimizer::step)'s batch size). The predictions are
-/// `[batch × steps, vocabulary]`, sequence by sequence, step by step (a `[batch, steps,
-/// hidden]` output flattened); the targets `[batch, steps]` token indices, as floats, as an
-/// `ember_datasets::text::Subsequences` batch holds them. `exp` of its mean is the
-/// perplexity.
+/// steps, one value per sequence for [`Optimizer::step`](crate::Optimizer::step)'s batch size;
+/// `exp` of its mean is the perplexity. The targets are `[batch, steps]` token indices (as
+/// floats, as an `ember_datasets::text::Subsequences` batch holds them); the predictions are
+/// `[batch × steps, vocabulary]` **sequence by sequence**: row `b × steps + s` scores step `s`
+/// of sequence `b`, as a `[batch, steps, vocabulary]` output flattened gives them (a recurrent
+/// layer's `Layout::Ntc`). A `Layout::Tnc` output flattened is step by step (d2l's
+/// `Y.T.reshape(-1)` order): swap its first two axes first. Only the number of rows can be
+/// checked here.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SequenceCrossEntropyLoss;
 

@@ -11,24 +11,14 @@ mod char_lstm;
 use burn::prelude::*;
 use char_lstm::CharModel;
 use ember::{Block, Init, Optimizer, SequenceCrossEntropyLoss};
-use ember_datasets::text::{Granularity, Partition, Subsequences, Vocab, fortunes};
-use ember_datasets::text::{letters_only, tokenize};
+use ember_datasets::text::{Partition, Subsequences, fortunes};
 use ember_trainer::fit::Fit;
 use ember_trainer::policy::{NoSync, Window};
 
-fn corpus(characters: usize) -> (Vocab, Vec<usize>) {
-    let lines = fortunes::lines(std::path::Path::new(fortunes::DIR)).unwrap();
-    let cleaned: Vec<String> = lines.iter().map(|l| letters_only(l)).collect();
-    let tokens = tokenize(&cleaned, Granularity::Char);
-    let vocab = Vocab::new(&tokens, 0, &[] as &[&str]);
-    let mut corpus: Vec<usize> = tokens.iter().flatten().map(|t| vocab.index(t)).collect();
-    corpus.truncate(characters);
-    (vocab, corpus)
-}
-
 #[test]
 fn a_character_lstm_learns_the_fortunes_under_every_policy() {
-    let (vocab, corpus) = corpus(40_000);
+    let dir = std::path::Path::new(fortunes::DIR);
+    let (corpus, vocab) = fortunes::characters(dir, Some(40_000)).unwrap();
     let device = Device::flex().autodiff();
     let mut finals = Vec::new();
     for policy in ["barrier", "t+2", "none"] {

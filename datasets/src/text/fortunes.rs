@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::{Granularity, Vocab, letters_only, tokenize};
 use crate::error::{DatasetError, Result};
 
 /// Where Debian installs the files.
@@ -20,8 +21,8 @@ const PICTURES: [&str; 2] = ["art", "ascii-art"];
 /// `%` lines between quotations left out.
 ///
 /// # Errors
-/// [`DatasetError::Io`] naming `dir` where it cannot be read (with the package to install), or a
-/// file in it.
+/// [`DatasetError::Io`] naming `dir` where it cannot be read (and the package that installs
+/// it), or a file in it.
 pub fn lines(dir: &Path) -> Result<Vec<String>> {
     let io = |path: &Path, source| DatasetError::Io {
         path: path.to_path_buf(),
@@ -30,7 +31,7 @@ pub fn lines(dir: &Path) -> Result<Vec<String>> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         let hint = std::io::Error::new(
             e.kind(),
-            format!("{e}; Debian's fortunes are installed with `apt-get install fortunes`"),
+            format!("{e} (Debian's package `fortunes` installs the files there)"),
         );
         io(dir, hint)
     })?;
@@ -55,4 +56,24 @@ pub fn lines(dir: &Path) -> Result<Vec<String>> {
         );
     }
     Ok(lines)
+}
+
+/// d2l's `load_corpus_time_machine` on `dir`'s fortunes: every line cleaned as d2l cleans *The
+/// Time Machine* ([`letters_only`]), split into characters, the character vocabulary (`<unk>`,
+/// the space, 26 letters), and the corpus's first `max_tokens` characters as indices (all of
+/// them for `None`).
+///
+/// # Errors
+/// As [`lines`].
+pub fn characters(dir: &Path, max_tokens: Option<usize>) -> Result<(Vec<usize>, Vocab)> {
+    let cleaned: Vec<String> = lines(dir)?.iter().map(|l| letters_only(l)).collect();
+    let tokens = tokenize(&cleaned, Granularity::Char);
+    let vocab = Vocab::new(&tokens, 0, &[] as &[&str]);
+    let corpus = tokens
+        .iter()
+        .flatten()
+        .take(max_tokens.unwrap_or(usize::MAX))
+        .map(|t| vocab.index(t))
+        .collect();
+    Ok((corpus, vocab))
 }

@@ -67,16 +67,23 @@ impl Subsequences {
                 return invalid(name, "0".into(), "subsequences need 1 or more".into());
             }
         }
-        // The most either partition can need for one batch, from its largest offset.
-        let least = batch * steps + steps + 1;
-        if corpus.len() < least {
+        // What one batch needs from the largest offset: a random one is below `steps`, a
+        // sequential one up to it.
+        let extra = match partition {
+            Partition::Random => 0,
+            Partition::Sequential => 1,
+        };
+        let least = batch
+            .checked_mul(steps)
+            .and_then(|n| n.checked_add(steps)?.checked_add(extra));
+        if least.is_none_or(|least| corpus.len() < least) {
+            let least = least.map_or("more than this machine counts".to_string(), |n| {
+                format!("{n} tokens or more")
+            });
             return invalid(
                 "corpus",
                 format!("of {} tokens", corpus.len()),
-                format!(
-                    "a batch of {batch} subsequences of {steps} tokens takes {least} tokens \
-                     or more"
-                ),
+                format!("a batch of {batch} subsequences of {steps} tokens takes {least}"),
             );
         }
         Ok(Self {
@@ -91,7 +98,8 @@ impl Subsequences {
     /// The minibatches of `epoch`: `x` holds `[batch, steps]` token indices (as floats, as an
     /// [`Embedding`](ember::Embedding) takes them), `y` the tokens that follow each.
     pub fn epoch(&self, epoch: u64) -> Vec<Batch> {
-        let mut rng = StdRng::seed_from_u64(self.seed.wrapping_add(epoch));
+        // Seed and epoch mixed, so that no (seed, epoch) draws another's order.
+        let mut rng = StdRng::seed_from_u64(self.seed ^ epoch.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let (corpus, batch, steps) = (&self.corpus, self.batch, self.steps);
         // Rows of `batch` starts, one batch each.
         let starts: Vec<Vec<usize>> = match self.partition {
@@ -208,11 +216,29 @@ mod tests {
         };
         assert!(err(0, 5).contains("batch size 0"), "{}", err(0, 5));
         assert!(err(2, 0).contains("steps 0"), "{}", err(2, 0));
-        let short = err(4, 6);
+        let short = err(4, 7);
         assert!(
-            short.contains("of 30 tokens") && short.contains("31 tokens"),
+            short.contains("of 30 tokens") && short.contains("35 tokens or more"),
             "{short}"
         );
-        assert!(Subsequences::new(corpus, 4, 5, Partition::Sequential, 0).is_ok());
+        // Random sampling needs b·s + s tokens, sequential partitioning one more (d2l's
+        // offsets run to s − 1 and to s).
+        let made = |n: usize, partition, seed| {
+            Subsequences::new(corpus[..n].to_vec(), 4, 5, partition, seed)
+        };
+        assert!(made(24, Partition::Random, 0).is_err() && made(25, Partition::Random, 0).is_ok());
+        let sequential = Partition::Sequential;
+        assert!(made(25, sequential, 0).is_err() && made(26, sequential, 0).is_ok());
+        for seed in 0..50 {
+            for (partition, n) in [(Partition::Random, 25), (sequential, 26)] {
+                let batches = made(n, partition, seed).unwrap().epoch(0);
+                assert!(!batches.is_empty(), "{partition:?}, seed {seed}");
+            }
+        }
+        let huge = Subsequences::new(corpus, usize::MAX, 2, Partition::Random, 0).unwrap_err();
+        assert!(
+            huge.to_string().contains("more than this machine counts"),
+            "{huge}"
+        );
     }
 }

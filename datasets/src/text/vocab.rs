@@ -37,19 +37,19 @@ impl Vocab {
         // Most frequent first; a tie keeps the order first seen (Python's stable sort of a
         // Counter, which keeps insertion order).
         freqs.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)));
-        let mut tokens: Vec<String> = std::iter::once(UNK.to_string())
-            .chain(reserved.iter().map(|r| r.as_ref().to_string()))
-            .collect();
-        for (token, count, _) in &freqs {
-            if *count >= min_freq.max(1) && !tokens.iter().any(|t| t == token) {
+        let mut tokens: Vec<String> = Vec::new();
+        let mut index: HashMap<String, usize> = HashMap::new();
+        let specials = std::iter::once(UNK).chain(reserved.iter().map(AsRef::as_ref));
+        let counted = freqs
+            .iter()
+            .filter(|(_, count, _)| *count >= min_freq.max(1))
+            .map(|(token, _, _)| *token);
+        for token in specials.chain(counted) {
+            if !index.contains_key(token) {
+                index.insert(token.to_string(), tokens.len());
                 tokens.push(token.to_string());
             }
         }
-        let index = tokens
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.clone(), i))
-            .collect();
         Vocab {
             tokens,
             index,

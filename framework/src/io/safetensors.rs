@@ -312,11 +312,12 @@ fn refuse_pickle(path: &Path) -> Result<()> {
         })
         .map_err(|source| Error::io(path, source))?;
     // A safetensors file: a little-endian header length, then the header's `{`. Its first
-    // two bytes are a pickle's (0x80, protocol 2 to 5) whenever the header is 640, 896, 1152
-    // or 1408 bytes long, and such a file (a 1-layer `nn.RNN`'s) was refused as a pickle.
+    // two bytes are a pickle's (0x80, protocol 2 to 5) whenever that length is 0x0280 to
+    // 0x05ff with 0x80 as its low byte (640, 896, 1152, 1408 bytes, and so on every 64 KiB),
+    // and such a file (a 1-layer `nn.RNN`'s) was refused as a pickle.
     let header = u64::from_le_bytes(start[..8].try_into().expect("8 bytes"));
     let safetensors = read == 9 && start[8] == b'{' && header.saturating_add(8) <= len;
-    let zip = read >= 4 && start[..4] == *b"PK\x03\x04";
+    let zip = !safetensors && read >= 4 && start[..4] == *b"PK\x03\x04";
     let pickle = !safetensors && read >= 2 && start[0] == 0x80 && (2..=5).contains(&start[1]);
     if zip || pickle {
         return Err(file_error(

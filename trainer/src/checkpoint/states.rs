@@ -3,6 +3,11 @@
 //! of another network was taken in silence (burn keys it by parameter ids, and drops the
 //! ones it does not find, so the moments started again from zero, hostile pass).
 //!
+//! The check goes one way: state that belongs to nothing, or to a parameter of another shape.
+//! A file holding less state than the network could (another run's plain SGD's, an older copy
+//! of the same run's) is not found: which parameters have state depends on the optimizer and
+//! on the gradients they got.
+//!
 //! [`check_files`] needs no network, so that [`super::Checkpoint::verify`] finds such a
 //! checkpoint where a resume falls back to the one before it; [`check_network`] compares the
 //! network file with the network a resumed run built.

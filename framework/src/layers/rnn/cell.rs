@@ -66,7 +66,7 @@ impl RecurrentCell {
     ///
     /// # Panics
     /// Before the input size is known, or on inputs of the wrong shape, as
-    /// [`Block::forward`].
+    /// [`Block::forward`]; on states of another number or shape than `begin_state`'s.
     pub fn forward_step(
         &self,
         x: Tensor<2>,
@@ -75,9 +75,16 @@ impl RecurrentCell {
         let weights = self.weights.module(self);
         let cell = weights.cell(0, 0);
         let [batch, _] = x.dims();
-        let mut states = states
-            .unwrap_or_else(|| self.begin_state(batch, &x.device()))
-            .into_iter();
+        let states = states.unwrap_or_else(|| self.begin_state(batch, &x.device()));
+        let shape = [batch, self.hidden];
+        assert!(
+            states.len() == self.mode.states() && states.iter().all(|s| s.dims() == shape),
+            "{self} takes {} state(s) of shape {shape:?}, as begin_state({batch}) makes them; \
+             it was given {:?}",
+            self.mode.states(),
+            states.iter().map(|s| s.dims()).collect::<Vec<_>>()
+        );
+        let mut states = states.into_iter();
         let h = states.next().expect("a state h");
         let c = states.next();
         let hw = cell.hidden_part(h.clone());
@@ -113,7 +120,7 @@ impl Block for RecurrentCell {
                 got: dims,
             });
         }
-        let known = self.weights.get().map(|w| w.cells[0].input_size());
+        let known = self.weights.get().and_then(|w| w.cells.first().map(Cell::input_size));
         if let Some(known) = known.or(self.input_size)
             && known != dims[1]
         {
@@ -159,7 +166,7 @@ impl RecurrentCell {
 
 impl fmt::Display for RecurrentCell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let known = self.weights.get().map(|w| w.cells[0].input_size());
+        let known = self.weights.get().and_then(|w| w.cells.first().map(Cell::input_size));
         match known.or(self.input_size) {
             Some(input) => write!(f, "{}Cell({input} -> {}", self.mode, self.hidden)?,
             None => write!(f, "{}Cell(? -> {}", self.mode, self.hidden)?,

@@ -122,8 +122,9 @@ impl Recurrent {
     /// one batch to the next is the caller's to detach.
     ///
     /// # Panics
-    /// Before the input size is known, or on an input or state of the wrong shape, as
-    /// [`Block::forward`]; [`Block::infer_shape`] checks the input with errors.
+    /// Before the input size is known, or on an input of the wrong shape, as
+    /// [`Block::forward`] ([`Block::infer_shape`] checks the input with errors); on states of
+    /// another number or shape than [`Recurrent::begin_state`]'s, naming both.
     pub fn forward_state(
         &self,
         x: Tensor<3>,
@@ -136,12 +137,8 @@ impl Recurrent {
         };
         let [_, batch, _] = input.dims();
         let states = states.unwrap_or_else(|| self.begin_state(batch, &input.device()));
-        let at = |state: usize, k: usize| {
-            states[state]
-                .clone()
-                .narrow(0, k, 1)
-                .reshape([batch, self.hidden])
-        };
+        self.check_states(&states, batch);
+        let at = |state: usize, k: usize| states[state].clone().narrow(0, k, 1).squeeze_dim(0);
         let (mut hs, mut cs) = (Vec::new(), Vec::new());
         for layer in 0..self.layers {
             let mut outputs = Vec::new();
@@ -169,6 +166,19 @@ impl Recurrent {
             finals.push(Tensor::stack(cs, 0));
         }
         (y, finals)
+    }
+
+    /// States as [`Recurrent::begin_state`] shapes them for `batch`, as many as the layer
+    /// carries: one of another shape was reshaped into place, its values scrambled.
+    fn check_states(&self, states: &[Tensor<3>], batch: usize) {
+        let shape = [self.layers * self.directions(), batch, self.hidden];
+        assert!(
+            states.len() == self.mode.states() && states.iter().all(|s| s.dims() == shape),
+            "{self} takes {} state(s) of shape {shape:?} ([layers × directions, batch, \
+             hidden]), as begin_state({batch}) makes them; it was given {:?}",
+            self.mode.states(),
+            states.iter().map(|s| s.dims()).collect::<Vec<_>>()
+        );
     }
 
     /// One direction of one layer over `[time, batch, in]`: its outputs `[time, batch,
@@ -227,7 +237,7 @@ impl Recurrent {
     fn known_input_size(&self) -> Option<usize> {
         self.weights
             .get()
-            .map(|w| w.cells[0].input_size())
+            .and_then(|w| w.cells.first().map(Cell::input_size))
             .or(self.input_size)
     }
 
@@ -311,7 +321,7 @@ impl fmt::Display for Recurrent {
         if self.mode == Mode::RnnRelu {
             write!(f, ", relu")?;
         }
-        if self.layers > 1 {
+        if self.layers != 1 {
             write!(f, ", {} layers", self.layers)?;
         }
         if self.bidirectional {
@@ -331,3 +341,6 @@ impl fmt::Display for Recurrent {
 }
 
 layer_module!(Recurrent, weights);
+
+#[cfg(test)]
+mod tests;

@@ -59,9 +59,8 @@ impl Cell {
     }
 }
 
-/// `x·Wᵀ + b` for a weight in PyTorch's `[out, in]` layout. (Through ember's oneDNN product,
-/// as `Dense`'s, a character LSTM's epoch took as long: 22.6 s against 21.3 s; its time is in
-/// the steps' many small operations, which oneDNN's RNN primitive is to take whole.)
+/// `x·Wᵀ + b` for a weight in PyTorch's `[out, in]` layout, on burn's path (ember's oneDNN
+/// product, as `Dense`'s, gained nothing here: bench/RESULTS.md, 2026-11-28).
 fn product(x: Tensor<2>, weight: &Param<Tensor<2>>, bias: Option<&Param<Tensor<1>>>) -> Tensor<2> {
     burn::tensor::module::linear(x, weight.val().transpose(), bias.map(Param::val))
 }
