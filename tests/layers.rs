@@ -27,6 +27,8 @@ include!("reference/torch_layers.out.rs");
 
 #[path = "layers/autocast.rs"]
 mod autocast;
+#[path = "layers/positional.rs"]
+mod positional;
 #[path = "layers/recurrent.rs"]
 mod recurrent;
 

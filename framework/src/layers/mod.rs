@@ -35,6 +35,7 @@ layers! {
     flatten: Flatten;
     embedding: Embedding;
     rnn: Recurrent, RecurrentCell;
+    positional: PositionalEncoding;
     activation: Activation;
 }
 

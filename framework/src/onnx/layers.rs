@@ -254,6 +254,9 @@ impl Export for crate::Recurrent {}
 /// Not yet, as [`crate::Recurrent`].
 impl Export for crate::RecurrentCell {}
 
+/// Not yet: its table is cut to the input's steps, which the graph does not know here.
+impl Export for crate::PositionalEncoding {}
+
 impl<U: Export> Export for Sequential<U> {
     /// Describes each child in turn under its index, as its parameters are named.
     fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {
