@@ -134,20 +134,19 @@ pub fn any_opened() -> bool {
 /// called one that "stopped answering" (hostile pass).
 #[cfg(feature = "remote")]
 pub(super) fn connecting(error: Error, device: &str) -> Error {
-    if matches!(error, Error::Silent { .. })
-        && let Some(why) = lost::unanswered(device)
-        && !why.starts_with("accepts a connection")
-    {
-        let reason = match why.as_str() {
-            lost::REFUSES => "it refuses connections: no server listens there".to_string(),
-            _ => format!("it {why}"),
-        };
-        return Error::Unreachable {
-            device: device.to_string(),
-            reason,
-        };
+    if !matches!(error, Error::Silent { .. }) {
+        return error;
     }
-    error
+    let reason = match lost::unanswered(device) {
+        Some(lost::Unanswered::Refused) => "it refuses connections: no server listens there",
+        Some(lost::Unanswered::Unreachable(why)) => &format!("it {why}"),
+        // It accepts and does not answer, or answers now: the bound's error says so.
+        Some(lost::Unanswered::Silent) | None => return error,
+    };
+    Error::Unreachable {
+        device: device.to_string(),
+        reason: reason.to_string(),
+    }
 }
 
 /// The error for `device`, silent for the whole bound while ember was `doing` something.

@@ -8,8 +8,30 @@
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-/// What [`unanswered`] says of an address where nothing listens.
-pub(super) const REFUSES: &str = "refuses connections: its server has stopped";
+/// Why a server does not answer a new connection.
+pub(super) enum Unanswered {
+    /// Nothing listens at its address: the connection was refused.
+    Refused,
+    /// Its address cannot be asked, resolved or reached: why, in words.
+    Unreachable(String),
+    /// It accepts a connection but does not answer within [`PATIENCE`]: stopped or hung.
+    Silent,
+}
+
+impl std::fmt::Display for Unanswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unanswered::Refused => f.write_str("refuses connections: its server has stopped"),
+            Unanswered::Unreachable(why) => f.write_str(why),
+            Unanswered::Silent => write!(
+                f,
+                "accepts a connection but gives no answer within {} s: its server is stopped \
+                 or hung",
+                PATIENCE.as_secs()
+            ),
+        }
+    }
+}
 
 /// How long a server gets to answer the handshake.
 const PATIENCE: Duration = Duration::from_secs(1);
@@ -32,11 +54,11 @@ pub(super) fn unanswered_of(names: &[String]) -> Vec<String> {
 
 /// Why the server of the remote device `name` (`remote:ws://HOST:PORT`) does not answer a
 /// new connection within [`PATIENCE`]; `None` where it answers.
-pub(super) fn unanswered(name: &str) -> Option<String> {
+pub(super) fn unanswered(name: &str) -> Option<Unanswered> {
     let url = name.strip_prefix("remote:").unwrap_or(name);
     let request = match tungstenite::client::IntoClientRequest::into_client_request(url) {
         Ok(request) => request,
-        Err(e) => return Some(format!("cannot be asked ({e})")),
+        Err(e) => return Some(Unanswered::Unreachable(format!("cannot be asked ({e})"))),
     };
     let (host, port) = (
         request.uri().host()?,
@@ -45,7 +67,7 @@ pub(super) fn unanswered(name: &str) -> Option<String> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let addresses: Vec<_> = match (host, port).to_socket_addrs() {
         Ok(addresses) => addresses.collect(),
-        Err(e) => return Some(format!("has no address now ({e})")),
+        Err(e) => return Some(Unanswered::Unreachable(format!("has no address now ({e})"))),
     };
     // Each address in turn, as burn's client tries them: `localhost` may be ::1 first, where
     // a server on 127.0.0.1 refuses.
@@ -62,9 +84,9 @@ pub(super) fn unanswered(name: &str) -> Option<String> {
     }
     let Some(stream) = connected else {
         return Some(match refused {
-            Some(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => REFUSES.to_string(),
-            Some(e) => format!("cannot be reached ({e})"),
-            None => "has no address now".to_string(),
+            Some(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => Unanswered::Refused,
+            Some(e) => Unanswered::Unreachable(format!("cannot be reached ({e})")),
+            None => Unanswered::Unreachable("has no address now".to_string()),
         });
     };
     let _ = stream.set_read_timeout(Some(PATIENCE));
@@ -76,10 +98,6 @@ pub(super) fn unanswered(name: &str) -> Option<String> {
         }
         // Any HTTP answer (the path refused) comes from a server that runs.
         Err(tungstenite::HandshakeError::Failure(tungstenite::Error::Http(_))) => None,
-        Err(_) => Some(format!(
-            "accepts a connection but gives no answer within {} s: its server is stopped or \
-             hung",
-            PATIENCE.as_secs()
-        )),
+        Err(_) => Some(Unanswered::Silent),
     }
 }

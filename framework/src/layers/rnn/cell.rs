@@ -104,7 +104,7 @@ impl Block for RecurrentCell {
         self.forward_step(x.rank::<2>(), None).0.into()
     }
 
-    fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
         let dims = x.dims();
         if self.hidden == 0 {
             return Err(Error::InvalidValue {
@@ -120,30 +120,11 @@ impl Block for RecurrentCell {
                 got: dims,
             });
         }
-        let known = self.weights.get().and_then(|w| w.cells.first().map(Cell::input_size));
-        if let Some(known) = known.or(self.input_size)
-            && known != dims[1]
-        {
-            return Err(Error::FeatureMismatch {
-                layer: self.to_string(),
-                expected: known,
-                got: dims[1],
-            });
-        }
-        let layer = self.clone();
-        self.weights
-            .resolve(&layer, &x.device(), |device| Ok(layer.build(dims[1], device)))?;
-        let y = self.forward(x);
-        Ok((self, y))
+        self.resolved(dims[1], x)
     }
 
-    fn initialize(mut self, init: Init, device: &Device) -> Self {
-        let declared = self.input_size.map(|features| {
-            let layer = self.clone();
-            move |device: &Device| layer.build(features, device)
-        });
-        self.weights.initialize(init, device, declared);
-        self
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        self.initialized(init, device)
     }
 }
 
@@ -166,8 +147,7 @@ impl RecurrentCell {
 
 impl fmt::Display for RecurrentCell {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let known = self.weights.get().and_then(|w| w.cells.first().map(Cell::input_size));
-        match known.or(self.input_size) {
+        match self.known_input_size() {
             Some(input) => write!(f, "{}Cell({input} -> {}", self.mode, self.hidden)?,
             None => write!(f, "{}Cell(? -> {}", self.mode, self.hidden)?,
         }

@@ -233,14 +233,6 @@ impl Recurrent {
         }
     }
 
-    /// The input size, once known.
-    fn known_input_size(&self) -> Option<usize> {
-        self.weights
-            .get()
-            .and_then(|w| w.cells.first().map(Cell::input_size))
-            .or(self.input_size)
-    }
-
     fn check_options(&self) -> Result<()> {
         let invalid = |name, value: String, reason: &str| {
             Err(Error::InvalidValue {
@@ -271,7 +263,7 @@ impl Block for Recurrent {
         self.forward_state(x.rank::<3>(), None).0.into()
     }
 
-    fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
         self.check_options()?;
         let dims = x.dims();
         if dims.len() != 3 || dims.contains(&0) {
@@ -285,30 +277,11 @@ impl Block for Recurrent {
                 got: dims,
             });
         }
-        let features = dims[2];
-        if let Some(known) = self.known_input_size()
-            && known != features
-        {
-            return Err(Error::FeatureMismatch {
-                layer: self.to_string(),
-                expected: known,
-                got: features,
-            });
-        }
-        let layer = self.clone();
-        self.weights
-            .resolve(&layer, &x.device(), |device| Ok(layer.build(features, device)))?;
-        let y = self.forward(x);
-        Ok((self, y))
+        self.resolved(dims[2], x)
     }
 
-    fn initialize(mut self, init: Init, device: &Device) -> Self {
-        let declared = self.input_size.map(|features| {
-            let layer = self.clone();
-            move |device: &Device| layer.build(features, device)
-        });
-        self.weights.initialize(init, device, declared);
-        self
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        self.initialized(init, device)
     }
 }
 
