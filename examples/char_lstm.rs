@@ -1,14 +1,15 @@
 //! A character language model of one's own, d2l's chapter 9 on Debian's fortunes: an
 //! `Embedding`, an `LSTM` and a `Dense` in a block of one's own, trained with `fit` on random
-//! subsequences, its perplexity per epoch, then text generated from a prefix with the state
+//! subsequences (or sequential ones, the state carried from batch to batch with
+//! `Fit::carry`), its perplexity per epoch, then text generated from a prefix with the state
 //! carried from character to character.
 //!
 //! ```text
 //! apt-get install fortunes
-//! cargo run --release --example char_lstm -- [EPOCHS] [CHARACTERS] [DEVICE]
+//! cargo run --release --example char_lstm -- [EPOCHS] [CHARACTERS] [DEVICE] [random|sequential]
 //! ```
 //!
-//! By default 4 epochs over the first 200,000 characters, on `auto`.
+//! By default 4 epochs over the first 200,000 characters, on `auto`, random partitioning.
 
 use burn::prelude::*;
 use ember::optim::Clipping;
@@ -125,14 +126,25 @@ fn main() -> anyhow::Result<()> {
         vocab.len()
     );
 
-    let mut batches = Subsequences::new(corpus, 32, 35, Partition::Random, 0)?;
+    let partition = match arg(4).as_deref().unwrap_or("random") {
+        "random" => Partition::Random,
+        "sequential" => Partition::Sequential,
+        other => anyhow::bail!("partition {other}: expected random or sequential"),
+    };
+    let mut batches = Subsequences::new(corpus, 32, 35, partition, 0)?;
     let net = CharModel::new(vocab.len(), 256).initialize(Init::Xavier, &device);
     // d2l clips the gradients' global norm to 1.
     let kind = OptimizerKind::adam();
     let trainer = Optimizer::new(&net, kind, 0.01)?.clip(Clipping::global_norm(1.0)?);
-    let run = Fit::new(net, SequenceCrossEntropyLoss, trainer, &device)
-        .epochs(epochs)
-        .run(&mut batches)?;
+    let mut fit = Fit::new(net, SequenceCrossEntropyLoss, trainer, &device).epochs(epochs);
+    if partition == Partition::Sequential {
+        // Row r of batch t+1 goes on where row r of batch t stopped: so does its state.
+        fit = fit.carry(|net: &CharModel, x, state| {
+            let (y, state) = net.scores(x, state);
+            (y.into(), state)
+        });
+    }
+    let run = fit.run(&mut batches)?;
     for e in &run.trace.epochs {
         println!(
             "epoch {}: perplexity {:.2}, {:.1} sec",

@@ -7,6 +7,8 @@ mod common;
 mod accumulate;
 #[path = "library/callbacks.rs"]
 mod callbacks;
+#[path = "library/carried_state.rs"]
+mod carried_state;
 #[path = "library/checkpoint_states.rs"]
 mod checkpoint_states;
 #[path = "library/checkpoints.rs"]

@@ -6,7 +6,7 @@
 
 #[allow(dead_code)]
 #[path = "../../examples/char_lstm.rs"]
-mod char_lstm;
+pub mod char_lstm;
 
 use burn::prelude::*;
 use char_lstm::CharModel;

@@ -37,7 +37,7 @@ mod states;
 mod trace_log;
 mod verified;
 
-pub use record::{Checkpoint, Position};
+pub use record::{Checkpoint, Position, SavedState, SavedTensor};
 use record::{FILES, LOCK, MODEL, OPTIMIZER, PREFIX, STATE, TRACE, checksum};
 pub use resume_from::{ResumeFrom, resume_from};
 pub use scan::{Entry, classify, scan, set_aside, step_of};

@@ -41,6 +41,10 @@ pub struct Position {
     /// checkpoint written before the logs, whose trace is the whole file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_bytes: Option<u64>,
+    /// The state the network carries into the next batch, where the run carries one
+    /// ([`crate::fit::Fit::carry`]) and the checkpoint is in the middle of an epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<SavedState>,
 }
 
 impl Position {
@@ -51,6 +55,24 @@ impl Position {
     pub(super) fn state_text(&self) -> Result<String> {
         serde_json::to_string_pretty(self).map_err(|e| Error::io(STATE, std::io::Error::other(e)))
     }
+}
+
+/// A carried state in a checkpoint's `state.json`: f32 values, which JSON holds exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedState {
+    /// The examples of the batch that made it.
+    pub examples: usize,
+    /// Its tensors, in order.
+    pub tensors: Vec<SavedTensor>,
+}
+
+/// One tensor of a [`SavedState`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SavedTensor {
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Its values, row-major.
+    pub values: Vec<f32>,
 }
 
 /// A complete checkpoint found on disk.

@@ -12,6 +12,8 @@ use ember::parallel::mpi::{Collective, Exchanged};
 use ember::{Block, Loss, Optimizer, Precision, Replicas, Result};
 use ember_datasets::Batch;
 
+use super::carry::Carry;
+use crate::checkpoint::SavedState;
 use crate::metric::Metric;
 use crate::target::Target;
 use passes::{Pass, Streams, gradients};
@@ -36,6 +38,8 @@ pub(super) struct Backend<B, L: Loss> {
     exchanges: Vec<[std::time::Instant; 2]>,
     /// The precision of the forward passes' products ([`super::Fit::precision`]).
     precision: Precision,
+    /// The state the network carries from batch to batch ([`super::Fit::carry`]).
+    carry: Option<Carry<B>>,
 }
 
 /// Outputs the metrics have not seen yet, and how many values they hold.
@@ -76,7 +80,27 @@ where
             distributed: None,
             exchanges: Vec::new(),
             precision: Precision::F32,
+            carry: None,
         }
+    }
+
+    /// Carries a state from each batch to the next through `carry`'s forward pass, from
+    /// `saved` where a checkpoint in the middle of an epoch held one.
+    pub(super) fn carry(
+        mut self,
+        carry: Option<Carry<B>>,
+        saved: Option<(&SavedState, &Device)>,
+    ) -> Result<Self> {
+        self.carry = carry;
+        if let (Some(carry), Some((saved, device))) = (&mut self.carry, saved) {
+            carry.restore(saved, device)?;
+        }
+        Ok(self)
+    }
+
+    /// The carried state as it stands, read back, for a checkpoint.
+    pub(super) fn carried_state(&self) -> Result<Option<SavedState>> {
+        self.carry.as_ref().map_or(Ok(None), Carry::saved)
     }
 
     /// Runs the forward passes under [`ember::autocast`] in `precision`, on every replica.
@@ -96,14 +120,15 @@ where
     /// and the training metrics' updates. Where `update`, the optimizer then steps at `rate`
     /// with the gradients summed since the last update and this batch's, divided by all their
     /// examples (Gluon's `grad_req='add'` then `step(batch_size)`); otherwise the gradients are
-    /// added to that sum. Returns each device's per-example loss.
+    /// added to that sum. A carried state starts again at an epoch's `first` batch. Returns
+    /// each device's per-example loss.
     pub(super) fn step(
         &mut self,
         batch: Batch,
         replicas: &Replicas,
         seed: Option<u64>,
-        rate: f64,
-        update: bool,
+        (rate, update): (f64, bool),
+        first: bool,
     ) -> Result<StepLosses> {
         let size = batch.len();
         let pass = Pass {
@@ -119,8 +144,18 @@ where
                 device.seed(streams.of(index));
             }
         }
-        let (grads, losses, outputs) =
-            gradients(&self.net, &self.loss, batch, replicas, streams, pass)?;
+        if first && let Some(carry) = &mut self.carry {
+            carry.reset();
+        }
+        let carry = self.carry.as_mut();
+        let (grads, losses, outputs) = gradients(
+            &self.net,
+            &self.loss,
+            batch,
+            replicas,
+            (streams, carry),
+            pass,
+        )?;
         for (out, y) in outputs {
             self.pending.values += out.dims().iter().product::<usize>();
             self.pending.batches.push((out, y));
@@ -185,7 +220,16 @@ where
             metered: false,
             precision: self.precision,
         };
-        let (grads, losses, _) = gradients(&copy, &self.loss, batch.clone(), replicas, None, pass)?;
+        // The carried state stays as it is: the warm-up starts from none.
+        let mut carry = self.carry.as_ref().map(Carry::fresh);
+        let (grads, losses, _) = gradients(
+            &copy,
+            &self.loss,
+            batch.clone(),
+            replicas,
+            (None, carry.as_mut()),
+            pass,
+        )?;
         let stepped = self
             .optimizer
             .clone()

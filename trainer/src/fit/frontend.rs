@@ -290,7 +290,7 @@ where
         // this thread is scheduled again, so a later instant could come after its completion.
         current.last_issue = Instant::now();
         let handle = self.engine.issue(move |backend: &mut Backend<B, L>| {
-            backend.step(batch, &replicas, seed, rate, update)
+            backend.step(batch, &replicas, seed, (rate, update), index == 0)
         });
         current.flight.push(index, handle);
         self.at.steps += 1;

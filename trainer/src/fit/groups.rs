@@ -93,6 +93,7 @@ mod tests {
             checksums: Default::default(),
             metrics: Default::default(),
             trace_bytes: None,
+            carried: None,
         }
     }
 

@@ -44,6 +44,7 @@
 mod backend;
 mod best;
 mod callback;
+mod carry;
 mod devices;
 mod epoch;
 mod frontend;
@@ -69,6 +70,7 @@ pub use crate::metric::Goal;
 pub use crate::target::Target;
 pub use best::SaveFn;
 pub use callback::{Action, Callback};
+pub use carry::Carried;
 pub use epoch::{Evaluate, Evaluation};
 pub use lr_find::{LrFinding, LrPoint, LrSweep, Suggestion, SweepEnd, SweepMode};
 pub use progress::Progress;
@@ -141,6 +143,7 @@ pub struct Fit<'a, B, L> {
     accumulate: usize,
     distributed: Option<ember::parallel::mpi::Collective>,
     precision: Precision,
+    carry: Option<carry::Forward<B>>,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -176,6 +179,7 @@ where
             accumulate: 1,
             distributed: None,
             precision: Precision::F32,
+            carry: None,
         }
     }
 
@@ -290,6 +294,59 @@ where
     /// ```
     pub fn accumulate(mut self, batches: usize) -> Self {
         self.accumulate = batches;
+        self
+    }
+
+    /// Carries a state from each batch into the next (d2l's sequential partitioning, 9.7):
+    /// every step's forward pass is `forward(net, x, state)`, from `None` at each epoch's
+    /// first batch and from the state the batch before ended in, detached, after it, so that
+    /// backpropagation stops at the batch's start. Steps run in the order they were issued on
+    /// the backend's worker, which holds the state; whatever the sync policy lets the
+    /// frontend run ahead, batch t+1 reads the state batch t wrote, and no barrier is added
+    /// for it. A checkpoint in the middle of an epoch holds the state, so that a resume goes
+    /// on as the unbroken run does. Batches must all be of one size; the evaluations and the
+    /// check of the last update's loss run [`Block::forward`], from the initial state. Not with
+    /// replicas ([`Fit::replicas`]), which would each need their rows' share of the state.
+    ///
+    /// ```
+    /// use burn::prelude::*;
+    /// use ember::{Block, Init, Layout, Optimizer, Recurrent, SequenceCrossEntropyLoss};
+    /// # use ember::{Dense, Embedding, NdTensor, Result};
+    /// # #[derive(Module, Debug)]
+    /// # struct Lm { embed: Embedding, lstm: Recurrent, out: Dense }
+    /// # impl Lm {
+    /// #     fn scores(&self, x: NdTensor, s: Option<Vec<Tensor<3>>>) -> (NdTensor, Vec<Tensor<3>>) {
+    /// #         let (h, s) = self.lstm.forward_state(self.embed.forward(x).rank(), s);
+    /// #         let [b, t, c] = h.dims();
+    /// #         (self.out.forward(h.reshape([b * t, c]).into()), s)
+    /// #     }
+    /// # }
+    /// # impl Block for Lm {
+    /// #     fn forward(&self, x: NdTensor) -> NdTensor { self.scores(x, None).0 }
+    /// # }
+    /// use ember_datasets::text::{Partition, Subsequences};
+    /// use ember_trainer::fit::Fit;
+    ///
+    /// let device = Device::flex().autodiff();
+    /// # let lm = Lm {
+    /// #     embed: Embedding::new(5, 4).initialize(Init::Xavier, &device),
+    /// #     lstm: Recurrent::lstm(8).layout(Layout::Ntc).input_size(4).initialize(Init::Xavier, &device),
+    /// #     out: Dense::new(5).in_units(8).initialize(Init::Xavier, &device),
+    /// # };
+    /// let corpus: Vec<usize> = (0..200).map(|i| i * 7 % 5).collect();
+    /// let mut data = Subsequences::new(corpus, 4, 5, Partition::Sequential, 0).unwrap();
+    /// let optimizer = Optimizer::new(&lm, "sgd", 1.0).unwrap();
+    /// let run = Fit::new(lm, SequenceCrossEntropyLoss, optimizer, &device)
+    ///     .carry(|lm: &Lm, x, state| lm.scores(x, state))
+    ///     .run(&mut data)
+    ///     .unwrap();
+    /// assert!(run.trace.batches.len() > 1);
+    /// ```
+    pub fn carry<S: Carried>(
+        mut self,
+        forward: impl Fn(&B, ember::NdTensor, Option<S>) -> (ember::NdTensor, S) + Send + Sync + 'static,
+    ) -> Self {
+        self.carry = Some(carry::erase(forward));
         self
     }
 

@@ -41,6 +41,7 @@ pub(super) fn start<B: Block>(
         checksums: Default::default(),
         metrics: Default::default(),
         trace_bytes: None,
+        carried: None,
     };
     let Some(checkpoint) = resume else {
         return Ok(Start {
@@ -97,7 +98,7 @@ where
     L: Loss + Send + Sync + 'static,
     L::Target: Target,
 {
-    let (net, optimizer, metrics) = engine
+    let (net, optimizer, metrics, carried) = engine
         .issue(|b: &mut Backend<B, L>| {
             // The file is written on this thread: nothing of the worker's may still be in
             // flight under its reads (see `ember::engine::settle`).
@@ -106,11 +107,14 @@ where
                 b.net.clone(),
                 b.optimizer.clone(),
                 b.metric_states()?,
+                b.carried_state()?,
             )))
         })
         .wait()?;
     let position = Position {
         metrics,
+        // At an epoch's start the next batch starts from the initial state anyway.
+        carried: carried.filter(|_| position.next_batch > 0),
         ..position.clone()
     };
     checkpoint::write(checkpointing, &position, (&net, &optimizer), log, trace)

@@ -7,6 +7,7 @@ use ember::engine::Engine;
 use ember::{Block, Loss, Result};
 
 use super::backend::Backend;
+use super::carry::Carry;
 use super::frontend::Frontend;
 use super::groups::Groups;
 use super::rates::{self, Rates};
@@ -47,6 +48,15 @@ where
         }
         for device in self.replicas.devices() {
             self.precision.check(device)?;
+        }
+        if self.carry.is_some() && self.replicas.len() > 1 {
+            return Err(ember::Error::InvalidValue {
+                name: "replicas for a carried state",
+                value: self.replicas.len().to_string(),
+                reason: "each replica would need its rows' share of the state; train a \
+                         carried state on one device"
+                    .to_string(),
+            });
         }
         let total = match (&self.schedule, data.batches_per_epoch()) {
             (Some(schedule), Some(per_epoch)) => {
@@ -180,12 +190,38 @@ where
                 }
             }
         }
+        // A checkpoint in the middle of an epoch holds the state its next batch starts from.
+        let saved_state = match (&self.carry, &self.resume) {
+            (Some(_), Some(checkpoint)) if start.at.next_batch > 0 => {
+                let saved = checkpoint.position.carried.as_ref();
+                if saved.is_none() {
+                    self.progress.acted(&format!(
+                        "{} holds no carried state (its run carried none): batch {} of epoch \
+                         {} starts from the initial state",
+                        checkpoint.dir.display(),
+                        start.at.next_batch + 1,
+                        start.at.epoch + 1
+                    ));
+                }
+                saved.map(|saved| (saved, &device))
+            }
+            (None, Some(checkpoint)) if checkpoint.position.carried.is_some() => {
+                self.progress.acted(&format!(
+                    "{} holds the state its run carried from batch to batch; this run carries \
+                     none (Fit::carry), and it is not used",
+                    checkpoint.dir.display()
+                ));
+                None
+            }
+            _ => None,
+        };
         let groups = Groups::start(self.accumulate, &start.at, &start.trace);
         let mut frontend = Frontend {
             engine: Engine::new(
                 Backend::new(start.net, start.optimizer, self.loss, metrics)
                     .distributed(self.distributed, &device)
-                    .precision(self.precision),
+                    .precision(self.precision)
+                    .carry(self.carry.map(Carry::new), saved_state)?,
                 Some(device),
             ),
             replicas: self.replicas,

@@ -7,6 +7,7 @@ use burn::tensor::{Device, Tensor};
 use ember::{Block, Loss, NdTensor, Precision, Replicas, Result, random};
 use ember_datasets::Batch;
 
+use super::super::carry::Carry;
 use crate::target::Target;
 
 /// The step's gradients of `net` on `batch`, summed over the replicas (on the main device),
@@ -22,7 +23,7 @@ pub(super) fn gradients<B, L>(
     loss: &L,
     mut batch: Batch,
     replicas: &Replicas,
-    streams: Option<Streams>,
+    (streams, mut carry): (Option<Streams>, Option<&mut Carry<B>>),
     pass: Pass,
 ) -> Result<StepGradients<L::Target>>
 where
@@ -33,16 +34,24 @@ where
     let main = replicas.main();
     if replicas.len() == 1 {
         let x = batch.take_x_on(main)?;
-        let (l, out) = loss_of(net, loss, x, &batch, main, streams.map(|s| s.of(0)), pass)?;
+        let examples = batch.len();
+        let mut forward = |x: NdTensor| match &mut carry {
+            Some(carry) => carry.forward(net, x, examples),
+            None => Ok(net.forward(x)),
+        };
+        let stream = streams.map(|s| s.of(0));
+        let (l, out) = loss_of(&mut forward, loss, x, &batch, main, stream, pass)?;
         let grads = GradientsParams::from_grads(l.backward(), net);
         return Ok((grads, vec![l], out.into_iter().collect()));
     }
+    // `Fit::run` refuses a carried state with replicas: each would need its rows' share.
+    debug_assert!(carry.is_none(), "a carried state on several replicas");
     let shards = batch.split(replicas.len())?;
     let (grads, shares) = replicas.backward(net, |replica: &B, index, device| {
         let shard = &shards[index];
         let x = shard.x_on(device)?;
         loss_of(
-            replica,
+            &mut |x| Ok(replica.forward(x)),
             loss,
             x,
             shard,
@@ -81,8 +90,8 @@ impl Streams {
 /// targets, forward, check the targets, loss), and where `pass.metered` the outputs, detached, with
 /// the targets, for the metrics. With a `stream`, the forward pass draws from a stream of
 /// this thread's seeded by it ([`random::with_stream`]), whatever other threads draw meanwhile.
-fn loss_of<B, L>(
-    net: &B,
+fn loss_of<L>(
+    forward: &mut dyn FnMut(NdTensor) -> Result<NdTensor>,
     loss: &L,
     x: NdTensor,
     batch: &Batch,
@@ -91,13 +100,12 @@ fn loss_of<B, L>(
     pass: Pass,
 ) -> Result<Shared<L::Target>>
 where
-    B: Block,
     L: Loss,
     L::Target: Target,
 {
     match stream {
-        Some(seed) => random::with_stream(seed, || loss_on(net, loss, x, batch, device, pass)),
-        None => loss_on(net, loss, x, batch, device, pass),
+        Some(seed) => random::with_stream(seed, || loss_on(forward, loss, x, batch, device, pass)),
+        None => loss_on(forward, loss, x, batch, device, pass),
     }
 }
 
@@ -114,8 +122,8 @@ pub(super) struct Pass {
 /// A device's per-example loss, and its outputs and targets for the metrics.
 type Shared<T> = (Tensor<1>, Option<(Tensor<2>, T)>);
 
-fn loss_on<B, L>(
-    net: &B,
+fn loss_on<L>(
+    forward: &mut dyn FnMut(NdTensor) -> Result<NdTensor>,
     loss: &L,
     x: NdTensor,
     batch: &Batch,
@@ -123,12 +131,11 @@ fn loss_on<B, L>(
     pass: Pass,
 ) -> Result<Shared<L::Target>>
 where
-    B: Block,
     L: Loss,
     L::Target: Target,
 {
     let y = L::Target::upload(batch, device)?;
-    let pred: Tensor<2> = ember::autocast(pass.precision, || net.forward(x)).into_rank()?;
+    let pred: Tensor<2> = ember::autocast(pass.precision, || forward(x))?.into_rank()?;
     L::Target::check(batch, pred.dims()[1])?;
     let out = pass.metered.then(|| (pred.clone().detach(), y.clone()));
     Ok((loss.forward(pred, y)?, out))
