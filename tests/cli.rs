@@ -42,5 +42,7 @@ mod remote_lost;
 mod summary;
 #[path = "cli/tensorboard.rs"]
 mod tensorboard;
+#[path = "cli/text.rs"]
+mod text;
 #[path = "cli/train.rs"]
 mod train;

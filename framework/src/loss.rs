@@ -50,8 +50,9 @@ pub struct SoftmaxCrossEntropyLoss;
 /// `[batch × steps, vocabulary]` **sequence by sequence**: row `b × steps + s` scores step `s`
 /// of sequence `b`, as a `[batch, steps, vocabulary]` output flattened gives them (a recurrent
 /// layer's `Layout::Ntc`). A `Layout::Tnc` output flattened is step by step (d2l's
-/// `Y.T.reshape(-1)` order): swap its first two axes first. Only the number of rows can be
-/// checked here.
+/// `Y.T.reshape(-1)` order): swap its first two axes first. `[batch, steps × vocabulary]`, a
+/// chain's `[batch, steps, vocabulary]` through `Flatten`, is taken too ([`sequence_rows`]).
+/// Only the number of rows can be checked here.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SequenceCrossEntropyLoss;
 
@@ -113,10 +114,23 @@ impl Loss for SoftmaxCrossEntropyLoss {
     }
 }
 
+/// `pred` with one row per step of `target`'s sequences: `[batch, steps × vocabulary]` (a
+/// chain's `[batch, steps, vocabulary]` flattened) becomes `[batch × steps, vocabulary]`,
+/// rows in the same order; any other shape stays as it is.
+pub fn sequence_rows(pred: Tensor<2>, target: &Tensor<2>) -> Tensor<2> {
+    let [rows, columns] = pred.dims();
+    let [batch, steps] = target.dims();
+    match rows == batch && steps > 1 && columns.is_multiple_of(steps) {
+        true => pred.reshape([batch * steps, columns / steps]),
+        false => pred,
+    }
+}
+
 impl Loss for SequenceCrossEntropyLoss {
     type Target = Tensor<2>;
 
     fn forward(&self, pred: Tensor<2>, target: Tensor<2>) -> Result<Tensor<1>> {
+        let pred = sequence_rows(pred, &target);
         let [rows, vocabulary] = pred.dims();
         let [batch, steps] = target.dims();
         if rows != batch * steps {

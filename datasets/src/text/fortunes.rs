@@ -16,14 +16,13 @@ pub const DIR: &str = "/usr/share/games/fortunes";
 /// Files of the directory that are no prose: pictures drawn in characters.
 const PICTURES: [&str; 2] = ["art", "ascii-art"];
 
-/// Every line of every quotation in `dir`'s files (those without an extension: `.dat` is
-/// `strfile`'s index and `.u8` a link to the file itself), file by file in name order, the
-/// `%` lines between quotations left out.
+/// The files of quotations in `dir`, in name order: those without an extension (`.dat` is
+/// `strfile`'s index and `.u8` a link to the file itself), but for the pictures.
 ///
 /// # Errors
 /// [`DatasetError::Io`] naming `dir` where it cannot be read (and the package that installs
-/// it), or a file in it.
-pub fn lines(dir: &Path) -> Result<Vec<String>> {
+/// it).
+pub fn files(dir: &Path) -> Result<Vec<PathBuf>> {
     let io = |path: &Path, source| DatasetError::Io {
         path: path.to_path_buf(),
         source,
@@ -45,8 +44,22 @@ pub fn lines(dir: &Path) -> Result<Vec<String>> {
         })
         .collect();
     files.sort();
+    Ok(files)
+}
+
+/// Every line of every quotation in `dir`'s [`files`], file by file, the `%` lines between
+/// quotations left out.
+///
+/// # Errors
+/// [`DatasetError::Io`] naming `dir` where it cannot be read (and the package that installs
+/// it), or a file in it.
+pub fn lines(dir: &Path) -> Result<Vec<String>> {
+    let io = |path: &Path, source| DatasetError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut lines = Vec::new();
-    for file in files {
+    for file in files(dir)? {
         let bytes = std::fs::read(&file).map_err(|e| io(&file, e))?;
         lines.extend(
             String::from_utf8_lossy(&bytes)

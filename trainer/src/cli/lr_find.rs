@@ -17,9 +17,10 @@ use ember_trainer::policy::PolicyKind;
 use super::compare_outputs::prepare_out;
 use super::workload::WorkloadArgs;
 use ember_trainer::run::clash::Files;
+use ember_trainer::run::loss_name::LossName;
 use ember_trainer::run::model::{ModelSpec, Net};
 use ember_trainer::run::recipe::recipe_words;
-use ember_trainer::run::task::{LossName, Task, wrong_loss};
+use ember_trainer::run::task::{Task, wrong_loss};
 use ember_trainer::run::workload::Workload;
 
 /// What `--plot DIR` writes.

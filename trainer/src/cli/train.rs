@@ -10,8 +10,8 @@ use ember_trainer::policy::auto::{BLOCK, GAIN, LARGEST, MOST_PAIRS, PAIRS};
 use ember_trainer::policy::{BUILT_INS, PolicyKind};
 use ember_trainer::run::eval::EvalList;
 use ember_trainer::run::job::{Job, launched};
+use ember_trainer::run::loss_name::LossName;
 use ember_trainer::run::model::ModelSpec;
-use ember_trainer::run::task::LossName;
 use ember_trainer::run::{Outputs, TrainSettings};
 
 use super::distributed::{self, Distributed};
@@ -47,8 +47,9 @@ fn policy_help() -> String {
 
 /// `--eval`'s long help.
 const EVAL_HELP: &str = "Metrics of every epoch, comma separated: acc, topK (top5, …), ce \
-(cross-entropy), f1 (macro F1) for class labels; mse, mae for values to regress; `none` for \
-none [default: acc for class labels, none for values]. Each is counted on the training batches \
+(cross-entropy), f1 (macro F1) for class labels; mse, mae for values to regress; perplexity \
+for text (exp of the mean cross-entropy per token); `none` for none [default: acc for class \
+labels, perplexity for text, none for values]. Each is counted on the training batches \
 as the steps run (train_NAME), then on the test set and on --valid-split's share (test_NAME, \
 valid_NAME). They print on the epoch lines and go to <stem>.epochs.csv. A metric adds no \
 barrier: the steps add to sums on the device, which are read once, at the epoch's end, where \
@@ -86,12 +87,16 @@ pub struct TrainArgs {
     /// The network: `mlp:H1,H2,…` (Dense(H, relu) layers, then the output layer), `lenet`
     /// (d2l's LeNet: sigmoid, average pooling), `lenet-relu` (ReLU, max pooling) or `resnet`
     /// (d2l's small ResNet: a 3×3 convolution to 8 channels, residual blocks of 8 and 16 with
-    /// BatchNorm, global average pooling). Defaults to --hidden on synthetic data and to d2l's
-    /// mlp:256 on other data.
+    /// BatchNorm, global average pooling); for text, a language model: `lstm:H`, `gru:H`,
+    /// `rnn:H` or `rnn-relu:H`, then `,layers=N` and `,embed=E` (an Embedding of E, 32 by
+    /// default, the recurrent layers of H, a Dense scoring the vocabulary at every step).
+    /// Defaults to --hidden on synthetic data, to d2l's mlp:256 on other data and to lstm:256
+    /// on text.
     #[arg(long)]
     model: Option<ModelSpec>,
     /// The loss: `l2` for values to regress (synthetic data, csv and npy data without
-    /// --classes) or `softmax-ce` for class labels. Defaults to the one the data's targets
+    /// --classes), `softmax-ce` for class labels, `sequence-ce` for text (the next token at
+    /// every step). Defaults to the one the data's targets
     /// call for.
     #[arg(long, value_enum)]
     loss: Option<LossName>,

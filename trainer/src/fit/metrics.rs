@@ -30,6 +30,12 @@ where
         self
     }
 
+    /// Adds an evaluation that gives several columns from one pass, as [`Fit::evaluate`] one.
+    pub fn evaluation(mut self, evaluation: Evaluation<B>) -> Self {
+        self.evaluations.push(evaluation);
+        self
+    }
+
     /// The metrics the training steps update, read at each epoch's end as `train_<name>`
     /// ([`crate::metric`]). They add no barrier: each step adds to sums on the device, read
     /// where the epoch ends. By default, accuracy where the loss takes class labels, and none

@@ -50,6 +50,7 @@
 
 mod classification;
 mod eval_metric;
+mod perplexity;
 mod regression;
 
 use std::fmt;
@@ -59,6 +60,7 @@ use ember::{Error, Result};
 
 pub use classification::{Accuracy, CrossEntropy, MacroF1, TopK};
 pub use eval_metric::{Goal, Metric, Truth, read_floats, read_ints};
+pub use perplexity::Perplexity;
 pub use regression::{MeanAbsoluteError, MeanSquaredError};
 
 /// The built-in metrics, by the names `--eval` takes.
@@ -76,10 +78,12 @@ pub enum MetricKind {
     MeanSquaredError,
     /// `mae`: the mean absolute error over every output.
     MeanAbsoluteError,
+    /// `perplexity`: a language model's, over every token of its sequences.
+    Perplexity,
 }
 
 /// What `--eval`'s errors list.
-pub const METRIC_NAMES: &str = "acc, topK (top5, …), ce, f1, mse, mae";
+pub const METRIC_NAMES: &str = "acc, topK (top5, …), ce, f1, mse, mae, perplexity";
 
 impl MetricKind {
     /// A metric of this kind, with nothing counted.
@@ -91,12 +95,21 @@ impl MetricKind {
             Self::MacroF1 => Box::new(MacroF1::default()),
             Self::MeanSquaredError => Box::new(MeanSquaredError::default()),
             Self::MeanAbsoluteError => Box::new(MeanAbsoluteError::default()),
+            Self::Perplexity => Box::new(Perplexity::default()),
         }
     }
 
     /// Whether it needs class labels (otherwise values of the outputs' shape).
     pub fn needs_labels(self) -> bool {
-        !matches!(self, Self::MeanSquaredError | Self::MeanAbsoluteError)
+        !matches!(
+            self,
+            Self::MeanSquaredError | Self::MeanAbsoluteError | Self::Perplexity
+        )
+    }
+
+    /// Whether it takes a language model's sequences of tokens.
+    pub fn takes_sequences(self) -> bool {
+        self == Self::Perplexity
     }
 
     /// Which way it improves.
@@ -143,6 +156,7 @@ impl FromStr for MetricKind {
             "f1" => Self::MacroF1,
             "mse" => Self::MeanSquaredError,
             "mae" => Self::MeanAbsoluteError,
+            "perplexity" => Self::Perplexity,
             "" => return Err(invalid(format!("an empty name: expected {METRIC_NAMES}"))),
             _ => match s.strip_prefix("top") {
                 Some(k) if k.bytes().all(|b| b.is_ascii_digit()) => match k.parse::<usize>() {
@@ -173,6 +187,7 @@ impl fmt::Display for MetricKind {
             Self::MacroF1 => f.write_str("f1"),
             Self::MeanSquaredError => f.write_str("mse"),
             Self::MeanAbsoluteError => f.write_str("mae"),
+            Self::Perplexity => f.write_str("perplexity"),
         }
     }
 }

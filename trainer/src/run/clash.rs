@@ -63,6 +63,11 @@ impl Files {
     pub fn data(&mut self, data: &DataSpec) -> &mut Self {
         match data {
             DataSpec::Synthetic => {}
+            DataSpec::Text(_) => {
+                for file in data.files() {
+                    self.input(format!("--data {data}"), &file);
+                }
+            }
             DataSpec::Csv(path) => {
                 self.input(format!("--data {data}"), path);
             }

@@ -65,6 +65,11 @@ impl DataSpec {
                 .collect(),
             DataSpec::Csv(path) => vec![path.clone()],
             DataSpec::Npy(x, y) => vec![x.clone(), y.clone()],
+            // Where they cannot be listed, loading the text says why.
+            DataSpec::Text(_) => {
+                let dir = std::path::Path::new(ember_datasets::text::fortunes::DIR);
+                ember_datasets::text::fortunes::files(dir).unwrap_or_default()
+            }
         }
     }
 }

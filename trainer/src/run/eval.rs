@@ -48,13 +48,24 @@ impl EvalList {
     /// The list `--eval` gave, or the default for `task`'s targets, checked against them.
     pub fn for_task(given: Option<Self>, task: &Task, data: &DataSpec) -> anyhow::Result<Self> {
         let labels = matches!(task, Task::Classify { .. });
+        let text = matches!(task, Task::Text(_));
         let Some(given) = given else {
-            return Ok(Self(match labels {
-                true => vec![MetricKind::Accuracy],
-                false => Vec::new(),
+            return Ok(Self(match (labels, text) {
+                (true, _) => vec![MetricKind::Accuracy],
+                (_, true) => vec![MetricKind::Perplexity],
+                _ => Vec::new(),
             }));
         };
-        if let Some(wrong) = given.0.iter().find(|k| k.needs_labels() != labels) {
+        if let Some(wrong) = given.0.iter().find(|k| k.takes_sequences() != text) {
+            match text {
+                true => bail!(
+                    "invalid --eval {wrong}: --data {data} is text, whose language model has \
+                     perplexity (or none)"
+                ),
+                false => bail!("invalid --eval {wrong}: it needs text (--data text:…)"),
+            }
+        }
+        if let Some(wrong) = (given.0.iter()).find(|k| !text && k.needs_labels() != labels) {
             let (needs, has) = match labels {
                 true => ("values to regress", "class labels"),
                 false => ("class labels", "values to regress"),

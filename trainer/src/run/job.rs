@@ -10,7 +10,7 @@ use ember::DeviceName;
 use ember::device::DeviceSpec;
 use ember::parallel::mpi::{Collective, Mpi, NOT_GIVEN};
 
-use super::task::LossName;
+use super::loss_name::LossName;
 use super::workload::Workload;
 use crate::policy::PolicyKind;
 

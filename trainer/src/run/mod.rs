@@ -19,7 +19,8 @@
 //!
 //! Its rooms, by what they hold: the workload ([`workload`], with its [`recipe`], [`model`],
 //! [`precision`] and the data's content in [`data_content`]), what the data asks of the loop
-//! ([`task`], [`eval`]), the files read and written ([`output_paths`], [`clash`]), what makes
+//! ([`task`], [`eval`]; text and its language models in [`text_data`] and
+//! [`sequence_model`]), the files read and written ([`output_paths`], [`clash`]), what makes
 //! two runs the same run ([`described`], [`resume_flags`], [`flags`]), and the run itself
 //! ([`train`], [`written`], [`rescue_file`], [`book_lines`], [`job`]).
 
@@ -34,6 +35,7 @@ pub mod eval;
 pub mod flags;
 pub mod job;
 pub mod list;
+pub mod loss_name;
 pub mod model;
 pub mod output_paths;
 pub mod precision;
@@ -41,7 +43,9 @@ pub mod recipe;
 pub mod rescue_file;
 pub mod rescued;
 pub mod resume_flags;
+pub mod sequence_model;
 pub mod task;
+pub mod text_data;
 pub mod train;
 pub mod workload;
 pub mod written;

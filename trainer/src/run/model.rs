@@ -8,6 +8,7 @@ use ember::models::{self, Residual};
 use ember::{Block, Init, Sequential};
 
 use super::list;
+use super::sequence_model::{self, RecurrentSpec};
 
 /// The networks `ember` builds: chains of ember's layers that may hold d2l's residual block,
 /// one type for every `--model`.
@@ -24,6 +25,9 @@ pub enum ModelSpec {
     LeNetRelu,
     /// `resnet`: d2l's small ResNet (8.6), `ember::models::small_resnet`.
     ResNet,
+    /// `lstm:H`, `gru:H`, `rnn:H`, `rnn-relu:H`: a language model of text data
+    /// ([`RecurrentSpec`]).
+    Recurrent(RecurrentSpec),
 }
 
 impl FromStr for ModelSpec {
@@ -34,9 +38,13 @@ impl FromStr for ModelSpec {
             "lenet" => Ok(ModelSpec::LeNet),
             "lenet-relu" => Ok(ModelSpec::LeNetRelu),
             "resnet" => Ok(ModelSpec::ResNet),
-            _ => match s.strip_prefix("mlp:") {
-                Some(sizes) => Ok(ModelSpec::Mlp(list::sizes(&sizes.parse()?))),
-                None => Err("expected mlp:H1,H2,…, lenet, lenet-relu or resnet".to_string()),
+            _ => match (s.strip_prefix("mlp:"), RecurrentSpec::parse(s)) {
+                (Some(sizes), _) => Ok(ModelSpec::Mlp(list::sizes(&sizes.parse()?))),
+                (None, Some(recurrent)) => recurrent.map(ModelSpec::Recurrent),
+                (None, None) => Err(format!(
+                    "expected mlp:H1,H2,…, lenet, lenet-relu, resnet, {}",
+                    sequence_model::FORMS
+                )),
             },
         }
     }
@@ -49,6 +57,7 @@ impl fmt::Display for ModelSpec {
             ModelSpec::LeNet => write!(f, "lenet"),
             ModelSpec::LeNetRelu => write!(f, "lenet-relu"),
             ModelSpec::ResNet => write!(f, "resnet"),
+            ModelSpec::Recurrent(spec) => spec.fmt(f),
         }
     }
 }
@@ -62,6 +71,7 @@ impl ModelSpec {
             ModelSpec::LeNet => models::lenet(outputs).with_blocks(),
             ModelSpec::LeNetRelu => models::lenet_relu(outputs).with_blocks(),
             ModelSpec::ResNet => models::small_resnet(outputs),
+            ModelSpec::Recurrent(spec) => spec.build(outputs),
         };
         net.initialize(init, device)
     }
@@ -72,6 +82,7 @@ impl ModelSpec {
         match self {
             ModelSpec::Mlp(_) => Init::Normal(0.01),
             ModelSpec::LeNet | ModelSpec::LeNetRelu | ModelSpec::ResNet => Init::Xavier,
+            ModelSpec::Recurrent(spec) => spec.init(),
         }
     }
 }
@@ -147,6 +158,8 @@ impl ModelSpec {
                     .saturating_add(16 + outputs as u128);
                 (parameters, widths)
             }
+            // Examples are sequences of `steps` tokens, the outputs the vocabulary.
+            ModelSpec::Recurrent(spec) => spec.footprint(inputs, outputs as u128),
         };
         Footprint {
             parameters,
@@ -219,8 +232,12 @@ mod tests {
         }
         let err = "resnet50".parse::<ModelSpec>().unwrap_err();
         assert!(
-            err.contains("mlp:H1,H2") && err.contains("lenet-relu") && err.contains("resnet"),
+            err.contains("mlp:H1,H2") && err.contains("lenet-relu") && err.contains("lstm:H"),
             "{err}"
+        );
+        assert_eq!(
+            "gru:8,layers=2".parse::<ModelSpec>().unwrap().to_string(),
+            "gru:8,layers=2"
         );
         let err = "mlp:64,0".parse::<ModelSpec>().unwrap_err().to_string();
         assert!(err.contains("\"0\""), "{err}");

@@ -10,7 +10,10 @@ use ember_datasets::npy::read_npy_pair;
 
 use super::flags::Flag;
 use super::list;
+use super::loss_name::LossName;
 use super::model::{ModelSpec, bytes};
+use super::sequence_model;
+use super::text_data::TextTask;
 use super::workload::{DataSpec, Workload};
 
 /// What the data asks of the loop: the chapter's synthetic epochs, class labels, or values.
@@ -29,6 +32,8 @@ pub enum Task {
         /// The training examples.
         train: Examples,
     },
+    /// Text, each token's next to predict: a language model.
+    Text(TextTask),
 }
 
 impl Task {
@@ -63,6 +68,7 @@ impl Task {
                 read_csv(path, &options).map_err(given_classes)?
             }
             DataSpec::Npy(x, y) => read_npy_pair(x, y, classes).map_err(given_classes)?,
+            DataSpec::Text(spec) => return text_task(spec),
         };
         refuse_empty(&examples, "training", data)?;
         Ok(match classes {
@@ -89,8 +95,24 @@ impl Task {
         }
         let model = given.unwrap_or_else(|| match self {
             Task::Synthetic => ModelSpec::Mlp(workload.hidden.clone()),
+            Task::Text(_) => ModelSpec::Recurrent(sequence_model::DEFAULT),
             _ => ModelSpec::Mlp(vec![256]),
         });
+        let recurrent = matches!(model, ModelSpec::Recurrent(_));
+        if recurrent != matches!(self, Task::Text(_)) {
+            bail!(
+                "--model {model} {}, and --data {} is {}",
+                match recurrent {
+                    true => "is a language model, which takes text",
+                    false => "takes examples, not text",
+                },
+                workload.data,
+                match recurrent {
+                    true => "not text: give --data text:fortunes",
+                    false => "text: give --model lstm:H (or gru:H, rnn:H)",
+                }
+            );
+        }
         // A convolutional network takes images, [channels, height, width] an example; the
         // synthetic data's examples are vectors.
         if matches!(self, Task::Synthetic) && !matches!(model, ModelSpec::Mlp(_)) {
@@ -111,6 +133,7 @@ impl Task {
             Task::Synthetic => (vec![workload.features], 1),
             Task::Classify { train, .. } => (train.shape().to_vec(), train.classes().unwrap_or(1)),
             Task::Regress { train } => (train.shape().to_vec(), train.outputs()),
+            Task::Text(text) => (vec![text.spec.steps], text.vocab.len()),
         }
     }
 
@@ -249,6 +272,7 @@ impl Task {
             Task::Classify { train, .. } | Task::Regress { train } => {
                 train.len().div_ceil(workload.batch_size)
             }
+            Task::Text(text) => text.batches(workload.batch_size),
         }
     }
 
@@ -299,6 +323,7 @@ impl Task {
         match self {
             Task::Classify { .. } => LossName::SoftmaxCe,
             Task::Synthetic | Task::Regress { .. } => LossName::L2,
+            Task::Text(_) => LossName::SequenceCe,
         }
     }
 
@@ -307,6 +332,7 @@ impl Task {
         match self {
             Task::Classify { .. } => "class labels",
             Task::Synthetic | Task::Regress { .. } => "values to regress",
+            Task::Text(_) => "text, each token's next to predict",
         }
     }
 }
@@ -353,24 +379,6 @@ fn queue_depth(policy: &PolicyKind, batches: usize) -> Option<usize> {
     }
 }
 
-/// The losses `--loss` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum LossName {
-    /// ½(ŷ − y)², Gluon's `L2Loss`.
-    L2,
-    /// Softmax cross-entropy over class labels.
-    SoftmaxCe,
-}
-
-impl std::fmt::Display for LossName {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            LossName::L2 => "l2",
-            LossName::SoftmaxCe => "softmax-ce",
-        })
-    }
-}
-
 /// `--loss` that the data's targets cannot train with: the error names both.
 pub fn wrong_loss(loss: LossName, task: &Task, data: &DataSpec) -> anyhow::Error {
     anyhow::anyhow!(
@@ -393,6 +401,17 @@ fn given_classes(error: ember_datasets::DatasetError) -> anyhow::Error {
         ),
         _ => error.into(),
     }
+}
+
+/// Text's task: its corpus read (`--classes` is refused before, as for every data but csv and
+/// npy).
+fn text_task(spec: &super::text_data::TextSpec) -> anyhow::Result<Task> {
+    let (corpus, vocab) = spec.load()?;
+    Ok(Task::Text(TextTask {
+        spec: spec.clone(),
+        corpus,
+        vocab,
+    }))
 }
 
 /// An empty set of examples trains nothing and measures nothing: an error naming the data.

@@ -75,6 +75,8 @@ pub enum DataSpec {
     Csv(PathBuf),
     /// Features and targets in two NumPy `.npy` files.
     Npy(PathBuf, PathBuf),
+    /// Text for a language model ([`super::text_data`]).
+    Text(super::text_data::TextSpec),
 }
 
 impl std::str::FromStr for DataSpec {
@@ -96,7 +98,11 @@ impl std::str::FromStr for DataSpec {
                 }
                 _ => bail!("expected npy:X.npy,Y.npy"),
             },
-            _ => bail!("expected synthetic, fashion-mnist[:DIR], csv:PATH or npy:X.npy,Y.npy"),
+            Some(("text", text)) => Ok(DataSpec::Text(super::text_data::TextSpec::parse(text)?)),
+            _ => bail!(
+                "expected synthetic, fashion-mnist[:DIR], csv:PATH, npy:X.npy,Y.npy or {}",
+                super::text_data::FORM
+            ),
         }
     }
 }
@@ -108,6 +114,7 @@ impl std::fmt::Display for DataSpec {
             DataSpec::FashionMnist(dir) => write!(f, "fashion-mnist:{}", dir.display()),
             DataSpec::Csv(path) => write!(f, "csv:{}", path.display()),
             DataSpec::Npy(x, y) => write!(f, "npy:{},{}", x.display(), y.display()),
+            DataSpec::Text(text) => write!(f, "text:{text}"),
         }
     }
 }

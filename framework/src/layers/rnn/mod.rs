@@ -31,6 +31,8 @@ use burn::tensor::{Device, Tensor};
 
 pub use cell::RecurrentCell;
 pub use mode::Mode;
+
+mod chain;
 use weights::{Cell, Weights};
 
 use crate::block::Block;

@@ -19,10 +19,11 @@ use ember::{DeviceName, Init, L2Loss, Replicas, SoftmaxCrossEntropyLoss};
 
 use super::eval::{EvalList, check_watched};
 use super::job::{Job, alike};
+use super::loss_name::LossName;
 use super::model::{ModelSpec, recorded};
 use super::notes::Notes;
 use super::output_paths::OutputPaths;
-use super::task::{LossName, Task, wrong_loss};
+use super::task::{Task, wrong_loss};
 use super::workload::{Workload, WorkloadSettings, positive};
 use crate::fit::{EarlyStopping, ReduceLrOnPlateau, Watched};
 use crate::metric::{VALID, column};
@@ -30,6 +31,7 @@ use crate::policy::{PolicyKind, SyncPolicy};
 
 mod configure;
 mod sources;
+mod text;
 
 /// Everything `ember train` is given, unchecked; each field is the flag of its name, `None` the
 /// flag left out. The default is `ember train` with no flag.
@@ -377,6 +379,12 @@ impl CheckedRun {
             (LossName::L2, Task::Regress { train }) => {
                 let net = self.model.build(train.outputs(), Init::default(), &device);
                 run.examples(net, L2Loss, train, None)
+            }
+            (LossName::SequenceCe, Task::Text(text)) => {
+                let net = self
+                    .model
+                    .build(text.vocab.len(), self.model.init(), &device);
+                run.text(net, text)
             }
             (loss, task) => Err(wrong_loss(loss, &task, &workload.data)),
         }
