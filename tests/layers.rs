@@ -25,6 +25,8 @@ use safetensors::{Dtype, tensor::TensorView};
 
 include!("reference/torch_layers.out.rs");
 
+#[path = "layers/attention.rs"]
+mod attention;
 #[path = "layers/autocast.rs"]
 mod autocast;
 #[path = "layers/positional.rs"]

@@ -37,11 +37,13 @@ layers! {
     rnn: Recurrent, RecurrentCell;
     positional: PositionalEncoding;
     activation: Activation;
+    attention: MultiHeadAttention, TransformerEncoderLayer, TransformerEncoder;
 }
 
 pub(crate) mod conv;
 pub(crate) mod sequential;
 
+pub use attention::Mask;
 pub use conv::Pair;
 pub use rnn::{Layout, Mode};
 // Any module's, not a layer's: defined below the layers, for the file loader and the replicas.

@@ -50,6 +50,8 @@ pub enum Attribute {
     Float(f32),
     /// A string (`auto_pad`).
     String(String),
+    /// A list of strings (a recurrent operator's `activations`).
+    Strings(Vec<String>),
 }
 
 impl Attribute {
@@ -78,6 +80,10 @@ impl Attribute {
             Attribute::String(s) => {
                 a.set_type(AttributeType::STRING);
                 a.set_s(s.as_bytes().to_vec());
+            }
+            Attribute::Strings(strings) => {
+                a.set_type(AttributeType::STRINGS);
+                a.strings = strings.iter().map(|s| s.as_bytes().to_vec()).collect();
             }
         }
         a

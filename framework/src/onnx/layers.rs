@@ -248,11 +248,18 @@ impl Export for Activation {
 
 impl Export for NoBlock {}
 
-/// Not yet: ONNX's `LSTM`, `GRU` and `RNN` operators are to come (issue 64).
-impl Export for crate::Recurrent {}
-
-/// Not yet, as [`crate::Recurrent`].
+/// Not yet: a cell is one step of a loop of one's own, which the graph does not hold
+/// ([`crate::Recurrent`] is ONNX's `LSTM`, `GRU` or `RNN`: `super::recurrent`).
 impl Export for crate::RecurrentCell {}
+
+/// Not yet: attention as ONNX's MatMul and Softmax is still to be written.
+impl Export for crate::MultiHeadAttention {}
+
+/// Not yet, as [`crate::MultiHeadAttention`].
+impl Export for crate::TransformerEncoderLayer {}
+
+/// Not yet, as [`crate::MultiHeadAttention`].
+impl Export for crate::TransformerEncoder {}
 
 /// Not yet: its table is cut to the input's steps, which the graph does not know here.
 impl Export for crate::PositionalEncoding {}

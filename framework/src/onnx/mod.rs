@@ -32,6 +32,7 @@ mod export;
 mod graph;
 mod layers;
 pub mod proto;
+mod recurrent;
 
 pub use export::{Export, INPUT, IR_VERSION, OPSET, OUTPUT, export, to_model};
 pub use graph::{Attribute, OnnxGraph, Value};

@@ -33,6 +33,9 @@ pub use cell::RecurrentCell;
 pub use mode::Mode;
 
 mod chain;
+mod view;
+
+pub(crate) use view::View;
 use weights::{Cell, Weights};
 
 use crate::block::Block;

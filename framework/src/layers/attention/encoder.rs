@@ -1,0 +1,154 @@
+//! `TransformerEncoder(layer, num_layers)`: `torch.nn.TransformerEncoder`, `num_layers`
+//! copies of one [`TransformerEncoderLayer`] in a chain, then an optional final norm. The
+//! parameters are PyTorch's: `layers.0.self_attn.in_proj_weight`, …, `norm.weight`.
+
+use std::fmt;
+
+use burn::module::Module;
+use burn::tensor::{Device, Tensor};
+
+use super::encoder_layer::TransformerEncoderLayer;
+use super::mask::Mask;
+use super::shapes::swap_for;
+use crate::block::Block;
+use crate::deferred::layer_module;
+use crate::error::{Error, Result};
+use crate::init::Init;
+use crate::layers::norm::LayerNorm;
+use crate::ndtensor::NdTensor;
+
+/// The layers and the norm, under PyTorch's names.
+#[derive(Module, Debug)]
+pub(crate) struct Stack {
+    layers: Vec<TransformerEncoderLayer>,
+    norm: Option<LayerNorm>,
+}
+
+/// PyTorch's `nn.TransformerEncoder(encoder_layer, num_layers, norm)`:
+/// `TransformerEncoder::new(TransformerEncoderLayer::new(4, 64), 2).norm(LayerNorm::new())`.
+#[derive(Debug, Clone)]
+pub struct TransformerEncoder {
+    stack: Stack,
+}
+
+impl TransformerEncoder {
+    /// `num_layers` copies of `layer`, each with parameters of its own.
+    pub fn new(layer: TransformerEncoderLayer, num_layers: usize) -> Self {
+        Self {
+            stack: Stack {
+                layers: vec![layer; num_layers],
+                norm: None,
+            },
+        }
+    }
+
+    /// `norm`: applied to the last layer's output (`LayerNorm::new()`, its size inferred).
+    pub fn norm(mut self, norm: LayerNorm) -> Self {
+        self.stack.norm = Some(norm);
+        self
+    }
+
+    /// The layers, in order.
+    pub fn layers(&self) -> &[TransformerEncoderLayer] {
+        &self.stack.layers
+    }
+
+    /// PyTorch's `forward(src, mask, src_key_padding_mask)`: every layer with the same masks,
+    /// then the norm.
+    ///
+    /// # Shapes
+    /// As the layers': `[time, batch, d_model]` (`Tnc`) or `[batch, time, d_model]` (`Ntc`).
+    ///
+    /// # Panics
+    /// As [`TransformerEncoderLayer::forward_masked`].
+    pub fn forward_masked(&self, x: Tensor<3>, mask: Option<&Mask>) -> Tensor<3> {
+        let Some(first) = self.stack.layers.first() else {
+            return self.normed(x);
+        };
+        let layout = first.layout_of();
+        let x = swap_for(layout, x);
+        let x = self
+            .stack
+            .layers
+            .iter()
+            .fold(x, |x, layer| layer.encode(x, mask));
+        self.normed(swap_for(layout, x))
+    }
+
+    fn normed(&self, x: Tensor<3>) -> Tensor<3> {
+        match &self.stack.norm {
+            Some(norm) => norm.forward(x.into()).rank(),
+            None => x,
+        }
+    }
+}
+
+impl Block for TransformerEncoder {
+    /// The encoder without masks.
+    ///
+    /// # Shapes
+    /// As [`TransformerEncoder::forward_masked`].
+    fn forward(&self, x: NdTensor) -> NdTensor {
+        self.forward_masked(x.rank::<3>(), None).into()
+    }
+
+    /// Passes the example through each layer in turn, then the norm.
+    fn infer(self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        if self.stack.layers.is_empty() {
+            return Err(Error::InvalidValue {
+                name: "num_layers",
+                value: "0".to_string(),
+                reason: format!("{self}: an encoder needs 1 layer or more"),
+            });
+        }
+        let mut layers = Vec::with_capacity(self.stack.layers.len());
+        let mut x = x;
+        for layer in self.stack.layers {
+            let (layer, y) = layer.infer(x)?;
+            layers.push(layer);
+            x = y;
+        }
+        let norm = match self.stack.norm {
+            Some(norm) => {
+                let (norm, y) = norm.infer(x)?;
+                x = y;
+                Some(norm)
+            }
+            None => None,
+        };
+        Ok((
+            Self {
+                stack: Stack { layers, norm },
+            },
+            x,
+        ))
+    }
+
+    fn initialize(self, init: Init, device: &Device) -> Self {
+        let Stack { layers, norm } = self.stack;
+        Self {
+            stack: Stack {
+                layers: layers
+                    .into_iter()
+                    .map(|layer| layer.initialize(init, device))
+                    .collect(),
+                norm: norm.map(|norm| norm.initialize(init, device)),
+            },
+        }
+    }
+}
+
+impl fmt::Display for TransformerEncoder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.stack.layers.first() {
+            Some(layer) => write!(f, "TransformerEncoder({} × {layer}", self.layers().len())?,
+            None => write!(f, "TransformerEncoder(0 layers")?,
+        }
+        if let Some(norm) = &self.stack.norm {
+            write!(f, ", {norm}")?;
+        }
+        write!(f, ")")
+    }
+}
+
+layer_module!(TransformerEncoder, stack);
