@@ -14,6 +14,12 @@ from round to round. The workloads are written once, in bench/peers/workloads.py
   resnet                         d2l's small ResNet (`ember train --model resnet`, the network
                                  of examples/resnet.rs; batch 256, SGD 0.05) beside PyTorch (no
                                  JAX peer)
+  char-lstm                      d2l's character language model (chapter 9): `ember train --data
+                                 text:fortunes,tokens=200000,offset=0 --model lstm:256`, batch
+                                 32 of 35 steps, the state carried, Adam 0.01, clipping at 1,
+                                 beside PyTorch (bench/peers/char_lstm.py) from the same initial
+                                 parameters (written once by the peer, loaded by both) and the
+                                 same batches; the train perplexity of every epoch side by side
 `--device` names where everything runs: `cpu` (ember on flex, the peers on the CPU), `cuda`
 (ember, PyTorch and JAX on the first NVIDIA card) or `wgpu` (ember through wgpu's Vulkan on the
 card, the peers on CUDA). ember runs as a user runs it: `ember train --device D`. Raw burn is
@@ -28,7 +34,8 @@ It prints every run, then per workload the medians of the training time per epoc
 rounds, and over every epoch after the first where a run has several: the first epoch of each
 framework carries one-time costs, JAX's compilation for the short last batch among them) and of
 the whole process's wall time, and the ratios ember/PyTorch, ember/JAX and ember/raw burn of
-those medians, with the per-round ratios.
+those medians, with the per-round ratios; for char-lstm, each epoch's perplexity in each
+framework and their largest relative difference.
 
 Capped at AVX2 (the variables of docs/profiling.md, on a CPU with AVX-512), it first shows what
 each cap reached: `ember devices` names oneDNN's instruction set, and each peer multiplies the
@@ -61,14 +68,16 @@ import workloads as w  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = re.compile(r"^epoch (\d+): time per epoch: ([0-9.]+) sec")
-TEST_ACC = re.compile(r"test_acc ([0-9.]+)")
+# The figure each epoch line ends with that the table keeps: a classifier's test accuracy, a
+# language model's train perplexity.
+METRIC = re.compile(r"(?:test_acc|train_perplexity) ([0-9.]+)")
 DATA = w.FASHION_MNIST
 # The variables that hold each library to a narrower instruction set (docs/profiling.md), and
 # XLA's flag, which sits in XLA_FLAGS beside others.
 CAPS = ["DNNL_MAX_CPU_ISA", "ONEDNN_MAX_CPU_ISA", "ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS"]
 XLA_CAP = re.compile(r"--xla_cpu_max_isa=\S+")
 WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "lenet-recipe",
-             "resnet"]
+             "resnet", "char-lstm"]
 
 
 def commands(workload, a):
@@ -95,6 +104,14 @@ def commands(workload, a):
             runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + on + a.ember_args
         return runs
     epochs = ["--epochs", str(a.epochs)]
+    if workload == "char-lstm":
+        flags = ["--data", "text:fortunes,tokens=200000,offset=0", "--model", "lstm:256",
+                 "--batch-size", "32", "--optimizer", "adam", "--lr", "0.01", "--clip-norm", "1",
+                 "--load", a.char_init] + epochs
+        return {name: cmd + flags for name, cmd in embers.items()} | {
+            "pytorch": [a.python, str(ROOT / "bench/peers/char_lstm.py"), "--device",
+                        a.peer_device, "--load", a.char_init] + epochs,
+        }
     data = ["--data", f"fashion-mnist:{a.data_dir}"]
     if workload == "lenet-recipe":
         batch_size, lr = w.settings(workload)
@@ -140,7 +157,7 @@ def run(cmd):
     for line in out.stdout.splitlines():
         if m := EPOCH.match(line):
             times.append(float(m.group(2)))
-        if line.startswith("epoch") and (acc := TEST_ACC.search(line)):
+        if line.startswith("epoch") and (acc := METRIC.search(line)):
             accs.append(float(acc.group(1)))
         if line.startswith("{"):  # `ember bench one`: one JSON sample
             times.append(json.loads(line)["time"])
@@ -236,6 +253,12 @@ def main():
           f"ember: {a.ember} --device {a.ember_device} {' '.join(a.ember_args)}; peers on "
           f"{a.peer_device}; {a.precision}; {os.cpu_count()} CPUs", flush=True)
 
+    # The language model's initial parameters, which both frameworks load.
+    scratch = tempfile.TemporaryDirectory()
+    a.char_init = str(Path(scratch.name) / "char-lstm-init.safetensors")
+    if "char-lstm" in workloads:
+        subprocess.run([a.python, str(ROOT / "bench/peers/char_lstm.py"), "--write-init",
+                        a.char_init], check=True, capture_output=True)
     every = {name for w in workloads for name in commands(w, a)}
     check_caps(a, [peer for name, peer in (("pytorch", "torch"), ("jax", "jax")) if name in every])
 
@@ -256,14 +279,14 @@ def main():
                     failures.append(f"{w} {name} (round {r + 1})")
                     continue
                 results[w][name][r] = (times, accs, wall)
-                acc = f"; test acc {' '.join(f'{x:.3f}' for x in accs)}" if accs else ""
+                acc = f"; metric {' '.join(f'{x:.4f}' for x in accs)}" if accs else ""
                 print(f"round {r + 1} {w:15} {name:9}: per measured epoch "
                       f"{' '.join(f'{t:.3f}' for t in times)} s{acc}; wall {wall:.1f} s", flush=True)
 
     print(f"\nmedians over {a.rounds} interleaved round(s) (epochs after each run's first); ratios "
           f"are ember / peer (below 1: ember is faster), per-round ratios in brackets\n")
     print("| workload | framework | time per epoch | whole process | epoch ratio | process ratio "
-          "| epochs run | last test acc |")
+          "| epochs run | last test acc (perplexity) |")
     print("|---|---|---|---|---|---|---|---|")
     for w in workloads:
         per = results[w]
@@ -291,9 +314,25 @@ def main():
             epochs_run = f"{ran[name]:g}" if last[name] else ""
             print(f"| {w} | {name} | {epoch[name]:.3f} s | {wall[name]:.1f} s | {ratio} | "
                   f"{wall_ratio} | {epochs_run} | {acc} |")
+    curves(results)
     if failures:
         print(f"\nfailed runs, left out of the medians: {', '.join(failures)}")
         sys.exit(1)
+
+def curves(results):
+    """Each epoch's perplexity of the language model, per framework (medians over rounds), and
+    the largest relative difference of ember's from PyTorch's."""
+    per = results.get("char-lstm", {})
+    if not (per.get("ember") and per.get("pytorch")):
+        return
+    median = {n: [statistics.median(c) for c in zip(*(accs for _, accs, _ in per[n].values()))]
+              for n in ("ember", "pytorch")}
+    print("\nchar-lstm: train perplexity per epoch (medians over rounds)")
+    for name, curve in median.items():
+        print(f"  {name:8} {' '.join(f'{p:.4f}' for p in curve)}")
+    gaps = [abs(e - t) / t for e, t in zip(median["ember"], median["pytorch"])]
+    print(f"  largest relative difference: {100 * max(gaps):.2f}% (epoch {gaps.index(max(gaps)) + 1})")
+
 
 if __name__ == "__main__":
     main()

@@ -1,54 +1,153 @@
-"""PyTorch beside `examples/char_lstm.rs`: the same character LSTM (Embedding 32, LSTM 256,
-Linear to the vocabulary), the same corpus (Debian's fortunes cleaned as d2l cleans The Time
-Machine, the first N characters), d2l's random partitioning into 32 subsequences of 35, Adam
-at 0.01 with the gradients' global norm clipped to 1. Prints each epoch's perplexity and time.
+"""PyTorch beside `ember train --data text:fortunes --model lstm:256` (bench/peers.py's
+`char-lstm` workload): d2l's character language model of chapter 9 on Debian's fortunes.
 
-Run, interleaved with ember's example (medians of the rounds; bench/RESULTS.md):
-    for r in 1 2 3; do
-      target/release/examples/char_lstm 1 200000 flex | grep epoch
-      python3 bench/peers/char_lstm.py 1 200000 | grep epoch
-    done
-Until `bench/peers.py` takes sequence workloads (issue 64), this is the side-by-side run.
+The same corpus (the fortunes cleaned as d2l cleans The Time Machine, the first N characters,
+ember's vocabulary order), the same network (Embedding 32, LSTM 256, Linear to the vocabulary,
+its parameters named as ember's chain names them: `0.weight`, `1.weight_ih_l0`, `2.weight`),
+the same batches (sequential partitioning from a fixed offset, 32 rows of 35 tokens, the state
+carried from batch to batch, detached, none at an epoch's start), Adam at 0.01 and the
+gradients' global norm clipped to 1, from the same initial parameters: `--write-init FILE`
+writes this network's initial parameters as safetensors, which `ember train --load FILE` and
+`--load FILE` here both start from. Prints, per epoch, as ember does:
+    epoch N: time per epoch: S sec, train loss L, train_perplexity P
+
+Run: python3 bench/peers/char_lstm.py [--epochs 5] [--tokens 200000] [--offset 0]
+         [--load FILE | --write-init FILE] [--device cpu|cuda]
 """
+import argparse
+import json
 import math
 import os
-import random
 import re
-import sys
+import struct
 import time
 
-import torch, torch.nn as nn
-torch.manual_seed(0); random.seed(0)
+import numpy as np
+import torch
+from torch import nn
 
-d = '/usr/share/games/fortunes'
-lines = []
-for f in sorted(os.listdir(d)):
-    p = os.path.join(d, f)
-    if '.' in f or not os.path.isfile(p) or f in ('art', 'ascii-art'):
-        continue
-    lines += [l for l in open(p, encoding='utf-8', errors='replace').read().splitlines() if l.strip() != '%']
-lines = [re.sub('[^A-Za-z]+', ' ', l).strip().lower() for l in lines]
-chars = [c for l in lines for c in l]
-vocab = ['<unk>'] + [c for c, _ in sorted(((c, chars.count(c)) for c in set(chars)), key=lambda x: -x[1])]
-idx = {c: i for i, c in enumerate(vocab)}
-n = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
-corpus = [idx[c] for c in chars[:n]]
-epochs = int(sys.argv[1]) if len(sys.argv) > 1 else 1
-class M(nn.Module):
-    def __init__(s):
-        super().__init__(); s.e = nn.Embedding(len(vocab), 32); s.l = nn.LSTM(32, 256, batch_first=True); s.o = nn.Linear(256, len(vocab))
-    def forward(s, x):
-        h, _ = s.l(s.e(x)); return s.o(h.reshape(-1, 256))
-m = M(); opt = torch.optim.Adam(m.parameters(), 0.01); lossf = nn.CrossEntropyLoss()
-def batches():
-    off = random.randint(0, 34); c = corpus[off:]; k = (len(c) - 1) // 35
-    starts = list(range(0, k * 35, 35)); random.shuffle(starts)
-    for i in range(0, 32 * (k // 32), 32):
-        s = starts[i:i+32]
-        yield torch.tensor([c[j:j+35] for j in s]), torch.tensor([c[j+1:j+36] for j in s])
-for e in range(epochs):
-    t = time.time(); tot = 0; nb = 0
-    for x, y in batches():
-        l = lossf(m(x), y.reshape(-1)); opt.zero_grad(); l.backward()
-        nn.utils.clip_grad_norm_(m.parameters(), 1.0); opt.step(); tot += l.item(); nb += 1
-    print(f"torch epoch {e+1}: perplexity {math.exp(tot/nb):.2f}, {time.time()-t:.1f} sec, {nb} batches")
+FORTUNES = "/usr/share/games/fortunes"
+PICTURES = ("art", "ascii-art")
+
+
+def corpus(tokens):
+    """ember_datasets::text::fortunes::characters: letters and spaces, lower case, one token a
+    character; `<unk>`, then by frequency, ties in the order first seen."""
+    chars = []
+    for name in sorted(os.listdir(FORTUNES)):
+        path = os.path.join(FORTUNES, name)
+        if os.path.splitext(name)[1] or not os.path.isfile(path) or name in PICTURES:
+            continue
+        text = open(path, "rb").read().decode("utf-8", errors="replace")
+        for line in text.split("\n"):
+            line = line.removesuffix("\r")
+            if line.strip() == "%":
+                continue
+            chars.extend(re.sub("[^A-Za-z]+", " ", line).strip().lower())
+    counts = {}
+    for c in chars:
+        counts[c] = counts.get(c, 0) + 1
+    vocab = ["<unk>"] + sorted(counts, key=lambda c: -counts[c])
+    index = {c: i for i, c in enumerate(vocab)}
+    return [index[c] for c in chars[:tokens]], vocab
+
+
+class Model(nn.Module):
+    def __init__(self, vocabulary, embed=32, hidden=256):
+        super().__init__()
+        self.add_module("0", nn.Embedding(vocabulary, embed))
+        self.add_module("1", nn.LSTM(embed, hidden, batch_first=True))
+        self.add_module("2", nn.Linear(hidden, vocabulary))
+
+    def forward(self, x, state):
+        h, state = self._modules["1"](self._modules["0"](x), state)
+        return self._modules["2"](h).reshape(-1, self._modules["2"].out_features), state
+
+
+def save(model, path):
+    """The parameters as safetensors (f32, little-endian), by their names."""
+    tensors = {k: v.detach().cpu().contiguous().numpy().astype("<f4") for k, v in model.state_dict().items()}
+    header, offset, blobs = {}, 0, []
+    for name, array in tensors.items():
+        blob = array.tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + b"".join(blobs))
+
+
+def load(model, path):
+    data = open(path, "rb").read()
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    state = {}
+    for name, meta in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = meta["data_offsets"]
+        array = np.frombuffer(data[8 + n + a:8 + n + b], dtype="<f4").reshape(meta["shape"])
+        state[name] = torch.from_numpy(array.copy())
+    model.load_state_dict(state)
+
+
+def batches(tokens, batch, steps, offset):
+    """ember's sequential partitioning (ember_datasets::text::Subsequences) from `offset`."""
+    row = (len(tokens) - offset - 1) // batch
+    data = np.array(tokens)
+    for b in range(row // steps):
+        starts = [offset + r * row + b * steps for r in range(batch)]
+        x = np.stack([data[s:s + steps] for s in starts])
+        y = np.stack([data[s + 1:s + 1 + steps] for s in starts])
+        yield torch.from_numpy(x), torch.from_numpy(y)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--tokens", type=int, default=200_000)
+    p.add_argument("--offset", type=int, default=0)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--steps", type=int, default=35)
+    p.add_argument("--load")
+    p.add_argument("--write-init")
+    p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    a = p.parse_args()
+    torch.manual_seed(0)
+    tokens, vocab = corpus(a.tokens)
+    model = Model(len(vocab))
+    if a.write_init:
+        save(model, a.write_init)
+        print(f"initial parameters written to {a.write_init}")
+        return
+    if a.load:
+        load(model, a.load)
+    model.to(a.device)
+    print(f"pytorch {torch.__version__}, {torch.get_num_threads()} threads, {a.device}: "
+          f"{len(tokens)} tokens, a vocabulary of {len(vocab)}", flush=True)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    loss_of = nn.CrossEntropyLoss()
+    for epoch in range(a.epochs):
+        start, total, count, state = time.perf_counter(), 0.0, 0, None
+        for x, y in batches(tokens, a.batch_size, a.steps, a.offset):
+            x, y = x.to(a.device), y.to(a.device)
+            if state is not None:
+                state = tuple(s.detach() for s in state)
+            scores, state = model(x, state)
+            loss = loss_of(scores, y.reshape(-1))
+            opt.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            total += loss.item()
+            count += 1
+        seconds = time.perf_counter() - start
+        mean = total / count
+        print(f"epoch {epoch + 1}: time per epoch: {seconds:.4f} sec, train loss {mean:.6f}, "
+              f"train_perplexity {math.exp(mean):.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -40,6 +40,8 @@ pub struct Subsequences {
     steps: usize,
     partition: Partition,
     seed: u64,
+    /// The first token's offset every epoch, where fixed; drawn from the seed otherwise.
+    offset: Option<usize>,
 }
 
 impl Subsequences {
@@ -92,7 +94,26 @@ impl Subsequences {
             steps,
             partition,
             seed,
+            offset: None,
         })
+    }
+
+    /// Starts every epoch at token `offset` (at most `steps`) instead of at one drawn from the
+    /// seed and the epoch, as d2l draws it: epochs then differ only in the order random
+    /// partitioning shuffles. For a peer that must see the same batches as ember.
+    ///
+    /// # Errors
+    /// [`DatasetError::InvalidValue`] naming an offset past `steps`.
+    pub fn offset(mut self, offset: usize) -> Result<Self> {
+        if offset > self.steps {
+            return Err(DatasetError::InvalidValue {
+                name: "offset",
+                value: offset.to_string(),
+                reason: format!("at most the {} steps of a subsequence", self.steps),
+            });
+        }
+        self.offset = Some(offset);
+        Ok(self)
     }
 
     /// The minibatches of `epoch`: `x` holds `[batch, steps]` token indices (as floats, as an
@@ -104,14 +125,16 @@ impl Subsequences {
         // Rows of `batch` starts, one batch each.
         let starts: Vec<Vec<usize>> = match self.partition {
             Partition::Random => {
-                let offset = rng.random_range(0..steps);
+                let drawn = rng.random_range(0..steps);
+                let offset = self.offset.unwrap_or(drawn);
                 let count = (corpus.len() - offset - 1) / steps;
                 let mut starts: Vec<usize> = (0..count).map(|i| offset + i * steps).collect();
                 starts.shuffle(&mut rng);
                 starts.chunks_exact(batch).map(<[usize]>::to_vec).collect()
             }
             Partition::Sequential => {
-                let offset = rng.random_range(0..=steps);
+                let drawn = rng.random_range(0..=steps);
+                let offset = self.offset.unwrap_or(drawn);
                 let row = (corpus.len() - offset - 1) / batch;
                 (0..row / steps)
                     .map(|b| (0..batch).map(|r| offset + r * row + b * steps).collect())
@@ -204,6 +227,19 @@ mod tests {
         // Drawn in a random order, not read along the corpus.
         let firsts: Vec<f32> = epoch.iter().map(|b| b.x[0]).collect();
         assert!(!firsts.windows(2).all(|w| w[0] < w[1]), "{firsts:?}");
+    }
+
+    #[test]
+    fn a_fixed_offset_makes_every_epoch_of_sequential_partitioning_alike() {
+        let corpus: Vec<usize> = (0..200).collect();
+        let data = Subsequences::new(corpus, 3, 5, Partition::Sequential, 9).unwrap();
+        let drawn: Vec<f32> = (0..8).map(|e| data.epoch(e)[0].x[0]).collect();
+        assert!(drawn.windows(2).any(|w| w[0] != w[1]), "{drawn:?}");
+        let fixed = data.offset(4).unwrap();
+        assert_eq!(fixed.epoch(0)[0].x[0], 4.0);
+        assert_eq!(fixed.epoch(0), fixed.epoch(7));
+        let err = fixed.offset(6).unwrap_err().to_string();
+        assert!(err.contains("offset 6") && err.contains("5 steps"), "{err}");
     }
 
     #[test]

@@ -19,10 +19,12 @@ pub struct TextSpec {
     pub tokens: Option<usize>,
     /// How the corpus is cut into batches.
     pub partition: Partition,
+    /// Where every epoch's subsequences start, where fixed (d2l draws it per epoch).
+    pub offset: Option<usize>,
 }
 
 /// What `--data` takes of text.
-pub const FORM: &str = "text:fortunes[,steps=S][,tokens=N][,random]";
+pub const FORM: &str = "text:fortunes[,steps=S][,tokens=N][,random][,offset=K]";
 
 impl TextSpec {
     /// `fortunes[,steps=S][,tokens=N][,random|,sequential]`, what follows `text:`.
@@ -43,6 +45,7 @@ impl TextSpec {
             steps: 35,
             tokens: None,
             partition: Partition::Sequential,
+            offset: None,
         };
         let positive = |name: &str, value: &str| match value.parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
@@ -54,10 +57,20 @@ impl TextSpec {
             match part.split_once('=') {
                 Some(("steps", n)) => spec.steps = positive("steps", n)?,
                 Some(("tokens", n)) => spec.tokens = Some(positive("tokens", n)?),
+                Some(("offset", n)) => match n.parse() {
+                    Ok(offset) => spec.offset = Some(offset),
+                    Err(_) => bail!("offset={n}: expected a whole number of tokens"),
+                },
                 None if part == "random" => spec.partition = Partition::Random,
                 None if part == "sequential" => spec.partition = Partition::Sequential,
                 _ => bail!("{part:?}: expected {FORM}"),
             }
+        }
+        if let Some(offset) = spec.offset.filter(|&offset| offset > spec.steps) {
+            bail!(
+                "offset={offset}: at most steps={} (a subsequence's length)",
+                spec.steps
+            );
         }
         Ok(spec)
     }
@@ -83,6 +96,9 @@ impl fmt::Display for TextSpec {
         }
         if self.partition == Partition::Random {
             write!(f, ",random")?;
+        }
+        if let Some(offset) = self.offset {
+            write!(f, ",offset={offset}")?;
         }
         Ok(())
     }
@@ -127,7 +143,7 @@ mod tests {
         for form in [
             "fortunes",
             "fortunes,steps=20,tokens=5000,random",
-            "fortunes,tokens=9",
+            "fortunes,tokens=9,offset=0",
         ] {
             assert_eq!(TextSpec::parse(form).unwrap().to_string(), form);
         }
@@ -136,6 +152,10 @@ mod tests {
             err.contains("\"timemachine\"") && err.contains(FORM),
             "{err}"
         );
+        let err = TextSpec::parse("fortunes,steps=5,offset=6")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("offset=6") && err.contains("steps=5"), "{err}");
         let err = TextSpec::parse("fortunes,steps=0").unwrap_err().to_string();
         assert!(err.contains("steps=0"), "{err}");
     }

@@ -42,14 +42,18 @@ impl Run<'_> {
         let (train, valid) = text.split(w.valid_split);
         let steps = text.spec.steps;
         let cut = |corpus: Vec<usize>, what: &str| {
-            Subsequences::new(corpus, w.batch_size, steps, text.spec.partition, w.seed)
-                .with_context(|| {
-                    format!(
-                        "invalid --batch-size {} for --data {} ({what}): give a smaller batch, \
+            let cut = Subsequences::new(corpus, w.batch_size, steps, text.spec.partition, w.seed);
+            cut.and_then(|cut| match text.spec.offset {
+                Some(offset) => cut.offset(offset),
+                None => Ok(cut),
+            })
+            .with_context(|| {
+                format!(
+                    "invalid --batch-size {} for --data {} ({what}): give a smaller batch, \
                          or more tokens",
-                        w.batch_size, w.data
-                    )
-                })
+                    w.batch_size, w.data
+                )
+            })
         };
         let (train_tokens, valid_tokens) = (train.len(), valid.as_ref().map(Vec::len));
         let mut batches = cut(train, "its training text")?;
