@@ -250,7 +250,7 @@ fn a_flag_the_data_or_model_ignores_is_an_error_naming_it() {
             "--hidden is ignored when --model is given",
         ),
         (vec!["--data", "npy:x.npy"], "npy:X.npy,Y.npy"),
-        (vec!["--model", "resnet50"], "lenet-relu or resnet"),
+        (vec!["--model", "resnet50"], "lenet-relu, resnet, rnn:H"),
         // LeNet on the chapter's flat synthetic rows: refused before any layer, saying what it
         // takes (the first convolution's shape error was all it said, issue 62's pass).
         (
