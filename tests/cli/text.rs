@@ -66,6 +66,28 @@ fn a_language_model_learns_the_fortunes_and_reports_perplexity() {
     );
 }
 
+/// The causal Transformer in the recurrent layer's place learns too.
+#[test]
+fn a_transformer_language_model_learns_the_fortunes() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = dir.path().join("lm.csv");
+    let model = "transformer:layers=1,heads=2,dim=16";
+    let more = ["--model", model, "--epochs", "3", "--valid-split", "0.1"];
+    succeeds(&args(
+        &args(&TEXT, &more),
+        &["--metrics", metrics.to_str().unwrap()],
+    ));
+    let rows = csv_rows(&dir.path().join("lm.epochs.csv"));
+    let valid: Vec<f64> = rows
+        .iter()
+        .map(|r| r["valid_perplexity"].parse().unwrap())
+        .collect();
+    assert!(
+        valid[0] < 28.0 && valid.windows(2).all(|w| w[1] < w[0]),
+        "{valid:?}"
+    );
+}
+
 /// A checkpoint in the middle of an epoch holds the carried state: the resumed run's
 /// parameters are the unbroken run's, bit for bit, under `--sync none`.
 #[test]
@@ -117,6 +139,10 @@ fn what_text_cannot_take_is_refused_by_name() {
     let refused = [
         (vec!["--model", "lstm:0"], "hidden size \"0\""),
         (vec!["--model", "lstm:8,depth=2"], "\"depth=2\""),
+        (
+            vec!["--model", "transformer:layers=1,heads=3,dim=8"],
+            "not divisible by heads=3",
+        ),
         (vec!["--model", "mlp:8"], "give --model lstm:H"),
         (vec!["--eval", "acc"], "invalid --eval acc"),
         (

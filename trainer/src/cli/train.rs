@@ -89,7 +89,9 @@ pub struct TrainArgs {
     /// (d2l's small ResNet: a 3×3 convolution to 8 channels, residual blocks of 8 and 16 with
     /// BatchNorm, global average pooling); for text, a language model: `lstm:H`, `gru:H`,
     /// `rnn:H` or `rnn-relu:H`, then `,layers=N` and `,embed=E` (an Embedding of E, 32 by
-    /// default, the recurrent layers of H, a Dense scoring the vocabulary at every step).
+    /// default, the recurrent layers of H, a Dense scoring the vocabulary at every step), or
+    /// `transformer:layers=L,heads=H,dim=D` (an Embedding of D, d2l's positional encoding, L
+    /// causal pre-norm Transformer encoder layers of H heads, feed-forward 4·D, dropout 0.1).
     /// Defaults to --hidden on synthetic data, to d2l's mlp:256 on other data and to lstm:256
     /// on text.
     #[arg(long)]

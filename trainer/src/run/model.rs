@@ -8,7 +8,7 @@ use ember::models::{self, Residual};
 use ember::{Block, Init, Sequential};
 
 use super::list;
-use super::sequence_model::{self, RecurrentSpec};
+use super::sequence_model::{self, RecurrentSpec, TransformerSpec};
 
 /// The networks `ember` builds: chains of ember's layers that may hold d2l's residual block,
 /// one type for every `--model`.
@@ -28,6 +28,9 @@ pub enum ModelSpec {
     /// `lstm:H`, `gru:H`, `rnn:H`, `rnn-relu:H`: a language model of text data
     /// ([`RecurrentSpec`]).
     Recurrent(RecurrentSpec),
+    /// `transformer:layers=L,heads=H,dim=D`: a causal Transformer language model of text data
+    /// ([`TransformerSpec`]).
+    Transformer(TransformerSpec),
 }
 
 impl FromStr for ModelSpec {
@@ -41,6 +44,9 @@ impl FromStr for ModelSpec {
             _ => match (s.strip_prefix("mlp:"), RecurrentSpec::parse(s)) {
                 (Some(sizes), _) => Ok(ModelSpec::Mlp(list::sizes(&sizes.parse()?))),
                 (None, Some(recurrent)) => recurrent.map(ModelSpec::Recurrent),
+                (None, None) if let Some(t) = TransformerSpec::parse(s) => {
+                    t.map(ModelSpec::Transformer)
+                }
                 (None, None) => Err(format!(
                     "expected mlp:H1,H2,…, lenet, lenet-relu, resnet, {}",
                     sequence_model::FORMS
@@ -58,6 +64,7 @@ impl fmt::Display for ModelSpec {
             ModelSpec::LeNetRelu => write!(f, "lenet-relu"),
             ModelSpec::ResNet => write!(f, "resnet"),
             ModelSpec::Recurrent(spec) => spec.fmt(f),
+            ModelSpec::Transformer(spec) => spec.fmt(f),
         }
     }
 }
@@ -72,6 +79,7 @@ impl ModelSpec {
             ModelSpec::LeNetRelu => models::lenet_relu(outputs).with_blocks(),
             ModelSpec::ResNet => models::small_resnet(outputs),
             ModelSpec::Recurrent(spec) => spec.build(outputs),
+            ModelSpec::Transformer(spec) => spec.build(outputs),
         };
         net.initialize(init, device)
     }
@@ -83,6 +91,7 @@ impl ModelSpec {
             ModelSpec::Mlp(_) => Init::Normal(0.01),
             ModelSpec::LeNet | ModelSpec::LeNetRelu | ModelSpec::ResNet => Init::Xavier,
             ModelSpec::Recurrent(spec) => spec.init(),
+            ModelSpec::Transformer(_) => Init::Xavier,
         }
     }
 }
@@ -160,6 +169,7 @@ impl ModelSpec {
             }
             // Examples are sequences of `steps` tokens, the outputs the vocabulary.
             ModelSpec::Recurrent(spec) => spec.footprint(inputs, outputs as u128),
+            ModelSpec::Transformer(spec) => spec.footprint(inputs, outputs as u128),
         };
         Footprint {
             parameters,

@@ -1,11 +1,16 @@
 //! `--model rnn:H`, `rnn-relu:H`, `lstm:H`, `gru:H`: d2l's language model of chapter 9 as a
 //! chain: an `Embedding`, a recurrent layer (`Recurrent`, batch first) and a `Dense` scoring
 //! the vocabulary at every step, flattened to `[batch, steps × vocabulary]` for
-//! [`ember::SequenceCrossEntropyLoss`].
+//! [`ember::SequenceCrossEntropyLoss`]. `--model transformer:layers=L,heads=H,dim=D`: the same
+//! with a causal Transformer encoder in the recurrent layer's place (d2l 11.7, a decoder-only
+//! language model: each step attends to the steps up to it).
 
 use std::fmt;
 
-use ember::{Block, Dense, Embedding, Flatten, Init, Layout, Mode, Recurrent, Sequential};
+use ember::{
+    Block, Dense, Embedding, Flatten, Init, LayerNorm, Layout, Mode, PositionalEncoding, Recurrent,
+    Sequential, TransformerEncoder, TransformerEncoderLayer,
+};
 
 /// A recurrent language model's sizes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +42,7 @@ pub const DEFAULT: RecurrentSpec = RecurrentSpec {
 };
 
 /// What `--model` takes of a recurrent network.
-pub const FORMS: &str = "rnn:H, rnn-relu:H, lstm:H or gru:H (then ,layers=N ,embed=E)";
+pub const FORMS: &str = "rnn:H, rnn-relu:H, lstm:H or gru:H (then ,layers=N ,embed=E), transformer:layers=L,heads=H,dim=D";
 
 impl RecurrentSpec {
     /// `kind:H[,layers=N][,embed=E]` where `kind` is one of [`KINDS`]; `None` for another
@@ -123,9 +128,117 @@ impl fmt::Display for RecurrentSpec {
     }
 }
 
+/// A causal Transformer language model's sizes: `transformer:layers=2,heads=4,dim=128`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransformerSpec {
+    /// Encoder layers.
+    pub layers: usize,
+    /// Attention heads, which divide `dim`.
+    pub heads: usize,
+    /// The model's width: the embedding's, the attention's; the feed-forward layer is 4 times it.
+    pub dim: usize,
+}
+
+impl TransformerSpec {
+    /// `transformer:layers=L,heads=H,dim=D` (each key once, any order, all three given); `None`
+    /// for another model.
+    pub fn parse(s: &str) -> Option<Result<Self, String>> {
+        let rest = s.strip_prefix("transformer:")?;
+        let (mut layers, mut heads, mut dim) = (None, None, None);
+        for part in rest.split(',') {
+            let (key, value) = part.split_once('=').unwrap_or((part, ""));
+            let slot = match key {
+                "layers" => &mut layers,
+                "heads" => &mut heads,
+                "dim" => &mut dim,
+                _ => {
+                    return Some(Err(format!(
+                        "{part:?}: expected layers=L, heads=H or dim=D"
+                    )));
+                }
+            };
+            match value.parse::<usize>() {
+                Ok(n) if n > 0 && slot.is_none() => *slot = Some(n),
+                Ok(n) if n > 0 => return Some(Err(format!("{key} is given twice"))),
+                _ => return Some(Err(format!("{part:?}: expected a whole number from 1 up"))),
+            }
+        }
+        let (Some(layers), Some(heads), Some(dim)) = (layers, heads, dim) else {
+            return Some(Err(
+                "expected transformer:layers=L,heads=H,dim=D".to_string()
+            ));
+        };
+        if !dim.is_multiple_of(heads) {
+            return Some(Err(format!("dim={dim} is not divisible by heads={heads}")));
+        }
+        Some(Ok(Self { layers, heads, dim }))
+    }
+
+    /// The chain for a vocabulary of `vocabulary` tokens: an `Embedding` of `dim`, d2l's
+    /// `PositionalEncoding`, the causal pre-norm encoder with a final `LayerNorm`, the `Dense`
+    /// scoring the vocabulary at every step. Dropout 0.1, PyTorch's default.
+    pub fn build<U: Block>(&self, vocabulary: usize) -> Sequential<U> {
+        let layer = TransformerEncoderLayer::new(self.heads, 4 * self.dim)
+            .norm_first(true)
+            .layout(Layout::Ntc);
+        let encoder = TransformerEncoder::new(layer, self.layers)
+            .norm(LayerNorm::new())
+            .causal(true);
+        Sequential::new()
+            .add(Embedding::new(vocabulary, self.dim))
+            .add(PositionalEncoding::new(self.dim, 0.1))
+            .add(encoder)
+            .add(Dense::new(vocabulary).flatten(false))
+            .add(Flatten)
+    }
+
+    /// Its parameters, and about the values one sequence of `steps` makes in the forward pass.
+    pub fn footprint(&self, steps: u128, vocabulary: u128) -> (u128, u128) {
+        let (d, layers, heads) = (self.dim as u128, self.layers as u128, self.heads as u128);
+        let ff = 4 * d;
+        // Attention (in and out projections), the feed-forward pair, two norms.
+        let layer = (4 * d * d + 4 * d) + (2 * d * ff + ff + d) + 4 * d;
+        let parameters = vocabulary * d + layers * layer + 2 * d + (d + 1) * vocabulary;
+        let per_step = layers * (8 * d + ff + heads * steps) + vocabulary + 2 * d;
+        (parameters, steps.saturating_mul(per_step))
+    }
+}
+
+impl fmt::Display for TransformerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self { layers, heads, dim } = self;
+        write!(f, "transformer:layers={layers},heads={heads},dim={dim}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transformers_parse_and_print_back_and_bad_sizes_are_named() {
+        let spec = TransformerSpec::parse("transformer:dim=32,heads=4,layers=2").unwrap();
+        assert_eq!(
+            spec.unwrap().to_string(),
+            "transformer:layers=2,heads=4,dim=32"
+        );
+        for (bad, needle) in [
+            (
+                "transformer:layers=2,heads=3,dim=32",
+                "not divisible by heads=3",
+            ),
+            ("transformer:layers=2,heads=4", "layers=L,heads=H,dim=D"),
+            ("transformer:layers=0,heads=4,dim=8", "\"layers=0\""),
+            (
+                "transformer:layers=1,layers=2,heads=4,dim=8",
+                "layers is given twice",
+            ),
+            ("transformer:depth=2", "\"depth=2\""),
+        ] {
+            let err = TransformerSpec::parse(bad).unwrap().unwrap_err();
+            assert!(err.contains(needle), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn names_parse_and_print_back_and_bad_sizes_are_named() {
@@ -155,6 +268,16 @@ mod tests {
         for name in ["lstm:16", "gru:8,layers=2,embed=4", "rnn:5"] {
             let spec = RecurrentSpec::parse(name).unwrap().unwrap();
             let net: Sequential = spec.build(11).initialize(spec.init(), &device);
+            let x = NdTensor::zeros(&[2, 7], &device).unwrap();
+            let held = net.infer_shape(x).unwrap().collect_params().total() as u128;
+            assert_eq!(spec.footprint(7, 11).0, held, "{name}");
+        }
+        for name in [
+            "transformer:layers=2,heads=2,dim=8",
+            "transformer:layers=1,heads=1,dim=4",
+        ] {
+            let spec = TransformerSpec::parse(name).unwrap().unwrap();
+            let net: Sequential = spec.build(11).initialize(Init::Xavier, &device);
             let x = NdTensor::zeros(&[2, 7], &device).unwrap();
             let held = net.infer_shape(x).unwrap().collect_params().total() as u128;
             assert_eq!(spec.footprint(7, 11).0, held, "{name}");

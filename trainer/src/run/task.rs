@@ -98,7 +98,7 @@ impl Task {
             Task::Text(_) => ModelSpec::Recurrent(sequence_model::DEFAULT),
             _ => ModelSpec::Mlp(vec![256]),
         });
-        let recurrent = matches!(model, ModelSpec::Recurrent(_));
+        let recurrent = matches!(model, ModelSpec::Recurrent(_) | ModelSpec::Transformer(_));
         if recurrent != matches!(self, Task::Text(_)) {
             bail!(
                 "--model {model} {}, and --data {} is {}",

@@ -29,6 +29,7 @@ pub(crate) struct Stack {
 #[derive(Debug, Clone)]
 pub struct TransformerEncoder {
     stack: Stack,
+    causal: bool,
 }
 
 impl TransformerEncoder {
@@ -39,7 +40,15 @@ impl TransformerEncoder {
                 layers: vec![layer; num_layers],
                 norm: None,
             },
+            causal: false,
         }
+    }
+
+    /// PyTorch's `is_causal=True` in [`Block::forward`]: step `i` attends to steps `0..=i`
+    /// only ([`Mask::causal`]), as a language model that predicts each next token must.
+    pub fn causal(mut self, causal: bool) -> Self {
+        self.causal = causal;
+        self
     }
 
     /// `norm`: applied to the last layer's output (`LayerNorm::new()`, its size inferred).
@@ -84,12 +93,20 @@ impl TransformerEncoder {
 }
 
 impl Block for TransformerEncoder {
-    /// The encoder without masks.
+    /// The encoder without masks, or with the causal one ([`TransformerEncoder::causal`]).
     ///
     /// # Shapes
     /// As [`TransformerEncoder::forward_masked`].
     fn forward(&self, x: NdTensor) -> NdTensor {
-        self.forward_masked(x.rank::<3>(), None).into()
+        let x: Tensor<3> = x.rank();
+        let mask = self.causal.then(|| {
+            let steps = match self.stack.layers.first().map(|l| l.layout_of()) {
+                Some(crate::layers::rnn::Layout::Ntc) => x.dims()[1],
+                _ => x.dims()[0],
+            };
+            Mask::causal(steps, &x.device())
+        });
+        self.forward_masked(x, mask.as_ref()).into()
     }
 
     /// Passes the example through each layer in turn, then the norm.
@@ -116,17 +133,18 @@ impl Block for TransformerEncoder {
             }
             None => None,
         };
-        Ok((
-            Self {
-                stack: Stack { layers, norm },
-            },
-            x,
-        ))
+        // The example's pass ran without the causal mask: its output's shape is the same.
+        let encoder = Self {
+            stack: Stack { layers, norm },
+            causal: self.causal,
+        };
+        Ok((encoder, x))
     }
 
     fn initialize(self, init: Init, device: &Device) -> Self {
         let Stack { layers, norm } = self.stack;
         Self {
+            causal: self.causal,
             stack: Stack {
                 layers: layers
                     .into_iter()
@@ -146,6 +164,9 @@ impl fmt::Display for TransformerEncoder {
         }
         if let Some(norm) = &self.stack.norm {
             write!(f, ", {norm}")?;
+        }
+        if self.causal {
+            write!(f, ", causal")?;
         }
         write!(f, ")")
     }

@@ -260,3 +260,32 @@ fn a_mask_of_another_shape_is_named() {
     let mask = Mask::causal(4, &device);
     mha.forward_qkv(x.clone(), x.clone(), x, Some(&mask));
 }
+
+/// `causal(true)`: each step's output depends on the steps up to it only, and equals
+/// `forward_masked` with `Mask::causal`; without it, a later step changes the earlier ones.
+#[test]
+fn a_causal_encoder_lets_no_step_see_a_later_one() {
+    let device = Device::flex();
+    let layer = TransformerEncoderLayer::new(2, 8).dropout(0.0).layout(Layout::Ntc);
+    let input = x([2, 5, 4], &device);
+    for causal in [true, false] {
+        let encoder = TransformerEncoder::new(layer.clone(), 2)
+            .causal(causal)
+            .initialize(Init::Xavier, &device)
+            .infer_shape(input.clone())
+            .unwrap();
+        let y: Tensor<3> = encoder.forward(input.clone().into()).rank();
+        // The last step changed: steps 0 to 3 of a causal encoder stay as they were.
+        let later = input.clone().slice_assign([0..2, 4..5, 0..4], Tensor::ones([2, 1, 4], &device));
+        let z: Tensor<3> = encoder.forward(later.into()).rank();
+        let earlier = |t: Tensor<3>| t.slice([0..2, 0..4, 0..4]).into_data();
+        match causal {
+            true => {
+                assert_eq!(earlier(y.clone()), earlier(z));
+                let masked = encoder.forward_masked(input.clone(), Some(&Mask::causal(5, &device)));
+                assert_eq!(y.into_data(), masked.into_data());
+            }
+            false => assert_ne!(earlier(y), earlier(z)),
+        }
+    }
+}
