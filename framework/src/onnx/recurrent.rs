@@ -13,7 +13,7 @@ use burn::tensor::Tensor;
 use super::export::Export;
 use super::graph::{Attribute, OnnxGraph, Value};
 use crate::error::{Error, Result};
-use crate::layers::rnn::View;
+use crate::layers::rnn::view::View;
 use crate::{Layout, Mode, Recurrent};
 
 impl Export for Recurrent {

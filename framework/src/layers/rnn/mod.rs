@@ -33,9 +33,7 @@ pub use cell::RecurrentCell;
 pub use mode::Mode;
 
 mod chain;
-mod view;
-
-pub(crate) use view::View;
+pub(crate) mod view;
 use weights::{Cell, Weights};
 
 use crate::block::Block;
