@@ -2,8 +2,9 @@
 //! output and the gradients of its input and parameters agree within 1e-5 of the largest value
 //! (`max|onednn − flex| ≤ 1e-5 · max|flex|`), over shapes with odd sizes, padding, strides,
 //! dilation, groups and batch 1 (BatchNorm in `cpu_kernels/batch_norm.rs`, a chain of layers
-//! handing each other channels-last views in `cpu_kernels/chain.rs`); and LeNet trained 50 steps
-//! on either path ends at the same loss.
+//! handing each other channels-last views in `cpu_kernels/chain.rs`, the recurrent layers
+//! against PyTorch on both paths in `cpu_kernels/recurrent.rs`); and LeNet trained 50 steps on
+//! either path ends at the same loss.
 //! Each case also checks that oneDNN ran it (and fell back on nothing), so the comparison is
 //! never burn-flex against itself.
 
@@ -22,6 +23,8 @@ mod both_paths;
 mod chain;
 #[path = "cpu_kernels/openmp_teams.rs"]
 mod openmp_teams;
+#[path = "cpu_kernels/recurrent.rs"]
+mod recurrent;
 #[path = "cpu_kernels/resume.rs"]
 mod resume;
 

@@ -134,3 +134,50 @@ pub(crate) fn batch_norm<const D: usize>(
     let _ = (x, gamma, beta, stats, epsilon);
     None
 }
+
+/// A recurrence that the kernels run over a whole sequence at once, with PyTorch's equations
+/// and gate orders: Elman's with tanh or relu, the LSTM (gates i, f, g, o), the GRU (gates r,
+/// z, n, the reset applied after the hidden product).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Recurrence {
+    Tanh,
+    Relu,
+    Lstm,
+    Gru,
+}
+
+/// One direction's parameters in PyTorch's layout: `weight_ih [gates·hidden, in]`,
+/// `weight_hh [gates·hidden, hidden]`, and the biases `[gates·hidden]`.
+pub(crate) struct Gates<'a> {
+    pub input: &'a Tensor<2>,
+    pub hidden: &'a Tensor<2>,
+    pub input_bias: Option<&'a Tensor<1>>,
+    pub hidden_bias: Option<&'a Tensor<1>>,
+}
+
+/// burn's path for one layer: the same function of the same tensors as [`recurrent`], which a
+/// backward pass that oneDNN fails to run differentiates instead.
+pub(crate) type Reference = std::sync::Arc<
+    dyn Fn(&Tensor<3>, &[Tensor<3>], &[Gates<'_>]) -> (Tensor<3>, Vec<Tensor<3>>) + Send + Sync,
+>;
+
+/// One layer of `recurrence` over `x [time, batch, in]` in one or two `directions` (forward,
+/// then reverse) from `states` (`[h]` or, for the LSTM, `[h, c]`, each `[directions, batch,
+/// hidden]`): its outputs `[time, batch, directions·hidden]` and its final states, shaped as
+/// `states`; or `None` for burn's path, which `reference` is.
+pub(crate) fn recurrent(
+    recurrence: Recurrence,
+    x: &Tensor<3>,
+    states: &[Tensor<3>],
+    directions: &[Gates<'_>],
+    reference: &Reference,
+) -> Option<(Tensor<3>, Vec<Tensor<3>>)> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        return counted(onednn::rnn::recurrent(
+            recurrence, x, states, directions, reference,
+        ));
+    }
+    let _ = (recurrence, x, states, directions, reference);
+    None
+}

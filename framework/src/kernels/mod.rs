@@ -1,6 +1,7 @@
-//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm and Dense layers on burn-flex tensors
-//! run through oneDNN, the library PyTorch, MXNet and TensorFlow use on the CPU, where it is
-//! installed; burn-flex's own kernels run everything else, and everything where it is not.
+//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm, Dense and recurrent
+//! layers on burn-flex tensors run through oneDNN, the library PyTorch, MXNet and TensorFlow
+//! use on the CPU, where it is installed; burn-flex's own kernels run everything else, and
+//! everything where it is not.
 //!
 //! Each operation is a custom operation of burn's autodiff (`burn_autodiff::ops::Backward`), so
 //! gradients, optimizers, checkpoints and sync policies see ordinary burn-flex tensors. The
@@ -24,7 +25,8 @@
 
 //!
 //! Kernels know nothing of layers: a layer hands them its input and the kernels' own small
-//! types ([`Eltwise`], [`Window`]), and takes burn's path where they return `None`.
+//! types ([`Eltwise`], [`Window`], `Recurrence` and `Gates`), and takes burn's path where
+//! they return `None` (a recurrent layer hands that path over too, as a `Reference`).
 
 mod allocator;
 mod choice;
@@ -39,7 +41,9 @@ mod window;
 pub use allocator::keep_freed_memory;
 pub use choice::{ENV, Kernels, Status, chosen, set_kernels, status, with_kernels};
 pub use counters::counts;
-pub(crate) use dispatch::{activation, batch_norm, conv, dense, pool};
+pub(crate) use dispatch::{
+    Gates, Recurrence, Reference, activation, batch_norm, conv, dense, pool, recurrent,
+};
 pub use eltwise::Eltwise;
 pub(crate) use window::Window;
 

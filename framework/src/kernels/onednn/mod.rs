@@ -15,4 +15,5 @@ pub(super) mod matmul;
 pub(super) mod pool;
 mod primitive;
 mod reorder;
+pub(super) mod rnn;
 pub(super) mod threads;

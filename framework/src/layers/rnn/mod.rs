@@ -3,7 +3,10 @@
 //! zeros (`begin_state`), the final states returned; the input size deferred as every ember
 //! layer's. The parameters are PyTorch's, by name, layout and gate order ([`weights`]), so a
 //! `state_dict` of `torch.nn.LSTM` loads, and the numbers are PyTorch's
-//! (`tests/layers/recurrent.rs` holds them within 1e-5 of `torch.nn.RNN/LSTM/GRU`).
+//! (`tests/layers/recurrent.rs` holds them within 1e-5 of `torch.nn.RNN/LSTM/GRU`). On
+//! burn-flex in f32 with oneDNN's kernels chosen (the default), each layer runs over the whole
+//! sequence in one of oneDNN's RNN primitives, as PyTorch's CPU layers do; elsewhere burn's
+//! operations run it a step at a time (`pass.rs`).
 //!
 //! ```
 //! use burn::prelude::*;
@@ -23,6 +26,7 @@
 mod cell;
 mod mode;
 mod options;
+mod pass;
 mod weights;
 
 use std::fmt;
@@ -141,20 +145,19 @@ impl Recurrent {
         let [_, batch, _] = input.dims();
         let states = states.unwrap_or_else(|| self.begin_state(batch, &input.device()));
         self.check_states(&states, batch);
-        let at = |state: usize, k: usize| states[state].clone().narrow(0, k, 1).squeeze_dim(0);
-        let (mut hs, mut cs) = (Vec::new(), Vec::new());
+        let directions = self.directions();
+        // Each state's final values, layer by layer.
+        let mut ends: Vec<Vec<Tensor<3>>> = vec![Vec::new(); states.len()];
         for layer in 0..self.layers {
-            let mut outputs = Vec::new();
-            for direction in 0..self.directions() {
-                let k = layer * self.directions() + direction;
-                let c0 = (self.mode == Mode::Lstm).then(|| at(1, k));
-                let cell = weights.cell(layer, direction);
-                let (y, h, c) = self.run(cell, input.clone(), at(0, k), c0, direction == 1);
-                outputs.push(y);
-                hs.push(h);
-                cs.extend(c);
+            let cells: Vec<&Cell> = (0..directions).map(|d| weights.cell(layer, d)).collect();
+            let starts = states
+                .iter()
+                .map(|s| s.clone().narrow(0, layer * directions, directions))
+                .collect();
+            let (y, finals) = pass::layer(self.mode, &cells, input, starts);
+            for (end, last) in ends.iter_mut().zip(finals) {
+                end.push(last);
             }
-            let y = Tensor::cat(outputs, 2);
             input = match layer + 1 < self.layers {
                 true => weights.dropout.drop_units(y),
                 false => y,
@@ -164,11 +167,7 @@ impl Recurrent {
             Layout::Tnc => input,
             Layout::Ntc => input.swap_dims(0, 1),
         };
-        let mut finals = vec![Tensor::stack(hs, 0)];
-        if !cs.is_empty() {
-            finals.push(Tensor::stack(cs, 0));
-        }
-        (y, finals)
+        (y, ends.into_iter().map(|end| Tensor::cat(end, 0)).collect())
     }
 
     /// States as [`Recurrent::begin_state`] shapes them for `batch`, as many as the layer
@@ -182,38 +181,6 @@ impl Recurrent {
             self.mode.states(),
             states.iter().map(|s| s.dims()).collect::<Vec<_>>()
         );
-    }
-
-    /// One direction of one layer over `[time, batch, in]`: its outputs `[time, batch,
-    /// hidden]`, and its last `h` (and `c`).
-    fn run(
-        &self,
-        cell: &Cell,
-        x: Tensor<3>,
-        h: Tensor<2>,
-        c: Option<Tensor<2>>,
-        reverse: bool,
-    ) -> (Tensor<3>, Tensor<2>, Option<Tensor<2>>) {
-        let [time, batch, features] = x.dims();
-        let width = self.mode.gates() * self.hidden;
-        // The input's part for every step at once: one product, not one a step.
-        let xw = cell
-            .input_part(x.reshape([time * batch, features]))
-            .reshape([time, batch, width]);
-        let (mut h, mut c) = (h, c);
-        let mut outputs: Vec<Option<Tensor<2>>> = vec![None; time];
-        let steps: Box<dyn Iterator<Item = usize>> = match reverse {
-            true => Box::new((0..time).rev()),
-            false => Box::new(0..time),
-        };
-        for t in steps {
-            let xt = xw.clone().narrow(0, t, 1).reshape([batch, width]);
-            let hw = cell.hidden_part(h.clone());
-            (h, c) = self.mode.step(xt, hw, h, c);
-            outputs[t] = Some(h.clone());
-        }
-        let outputs = outputs.into_iter().map(|o| o.expect("every step ran"));
-        (Tensor::stack(outputs.collect(), 0), h, c)
     }
 
     /// The parameters for inputs of `features`, zeros until the initializer fills them.
