@@ -119,6 +119,16 @@ fn a_resume_inside_an_epoch_gives_the_unbroken_runs_parameters() {
     let state = std::fs::read_to_string(format!("{step}/state.json")).unwrap();
     assert!(state.contains("\"carried\""), "{step}: {state}");
     assert!(!state.contains("\"next_batch\": 0"), "{step}: {state}");
+    // The same files cut otherwise are another run: refused, naming --data.
+    let other: Vec<&str> = TEXT
+        .iter()
+        .map(|a| match *a {
+            "text:fortunes,tokens=20000,steps=20" => "text:fortunes,tokens=20000,steps=10",
+            a => a,
+        })
+        .collect();
+    let resume = ["--resume", step.as_str(), "--checkpoint", &second];
+    fails_with(&args(&args(&other, &run), &resume), "--data");
     let more = [
         "--resume",
         &step,
@@ -181,5 +191,9 @@ fn what_text_cannot_take_is_refused_by_name() {
             "rnn:4",
         ],
         "--devices with --data",
+    );
+    fails_with(
+        &["lr-find", "--device", "flex", "--data", data],
+        "does not sweep a language model",
     );
 }

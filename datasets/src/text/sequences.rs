@@ -98,18 +98,26 @@ impl Subsequences {
         })
     }
 
-    /// Starts every epoch at token `offset` (at most `steps`) instead of at one drawn from the
-    /// seed and the epoch, as d2l draws it: epochs then differ only in the order random
-    /// partitioning shuffles. For a peer that must see the same batches as ember.
+    /// Starts every epoch at token `offset` instead of at one drawn from the seed and the
+    /// epoch, as d2l draws it (below `steps` for random sampling, up to `steps` for sequential
+    /// partitioning, the ranges d2l draws from): epochs then differ only in the order random
+    /// sampling shuffles. For a peer that must see the same batches as ember.
     ///
     /// # Errors
-    /// [`DatasetError::InvalidValue`] naming an offset past `steps`.
+    /// [`DatasetError::InvalidValue`] naming an offset past that range.
     pub fn offset(mut self, offset: usize) -> Result<Self> {
-        if offset > self.steps {
+        let most = match self.partition {
+            Partition::Random => self.steps - 1,
+            Partition::Sequential => self.steps,
+        };
+        if offset > most {
             return Err(DatasetError::InvalidValue {
                 name: "offset",
                 value: offset.to_string(),
-                reason: format!("at most the {} steps of a subsequence", self.steps),
+                reason: format!(
+                    "at most {most} under {:?} partitioning of subsequences of {} steps",
+                    self.partition, self.steps
+                ),
             });
         }
         self.offset = Some(offset);
@@ -240,6 +248,11 @@ mod tests {
         assert_eq!(fixed.epoch(0), fixed.epoch(7));
         let err = fixed.offset(6).unwrap_err().to_string();
         assert!(err.contains("offset 6") && err.contains("5 steps"), "{err}");
+        // Random sampling from offset `steps` would leave the smallest corpus no batch.
+        let corpus: Vec<usize> = (0..24).collect();
+        let random = Subsequences::new(corpus, 2, 8, Partition::Random, 0).unwrap();
+        assert!(random.clone().offset(8).is_err());
+        assert!(!random.offset(7).unwrap().epoch(0).is_empty());
     }
 
     #[test]

@@ -174,6 +174,14 @@ pub fn run(args: LrFindArgs) -> anyhow::Result<()> {
     }
     files.check()?;
     let task = Task::load(&workload.data, workload.classes)?;
+    if matches!(task, Task::Text(_)) {
+        anyhow::bail!(
+            "ember lr-find does not sweep a language model yet: --data {} is text; find a rate \
+             with ember train --data {} on a few epochs of --lr values",
+            workload.data,
+            workload.data
+        );
+    }
     let loss = args.loss.unwrap_or(task.loss());
     if loss != task.loss() {
         return Err(wrong_loss(loss, &task, &workload.data));

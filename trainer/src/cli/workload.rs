@@ -62,9 +62,9 @@ pub struct WorkloadArgs {
     /// instead of one drawn per epoch; --valid-split holds out the text's end).
     #[arg(long = Flag::DATA.name, default_value = "synthetic")]
     pub data: DataSpec,
-    /// Hold out this share of the training examples (a shuffle seeded by --seed) as a
-    /// validation set: each epoch prints its valid_loss and --eval's metrics on it (valid_acc
-    /// by default for classes), which --early-stop, --reduce-lr-on-plateau and --best-on can
+    /// Hold out this share of the training examples (a shuffle seeded by --seed; for text, the
+    /// text's end) as a validation set: each epoch prints its valid_loss and --eval's metrics on
+    /// it (valid_acc by default for classes, valid_perplexity for text), which --early-stop, --reduce-lr-on-plateau and --best-on can
     /// watch. Not for synthetic data.
     #[arg(long = Flag::VALID_SPLIT.name, allow_negative_numbers = true)]
     pub valid_split: Option<f64>,

@@ -50,10 +50,14 @@ pub fn compare(
     // ember recorded it compares --data as typed.
     let (content_before, content_now) = (before.get(data_content::KEY), now.get(data_content::KEY));
     let recorded_content = content_before.is_some();
+    // Text's options (steps, tokens, partitioning, offset) cut the same files into other
+    // batches: for text, --data is compared as written.
+    let text = |value: Option<&str>| value.is_some_and(|v| v.starts_with("text:"));
     for flag in flags {
         let (was, is) = (recorded(before, flag), recorded(now, flag));
+        let same_content = recorded_content && content_before == content_now;
         if was == is
-            || (flag == "--data" && recorded_content && content_before == content_now)
+            || (flag == "--data" && same_content && !text(was) && !text(is))
             || (flag == data_content::KEY && !recorded_content)
         {
             continue;

@@ -66,9 +66,18 @@ impl TextSpec {
                 _ => bail!("{part:?}: expected {FORM}"),
             }
         }
-        if let Some(offset) = spec.offset.filter(|&offset| offset > spec.steps) {
+        // d2l's ranges: below the steps for random sampling, up to them for sequential.
+        let most = match spec.partition {
+            Partition::Random => spec.steps - 1,
+            Partition::Sequential => spec.steps,
+        };
+        if let Some(offset) = spec.offset.filter(|&offset| offset > most) {
+            let partition = match spec.partition {
+                Partition::Random => "random",
+                Partition::Sequential => "sequential",
+            };
             bail!(
-                "offset={offset}: at most steps={} (a subsequence's length)",
+                "offset={offset}: at most {most} with steps={} ({partition} partitioning)",
                 spec.steps
             );
         }
@@ -156,6 +165,10 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("offset=6") && err.contains("steps=5"), "{err}");
+        let err = TextSpec::parse("fortunes,steps=5,random,offset=5")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("at most 4"), "{err}");
         let err = TextSpec::parse("fortunes,steps=0").unwrap_err().to_string();
         assert!(err.contains("steps=0"), "{err}");
     }

@@ -33,11 +33,14 @@ pub struct TransformerEncoder {
 }
 
 impl TransformerEncoder {
-    /// `num_layers` copies of `layer`, each with parameters of its own.
+    /// `num_layers` copies of `layer`, each with parameters of its own: a layer already
+    /// initialized gives each copy its values under parameter ids of its own, so that each
+    /// copy has its own gradients and optimizer state (PyTorch's deep copies).
     pub fn new(layer: TransformerEncoderLayer, num_layers: usize) -> Self {
+        let copies = (0..num_layers).map(|_| layer.clone().map(&mut OwnIds)).collect();
         Self {
             stack: Stack {
-                layers: vec![layer; num_layers],
+                layers: copies,
                 norm: None,
             },
             causal: false,
@@ -153,6 +156,20 @@ impl Block for TransformerEncoder {
                 norm: norm.map(|norm| norm.initialize(init, device)),
             },
         }
+    }
+}
+
+/// Gives every parameter a new id, its values kept.
+struct OwnIds;
+
+impl burn::module::ModuleMapper for OwnIds {
+    fn map_float<const D: usize>(
+        &mut self,
+        param: burn::module::Param<Tensor<D>>,
+    ) -> burn::module::Param<Tensor<D>> {
+        let require_grad = param.is_require_grad();
+        let (_, value, _) = param.consume();
+        burn::module::Param::from_tensor(value).set_require_grad(require_grad)
     }
 }
 

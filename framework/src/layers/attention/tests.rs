@@ -289,3 +289,27 @@ fn a_causal_encoder_lets_no_step_see_a_later_one() {
         }
     }
 }
+
+/// An encoder of copies of an initialized layer: each copy's parameters have ids of their own,
+/// so that each gets its own gradients and optimizer state.
+#[test]
+fn copies_of_an_initialized_layer_have_parameters_of_their_own() {
+    struct Ids(Vec<burn::module::ParamId>);
+    impl burn::module::ModuleVisitor for Ids {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+            self.0.push(param.id);
+        }
+    }
+    let device = Device::flex();
+    let layer = TransformerEncoderLayer::new(2, 8)
+        .d_model(4)
+        .initialize(Init::Xavier, &device);
+    let encoder = TransformerEncoder::new(layer.clone(), 3);
+    let mut ids = Ids(Vec::new());
+    encoder.visit(&mut ids);
+    let unique: std::collections::HashSet<_> = ids.0.iter().collect();
+    assert_eq!(unique.len(), ids.0.len());
+    let mut one = Ids(Vec::new());
+    layer.visit(&mut one);
+    assert_eq!(ids.0.len(), 3 * one.0.len());
+}

@@ -82,7 +82,12 @@ impl Run<'_> {
         );
         let device = self.device.clone().autodiff();
         let mut net = net;
-        let first = batches.epoch(0).swap_remove(0);
+        let Some(first) = batches.epoch(0).into_iter().next() else {
+            bail!(
+                "invalid --data {}: its training text makes no batch",
+                w.data
+            );
+        };
         if let Some(path) = &self.outputs.load {
             net = (net
                 .infer_shape(first.x_on(&device)?)?
@@ -98,6 +103,16 @@ impl Run<'_> {
         }
         if let Some(valid) = valid {
             let (batches, device) = (valid.epoch(0), self.device.clone());
+            if batches.is_empty() {
+                bail!(
+                    "invalid --valid-split {}: the {} tokens it holds out of --data {} make no \
+                     batch of --batch-size {}",
+                    w.valid_split.unwrap_or_default(),
+                    valid_tokens.unwrap_or_default(),
+                    w.data,
+                    w.batch_size
+                );
+            }
             let mut names = vec![column(VALID, "loss")];
             names.extend(self.eval.0.iter().map(|k| column(VALID, &k.to_string())));
             let perplexity = !self.eval.0.is_empty();
