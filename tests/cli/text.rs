@@ -196,4 +196,16 @@ fn what_text_cannot_take_is_refused_by_name() {
         &["lr-find", "--device", "flex", "--data", data],
         "does not sweep a language model",
     );
+    // A Transformer carries no state: its batches split across devices.
+    let model = "transformer:layers=1,heads=2,dim=8";
+    let devices = [
+        "train",
+        "--devices",
+        "flex,flex",
+        "--data",
+        data,
+        "--model",
+        model,
+    ];
+    succeeds(&args(&devices, &["--batch-size", "16"]));
 }

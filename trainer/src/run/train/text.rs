@@ -10,7 +10,7 @@ use ember_datasets::Batch;
 use ember_datasets::text::{Partition, Subsequences};
 
 use super::super::book_lines::BookLines;
-use super::super::model::Net;
+use super::super::model::{ModelSpec, Net};
 use super::super::recipe::recipe_words;
 use super::super::text_data::TextTask;
 use super::super::written::finish;
@@ -23,6 +23,9 @@ impl Run<'_> {
     pub(super) fn text(self, net: Net, text: TextTask) -> anyhow::Result<()> {
         let (w, notes) = (self.workload, self.notes);
         let sequential = text.spec.partition == Partition::Sequential;
+        // A recurrent network carries its state from batch to batch under sequential
+        // partitioning; a Transformer carries none.
+        let carries = sequential && matches!(self.model, ModelSpec::Recurrent(_));
         if self.job.is_some() {
             bail!(
                 "--distributed with --data {}: a job's ranks would each need their own share of \
@@ -30,7 +33,7 @@ impl Run<'_> {
                 w.data
             );
         }
-        if sequential && self.replicas.len() > 1 {
+        if carries && self.replicas.len() > 1 {
             bail!(
                 "--devices with --data {}: sequential partitioning carries each row's state from \
                  batch to batch, and the devices would each need their rows' share of it; give \
@@ -97,7 +100,7 @@ impl Run<'_> {
         let mut fit = w
             .fit(net, SequenceCrossEntropyLoss, &device)?
             .metrics(self.eval.build());
-        if sequential {
+        if carries {
             fit = fit
                 .carry(|net: &Net, x, state: Option<Vec<Tensor<3>>>| net.forward_state(x, state));
         }
@@ -119,7 +122,7 @@ impl Run<'_> {
             fit = fit.evaluation(Evaluation {
                 names,
                 compute: Box::new(move |net: &Net| {
-                    let loss = held_out_loss(net, &batches, &device, sequential)?;
+                    let loss = held_out_loss(net, &batches, &device, carries)?;
                     Ok([loss]
                         .into_iter()
                         .chain(perplexity.then(|| loss.exp()))
@@ -138,19 +141,19 @@ impl Run<'_> {
     }
 }
 
-/// The mean loss per token of `net` on the held-out `batches`, read once: under sequential
-/// partitioning from the state the batch before ended in, as training goes through them.
+/// The mean loss per token of `net` on the held-out `batches`, read once: where it `carries`
+/// its state, from the state the batch before ended in, as training goes through them.
 fn held_out_loss(
     net: &Net,
     batches: &[Batch],
     device: &Device,
-    sequential: bool,
+    carries: bool,
 ) -> ember::Result<f64> {
     let (mut sum, mut state) = (None::<Tensor<1>>, None);
     for batch in batches {
         let x: NdTensor = batch.x_on(device)?;
         let (pred, next) = net.forward_state(x, state.take());
-        if sequential {
+        if carries {
             state = Some(next);
         }
         let y = <SequenceCrossEntropyLoss as Loss>::Target::upload(batch, device)?;
