@@ -57,6 +57,12 @@ mod onednn {
         "dnnl_matmul_desc_init",
         "dnnl_batch_normalization_forward_desc_init",
         "dnnl_batch_normalization_backward_desc_init",
+        "dnnl_vanilla_rnn_forward_desc_init",
+        "dnnl_vanilla_rnn_backward_desc_init",
+        "dnnl_lstm_forward_desc_init",
+        "dnnl_lstm_backward_desc_init",
+        "dnnl_lbr_gru_forward_desc_init",
+        "dnnl_lbr_gru_backward_desc_init",
     ];
 
     pub fn bindings() {

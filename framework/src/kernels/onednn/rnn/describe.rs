@@ -1,10 +1,8 @@
 //! What oneDNN is told of a recurrent layer: the layouts of the arrays burn-flex holds, and the
-//! descriptors of its forward and backward passes, made through the functions [`super::api`]
-//! finds.
+//! descriptors of its forward and backward passes, made through oneDNN's functions.
 
 use super::super::library::*;
 use super::super::primitive::{Attr, Md, Primitive, Result};
-use super::api;
 use super::params::Shape;
 use crate::kernels::dispatch::Recurrence;
 
@@ -38,20 +36,22 @@ impl Descs {
     }
 }
 
-/// The primitive that `init` describes with the [`api::Api`] functions, `hint` being the
+/// The primitive that `init` describes with the library's functions, `hint` being the
 /// forward pass's descriptor for a backward one, and the layouts it chose for `queries`
 /// (`(query, index)`). The descriptor returned lives as long as the primitive.
 pub fn make(
     what: &str,
     hint: const_dnnl_primitive_desc_t,
     queries: &[(dnnl_query_t, i32)],
-    init: impl FnOnce(&api::Api, *mut dnnl_rnn_desc_t) -> dnnl_status_t,
+    init: impl FnOnce(&Dnnl, *mut dnnl_rnn_desc_t) -> dnnl_status_t,
 ) -> Result<(Primitive, const_dnnl_primitive_desc_t, Vec<Md>)> {
     let rt = runtime()?;
-    let api = api::api()?;
     let attr = Attr::none()?;
     let mut desc = std::mem::MaybeUninit::<dnnl_rnn_desc_t>::zeroed();
-    check(init(api, desc.as_mut_ptr()), &format!("describing {what}"))?;
+    check(
+        init(&rt.api, desc.as_mut_ptr()),
+        &format!("describing {what}"),
+    )?;
     // SAFETY: a plain C struct, zeroed and then filled in by `init`.
     let desc = unsafe { desc.assume_init() };
     let mut pd = std::ptr::null_mut();
@@ -89,7 +89,7 @@ fn direction(s: &Shape) -> dnnl_rnn_direction_t {
 /// The forward pass (`prop`: training or inference), reading weights in the layouts `wl`,
 /// `wi` (left to oneDNN).
 pub fn forward_desc(
-    api: &api::Api,
+    api: &Dnnl,
     desc: *mut dnnl_rnn_desc_t,
     s: &Shape,
     prop: dnnl_prop_kind_t,
@@ -101,7 +101,7 @@ pub fn forward_desc(
     // SAFETY: every descriptor is initialized and outlives the call.
     unsafe {
         match s.recurrence {
-            Recurrence::Tanh | Recurrence::Relu => (api.vanilla_forward)(
+            Recurrence::Tanh | Recurrence::Relu => api.dnnl_vanilla_rnn_forward_desc_init(
                 desc,
                 prop,
                 activation(s),
@@ -117,12 +117,12 @@ pub fn forward_desc(
                 0.0,
                 0.0,
             ),
-            Recurrence::Lstm => (api.lstm_forward)(
+            Recurrence::Lstm => api.dnnl_lstm_forward_desc_init(
                 desc, prop, dir, src, iter, iter, &wl.0, &wi.0, bias, dst, iter, iter, 0,
             ),
-            Recurrence::Gru => {
-                (api.gru_forward)(desc, prop, dir, src, iter, &wl.0, &wi.0, bias, dst, iter, 0)
-            }
+            Recurrence::Gru => api.dnnl_lbr_gru_forward_desc_init(
+                desc, prop, dir, src, iter, &wl.0, &wi.0, bias, dst, iter, 0,
+            ),
         }
     }
 }
@@ -130,7 +130,7 @@ pub fn forward_desc(
 /// The backward pass, reading weights in the layouts `wl`, `wi` and writing their gradients
 /// in `dwl`, `dwi` (all left to oneDNN); every other gradient in its array's own layout.
 pub fn backward_desc(
-    api: &api::Api,
+    api: &Dnnl,
     desc: *mut dnnl_rnn_desc_t,
     s: &Shape,
     d: &Descs,
@@ -142,7 +142,7 @@ pub fn backward_desc(
     // SAFETY: every descriptor is initialized and outlives the call.
     unsafe {
         match s.recurrence {
-            Recurrence::Tanh | Recurrence::Relu => (api.vanilla_backward)(
+            Recurrence::Tanh | Recurrence::Relu => api.dnnl_vanilla_rnn_backward_desc_init(
                 desc,
                 dnnl_backward,
                 activation(s),
@@ -165,7 +165,7 @@ pub fn backward_desc(
                 0.0,
                 0.0,
             ),
-            Recurrence::Lstm => (api.lstm_backward)(
+            Recurrence::Lstm => api.dnnl_lstm_backward_desc_init(
                 desc,
                 dnnl_backward,
                 dir,
@@ -189,7 +189,7 @@ pub fn backward_desc(
                 iter,
                 0,
             ),
-            Recurrence::Gru => (api.gru_backward)(
+            Recurrence::Gru => api.dnnl_lbr_gru_backward_desc_init(
                 desc,
                 dnnl_backward,
                 dir,

@@ -20,7 +20,6 @@
 //! they come, PyTorch's weights rearranged once ([`params`]) and reordered into the layouts
 //! each pass chooses (padded rows for the forward pass, PyTorch's own for the backward pass).
 
-mod api;
 mod backward;
 mod describe;
 mod params;
