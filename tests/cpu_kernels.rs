@@ -11,16 +11,20 @@
 use burn::prelude::*;
 use ember::kernels::{self, Kernels};
 use ember::{
-    Activation, AvgPool2D, Block, Conv1D, Conv2D, Dense, Init, Loss, MaxPool2D, NdTensor,
-    Optimizer, Pair, SoftmaxCrossEntropyLoss,
+    Activation, AvgPool2D, Block, Conv1D, Conv2D, Init, Loss, MaxPool2D, NdTensor, Optimizer, Pair,
+    SoftmaxCrossEntropyLoss,
 };
 
+#[path = "cpu_kernels/attention.rs"]
+mod attention;
 #[path = "cpu_kernels/batch_norm.rs"]
 mod batch_norm;
 #[path = "cpu_kernels/both_paths.rs"]
 mod both_paths;
 #[path = "cpu_kernels/chain.rs"]
 mod chain;
+#[path = "cpu_kernels/dense.rs"]
+mod dense;
 #[path = "cpu_kernels/openmp_teams.rs"]
 mod openmp_teams;
 #[path = "cpu_kernels/recurrent.rs"]
@@ -207,34 +211,6 @@ fn conv1d_matches_flex() {
         );
         same(&what, conv, &[n, c, w], &|b: &Conv1D, grads| {
             let inner = b.conv().unwrap();
-            let mut v = vec![grad(inner.weight.val(), grads)];
-            if let Some(bias) = &inner.bias {
-                v.push(grad(bias.val(), grads));
-            }
-            v
-        });
-    }
-}
-
-#[test]
-fn dense_matches_flex() {
-    let cases: &[(&[usize], usize, bool, Option<Activation>)] = &[
-        (&[1, 40], 16, true, Some(Activation::Relu)),
-        (&[33, 17], 9, false, Some(Activation::Sigmoid)),
-        (&[4, 3, 5, 5], 10, true, None),
-        (&[16, 512], 2048, true, Some(Activation::Relu)),
-        (&[6, 13], 3, true, Some(Activation::Tanh)),
-        (&[5, 8], 4, true, Some(Activation::SoftRelu)),
-        (&[3, 11], 6, true, Some(Activation::Gelu)),
-    ];
-    for &(shape, units, bias, act) in cases {
-        let mut dense = Dense::new(units).use_bias(bias);
-        if let Some(a) = act {
-            dense = dense.activation(a);
-        }
-        let what = format!("Dense {shape:?} → {units}, bias {bias}, {act:?}");
-        same(&what, dense, shape, &|b: &Dense, grads| {
-            let inner = b.linear().unwrap();
             let mut v = vec![grad(inner.weight.val(), grads)];
             if let Some(bias) = &inner.bias {
                 v.push(grad(bias.val(), grads));

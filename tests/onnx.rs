@@ -8,6 +8,8 @@ mod common;
 
 #[path = "onnx/cli.rs"]
 mod cli;
+#[path = "onnx/sequence.rs"]
+mod sequence;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -286,93 +288,6 @@ fn a_block_that_does_not_describe_itself_is_named_with_its_place_and_nothing_is_
     );
     assert!(matches!(err.root(), Error::NotExportable { .. }), "{err:?}");
     assert!(!path.exists());
-}
-
-/// ember's recurrent layers as ONNX's `LSTM`, `GRU` and `RNN`: ONNX Runtime's outputs equal
-/// ember's for every kind, stacked and bidirectional, batch first or not, with and without
-/// biases, and for the CLI's language model (`--model lstm:H`: Embedding, LSTM, Dense,
-/// Flatten). A gate order that ONNX reads otherwise fails here.
-#[test]
-fn recurrent_layers_run_in_onnx_runtime_as_in_ember() {
-    use ember::{Embedding, Flatten, Layout, Recurrent};
-    let nets: Vec<(&str, Sequential, Vec<usize>)> = vec![
-        (
-            "LSTM, 2 layers, bidirectional, NTC",
-            Sequential::new().add(
-                Recurrent::lstm(6)
-                    .layers(2)
-                    .bidirectional(true)
-                    .layout(Layout::Ntc),
-            ),
-            vec![5, 4],
-        ),
-        (
-            "GRU, TNC",
-            Sequential::new().add(Recurrent::gru(5)),
-            vec![3, 4],
-        ),
-        (
-            "GRU, bidirectional, no biases, NTC",
-            Sequential::new().add(
-                Recurrent::gru(3)
-                    .bidirectional(true)
-                    .use_bias(false)
-                    .layout(Layout::Ntc),
-            ),
-            vec![6, 2],
-        ),
-        (
-            "RNN relu, 3 layers",
-            Sequential::new().add(Recurrent::rnn(4).relu().layers(3)),
-            vec![2, 3],
-        ),
-        (
-            "RNN tanh, bidirectional",
-            Sequential::new().add(Recurrent::rnn(4).bidirectional(true)),
-            vec![2, 3],
-        ),
-    ];
-    for (name, net, example) in nets {
-        let net = built(net, &example);
-        let difference = largest_difference(&net, &example, normal);
-        assert!(difference < TOLERANCE, "{name}: {difference:e}");
-    }
-    // The language model, on token indices.
-    let lm: Sequential = Sequential::new()
-        .add(Embedding::new(11, 8))
-        .add(Recurrent::lstm(16).layout(Layout::Ntc))
-        .add(Dense::new(11).flatten(false))
-        .add(Flatten);
-    let tokens = |shape: &[usize]| -> Vec<f32> {
-        let n: usize = shape.iter().product();
-        (0..n).map(|i| ((i * 7 + 3) % 11) as f32).collect()
-    };
-    let lm = built_with(lm, &[9], tokens);
-    let difference = largest_difference(&lm, &[9], tokens);
-    assert!(difference < TOLERANCE, "language model: {difference:e}");
-}
-
-/// The sequence layers ONNX does not take from ember yet: an error naming each, and no file.
-#[test]
-fn attention_layers_are_named_as_not_exportable() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("net.onnx");
-    let mha: Sequential =
-        Sequential::new().add(ember::MultiHeadAttention::new(2).layout(ember::Layout::Ntc));
-    let encoder: Sequential = Sequential::new().add(ember::TransformerEncoderLayer::new(2, 8));
-    for (net, example, name) in [
-        (mha, [3, 4], "MultiHeadAttention cannot be exported"),
-        (
-            encoder,
-            [1, 4],
-            "TransformerEncoderLayer cannot be exported",
-        ),
-    ] {
-        let err = built(net, &example).export(&path, &example).unwrap_err();
-        assert!(err.to_string().contains(name), "{err}");
-        assert!(matches!(err.root(), Error::NotExportable { .. }), "{err:?}");
-        assert!(!path.exists());
-    }
 }
 
 #[test]

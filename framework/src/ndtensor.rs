@@ -62,6 +62,7 @@ macro_rules! nd_with {
         }
     };
 }
+pub(crate) use nd_with;
 
 impl NdTensor {
     /// Uploads host values in row-major order with the given shape (rank 1 to 5): the one way

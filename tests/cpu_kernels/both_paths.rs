@@ -143,3 +143,25 @@ pub fn grad<const D: usize>(t: Tensor<D>, grads: &Gradients) -> Vec<f32> {
         .try_to_vec::<f32>()
         .unwrap()
 }
+
+/// Every trainable parameter's gradient, in the module's order (BatchNorm's running statistics
+/// are visited too, and have none).
+pub fn every_gradient<B: burn::module::Module>(block: &B, grads: &Gradients) -> Vec<Vec<f32>> {
+    struct Visitor<'a> {
+        grads: &'a Gradients,
+        out: Vec<Vec<f32>>,
+    }
+    impl burn::module::ModuleVisitor for Visitor<'_> {
+        fn visit_float<const D: usize>(&mut self, param: &burn::module::Param<Tensor<D>>) {
+            if let Some(g) = param.val().grad(self.grads) {
+                self.out.push(g.into_data().try_to_vec::<f32>().unwrap());
+            }
+        }
+    }
+    let mut visitor = Visitor {
+        grads,
+        out: Vec::new(),
+    };
+    block.visit(&mut visitor);
+    visitor.out
+}

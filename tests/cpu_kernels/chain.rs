@@ -5,35 +5,18 @@
 //! single layer keeps under 1e-5, while an array read in the wrong order is off by the order
 //! of the values themselves.
 
-use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
 use burn::tensor::Gradients;
 use ember::{Activation, AvgPool2D, BatchNorm, Conv2D, Dense, MaxPool2D, Sequential};
 
-use super::both_paths::{compare_within, ready};
-
-/// Every trainable parameter's gradient, in the module's order.
-struct AllGrads<'a> {
-    grads: &'a Gradients,
-    out: Vec<Vec<f32>>,
-}
-
-impl ModuleVisitor for AllGrads<'_> {
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        // BatchNorm's running statistics are visited too, and have none.
-        if let Some(g) = param.val().grad(self.grads) {
-            self.out.push(g.into_data().try_to_vec::<f32>().unwrap());
-        }
-    }
-}
+use super::both_paths::{compare_within, every_gradient, ready};
 
 fn all_grads(net: &Sequential, grads: &Gradients) -> Vec<Vec<f32>> {
-    let mut visitor = AllGrads { grads, out: vec![] };
-    net.visit(&mut visitor);
+    let out = every_gradient(net, grads);
     // Weights of the three convolutions and the Dense layer, the biases of the last three,
     // and γ and β of both BatchNorms.
-    assert_eq!(visitor.out.len(), 11, "gradients found");
-    visitor.out
+    assert_eq!(out.len(), 11, "gradients found");
+    out
 }
 
 #[test]

@@ -79,6 +79,55 @@ pub(crate) fn dense(
     None
 }
 
+/// `x·W + b` over the last axis of `x` (`[…, in]`) for burn's `W [in, out]`, in f32: oneDNN's
+/// product over the positions as rows where it runs, else burn's `linear`. For layers that hold
+/// burn's `Linear` inside (attention's projections, the feed-forward network).
+pub(crate) fn affine<const D: usize>(
+    x: Tensor<D>,
+    weight: Tensor<2>,
+    bias: Option<Tensor<1>>,
+) -> Tensor<D> {
+    let dims = x.dims();
+    let [i, o] = weight.dims();
+    let rows = dims[..D - 1].iter().product::<usize>();
+    if let Some(y) = dense(
+        &x.clone().reshape([rows, i]),
+        &weight,
+        bias.as_ref(),
+        None,
+        Precision::F32,
+    ) {
+        let mut out = dims;
+        out[D - 1] = o;
+        return y.reshape(out);
+    }
+    burn::tensor::module::linear(x, weight, bias)
+}
+
+/// `a · b` (or `a · bᵀ` where `transpose_b`) over the last two axes, the first two a batch
+/// (attention's heads): oneDNN's batched product where it runs, else burn's `matmul`.
+pub(crate) fn matmul_heads(a: Tensor<4>, b: Tensor<4>, transpose_b: bool) -> Tensor<4> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        let ([d0, d1, m, k], [b0, b1, b2, b3]) = (a.dims(), b.dims());
+        let a3 = a.clone().reshape([d0 * d1, m, k]);
+        let b3 = b.clone().reshape([b0 * b1, b2, b3]);
+        if let Some(y) = counted(onednn::batched::batched_matmul(
+            &a3,
+            &b3,
+            false,
+            transpose_b,
+        )) {
+            let [_, m, n] = y.dims();
+            return y.reshape([d0, d1, m, n]);
+        }
+    }
+    match transpose_b {
+        true => a.matmul(b.swap_dims(2, 3)),
+        false => a.matmul(b),
+    }
+}
+
 /// A convolution with its bias and activation, its product in `precision`, or `None` for
 /// burn's path.
 pub(crate) fn conv<const D: usize>(

@@ -42,7 +42,8 @@ pub use allocator::keep_freed_memory;
 pub use choice::{ENV, Kernels, Status, chosen, set_kernels, status, with_kernels};
 pub use counters::counts;
 pub(crate) use dispatch::{
-    Gates, Recurrence, Reference, activation, batch_norm, conv, dense, pool, recurrent,
+    Gates, Recurrence, Reference, activation, affine, batch_norm, conv, dense, matmul_heads, pool,
+    recurrent,
 };
 pub use eltwise::Eltwise;
 pub(crate) use window::Window;

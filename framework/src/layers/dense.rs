@@ -27,7 +27,7 @@ use crate::deferred::{Deferred, layer_module};
 use crate::error::{Error, Result};
 use crate::init::Init;
 use crate::layers::activation::Activation;
-use crate::ndtensor::{NdTensor, nd_map};
+use crate::ndtensor::{NdTensor, nd_map, nd_with};
 use crate::precision::{self, Precision};
 
 /// A fully connected layer: `activation(x·Wᵀ + b)`, with `W` of shape `(units, in_units)`.
@@ -128,22 +128,33 @@ impl Block for Dense {
         let linear = self.linear.module(self);
         // Under autocast, ember's CPU kernels take the product in bf16 where oneDNN multiplies
         // bf16, and leave it to burn's path elsewhere.
-        if self.flatten || x.ndim() == 2 {
-            let x2 = if x.ndim() == 2 {
-                x.clone().rank::<2>()
-            } else {
-                x.clone().flatten()
-            };
-            let bias = linear.bias.as_ref().map(|b| b.val());
-            if let Some(y) = crate::kernels::dense(
+        // The rows of the product: the examples flattened, or with `flatten(false)` every
+        // position along the axes before the last (a sequence's steps), reshaped back after.
+        let dims = x.dims();
+        let x2 = match (x.ndim(), self.flatten) {
+            (2, _) => Some(x.clone().rank::<2>()),
+            (_, true) => Some(x.clone().flatten()),
+            (3.., false) => {
+                let features = dims[dims.len() - 1];
+                let rows = dims[..dims.len() - 1].iter().product::<usize>();
+                Some(nd_with!(x.clone(), t => t.reshape([rows, features])))
+            }
+            _ => None,
+        };
+        let bias = linear.bias.as_ref().map(|b| b.val());
+        if let Some(x2) = x2
+            && let Some(y) = crate::kernels::dense(
                 &x2,
                 &linear.weight.val(),
                 bias.as_ref(),
                 self.activation.map(Activation::eltwise),
                 precision::current(),
-            ) {
-                return y.into();
-            }
+            )
+        {
+            return match self.flatten || x.ndim() == 2 {
+                true => y.into(),
+                false => positions(y, &dims),
+            };
         }
         let y = if self.flatten && x.ndim() != 2 {
             NdTensor::from(affine(linear, x.flatten()))
@@ -199,6 +210,18 @@ impl Block for Dense {
 
 /// `x·W + b` on burn's path: burn's `Linear`, or under [`crate::autocast`] the product in the
 /// thread's precision, back in f32 for the bias.
+/// The product's rows `[positions, units]` as the input's axes `dims` with the last of
+/// `units` (rank 3 to 5; `Block::forward` takes no other with `flatten(false)`).
+fn positions(y: Tensor<2>, dims: &[usize]) -> NdTensor {
+    let units = y.dims()[1];
+    match *dims {
+        [a, b, _] => y.reshape([a, b, units]).into(),
+        [a, b, c, _] => y.reshape([a, b, c, units]).into(),
+        [a, b, c, d, _] => y.reshape([a, b, c, d, units]).into(),
+        _ => unreachable!("Dense reshapes rank 3 to 5 into rows, not {dims:?}"),
+    }
+}
+
 fn affine<const D: usize>(linear: &Linear, x: Tensor<D>) -> Tensor<D> {
     if precision::current() == Precision::F32 {
         return linear.forward(x);

@@ -54,6 +54,11 @@ impl PositionalEncoding {
         self
     }
 
+    /// The features of each step, and the most steps an input may have.
+    pub fn sizes(&self) -> (usize, usize) {
+        (self.hidden, self.max_len)
+    }
+
     /// The table `[steps, hidden]`, row `i` the encoding of step `i`.
     pub fn table(&self, steps: usize) -> Vec<f32> {
         let d = self.hidden as f64;

@@ -152,19 +152,34 @@ impl OnnxGraph {
         attributes: &[(&str, Attribute)],
         rank: usize,
     ) -> Value {
+        let [output] = self.node_with_outputs(op, inputs, attributes, [rank]);
+        output
+    }
+
+    /// [`OnnxGraph::node`] for an operator of `N` outputs (`Split`), of the ranks given.
+    pub fn node_with_outputs<const N: usize>(
+        &mut self,
+        op: &str,
+        inputs: &[&Value],
+        attributes: &[(&str, Attribute)],
+        ranks: [usize; N],
+    ) -> [Value; N] {
         let key = format!("{}/{op}", self.path());
         let count = self.counts.entry(key.clone()).or_insert(0);
         let name = format!("/{key}_{count}").replace("//", "/");
         *count += 1;
-        let output = Value::new(format!("{name}_output"), rank);
+        let outputs = std::array::from_fn(|i| match N {
+            1 => Value::new(format!("{name}_output"), ranks[i]),
+            _ => Value::new(format!("{name}_output_{i}"), ranks[i]),
+        });
         let mut node = NodeProto::new();
         node.set_name(name);
         node.set_op_type(op.to_string());
         node.input = inputs.iter().map(|v| v.name.clone()).collect();
-        node.output = vec![output.name.clone()];
+        node.output = outputs.iter().map(|v: &Value| v.name.clone()).collect();
         node.attribute = attributes.iter().map(|(n, a)| a.proto(n)).collect();
         self.nodes.push(node);
-        output
+        outputs
     }
 
     /// Adds a parameter of the block now describing itself, named `<path>.<name>` as in the
@@ -188,21 +203,46 @@ impl OnnxGraph {
     /// Adds a constant of the graph (not a parameter: a number an operator needs, such as
     /// GELU's 1/√2), named after the block's path.
     pub fn constant(&mut self, name: &str, dims: &[usize], values: &[f32]) -> Value {
+        let name = self.unique(name);
+        self.initializer(name, dims, values)
+    }
+
+    /// An int64 constant of the graph (the sizes `Reshape`, `Split` and `Slice` read), named
+    /// after the block's path as [`OnnxGraph::constant`] is.
+    pub fn integers(&mut self, name: &str, dims: &[usize], values: &[i64]) -> Value {
+        let name = self.unique(name);
+        let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.raw_initializer(name, dims, tensor_proto::DataType::INT64, raw)
+    }
+
+    /// `<path>.<name>`, numbered where that name is taken.
+    fn unique(&self, name: &str) -> String {
         let mut unique = self.scoped(name);
         let mut n = 1;
         while self.initializers.iter().any(|t| t.name() == unique) {
             unique = format!("{}_{n}", self.scoped(name));
             n += 1;
         }
-        self.initializer(unique, dims, values)
+        unique
     }
 
     fn initializer(&mut self, name: String, dims: &[usize], values: &[f32]) -> Value {
+        let raw = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.raw_initializer(name, dims, tensor_proto::DataType::FLOAT, raw)
+    }
+
+    fn raw_initializer(
+        &mut self,
+        name: String,
+        dims: &[usize],
+        data_type: tensor_proto::DataType,
+        raw: Vec<u8>,
+    ) -> Value {
         let mut t = TensorProto::new();
         t.set_name(name.clone());
-        t.set_data_type(tensor_proto::DataType::FLOAT as i32);
+        t.set_data_type(data_type as i32);
         t.dims = dims.iter().map(|&d| d as i64).collect();
-        t.set_raw_data(values.iter().flat_map(|v| v.to_le_bytes()).collect());
+        t.set_raw_data(raw);
         self.initializers.push(t);
         Value::new(name, dims.len())
     }

@@ -252,18 +252,6 @@ impl Export for NoBlock {}
 /// ([`crate::Recurrent`] is ONNX's `LSTM`, `GRU` or `RNN`: `super::recurrent`).
 impl Export for crate::RecurrentCell {}
 
-/// Not yet: attention as ONNX's MatMul and Softmax is still to be written.
-impl Export for crate::MultiHeadAttention {}
-
-/// Not yet, as [`crate::MultiHeadAttention`].
-impl Export for crate::TransformerEncoderLayer {}
-
-/// Not yet, as [`crate::MultiHeadAttention`].
-impl Export for crate::TransformerEncoder {}
-
-/// Not yet: its table is cut to the input's steps, which the graph does not know here.
-impl Export for crate::PositionalEncoding {}
-
 impl<U: Export> Export for Sequential<U> {
     /// Describes each child in turn under its index, as its parameters are named.
     fn describe(&self, graph: &mut OnnxGraph, x: Value) -> Result<Value> {

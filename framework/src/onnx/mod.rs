@@ -28,6 +28,7 @@
 //! assert_eq!(model.graph.node.iter().map(|n| n.op_type()).collect::<Vec<_>>(), ["Gemm", "Relu", "Gemm"]);
 //! ```
 
+mod attention;
 mod export;
 mod graph;
 mod layers;

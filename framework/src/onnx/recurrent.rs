@@ -36,8 +36,7 @@ impl Export for Recurrent {
             Layout::Ntc => swap(g, &x),
         };
         // Reshape's [0, 0, -1]: time and batch kept, directions and hidden side by side.
-        let shape = g.constant("sides", &[3], &[0.0, 0.0, -1.0]);
-        let shape = g.node("Cast", &[&shape], &[("to", Attribute::Int(7))]);
+        let shape = g.integers("sides", &[3], &[0, 0, -1]);
         for layer in 0..view.layers {
             let y = layer_node(g, &view, layer, &x)?;
             let y = g.node(

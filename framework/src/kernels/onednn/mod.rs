@@ -3,6 +3,7 @@
 //! file per operation.
 
 pub(super) mod batch_norm;
+pub(super) mod batched;
 mod bridge;
 pub(super) mod conv;
 pub(super) mod eltwise;

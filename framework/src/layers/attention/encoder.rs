@@ -65,6 +65,16 @@ impl TransformerEncoder {
         &self.stack.layers
     }
 
+    /// The final norm, if any.
+    pub fn final_norm(&self) -> Option<&LayerNorm> {
+        self.stack.norm.as_ref()
+    }
+
+    /// Whether [`Block::forward`] applies the causal mask.
+    pub fn is_causal(&self) -> bool {
+        self.causal
+    }
+
     /// PyTorch's `forward(src, mask, src_key_padding_mask)`: every layer with the same masks,
     /// then the norm.
     ///

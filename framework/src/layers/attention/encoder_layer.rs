@@ -21,7 +21,7 @@ use burn::tensor::{Device, Tensor};
 
 use super::boxed::Boxed;
 use super::mask::Mask;
-use super::weights::{AttentionWeights, ZeroInProjBias};
+use super::weights::{AttentionWeights, ZeroInProjBias, apply_linear};
 use super::shapes::{check_heads, embed_of, swap_for};
 use crate::block::Block;
 use crate::deferred::{Deferred, layer_module};
@@ -35,12 +35,12 @@ use crate::ndtensor::NdTensor;
 /// One layer's parameters and dropouts, in PyTorch's order and names.
 #[derive(Module, Debug)]
 pub(crate) struct EncoderWeights {
-    self_attn: AttentionWeights,
-    linear1: Linear,
+    pub(crate) self_attn: AttentionWeights,
+    pub(crate) linear1: Linear,
     dropout: Dropout,
-    linear2: Linear,
-    norm1: BurnLayerNorm,
-    norm2: BurnLayerNorm,
+    pub(crate) linear2: Linear,
+    pub(crate) norm1: BurnLayerNorm,
+    pub(crate) norm2: BurnLayerNorm,
     dropout1: Dropout,
     dropout2: Dropout,
 }
@@ -136,6 +136,13 @@ impl TransformerEncoderLayer {
         self.layout
     }
 
+    /// Its parameters once they exist, and the options ONNX export needs: heads, activation,
+    /// pre-norm, LayerNorm epsilon.
+    pub(crate) fn parts(&self) -> Option<(&EncoderWeights, usize, Activation, bool, f64)> {
+        let weights = self.weights.get()?;
+        Some((weights, self.heads, self.activation, self.norm_first, self.eps))
+    }
+
     /// PyTorch's `forward(src, mask, src_key_padding_mask)`, both masks in one [`Mask`].
     ///
     /// # Shapes
@@ -163,9 +170,9 @@ impl TransformerEncoderLayer {
             w.dropout1.drop_units(y)
         };
         let feed_forward = |x: Tensor<3>| {
-            let hidden = self.activation.apply(w.linear1.forward(x));
+            let hidden = self.activation.apply(apply_linear(&w.linear1, x));
             w.dropout2
-                .drop_units(w.linear2.forward(w.dropout.drop_units(hidden)))
+                .drop_units(apply_linear(&w.linear2, w.dropout.drop_units(hidden)))
         };
         if self.norm_first {
             let x = x.clone() + attend(w.norm1.forward(x));

@@ -37,7 +37,8 @@ pub use encoder::TransformerEncoder;
 pub use encoder_layer::TransformerEncoderLayer;
 pub use mask::Mask;
 pub use multi_head::MultiHeadAttention;
-
+pub(crate) use encoder_layer::EncoderWeights;
+pub(crate) use weights::AttentionWeights;
 
 #[cfg(test)]
 mod tests;

@@ -127,6 +127,11 @@ impl MultiHeadAttention {
         )
     }
 
+    /// Its parameters once they exist, its heads and its layout: what ONNX export writes.
+    pub(crate) fn parts(&self) -> Option<(&AttentionWeights, usize, Layout)> {
+        Some((self.weights.get()?, self.heads, self.layout))
+    }
+
     fn build(&self, embed: usize, device: &Device) -> AttentionWeights {
         AttentionWeights::zeros(embed, self.use_bias, self.dropout, device)
     }

@@ -66,7 +66,7 @@ impl AttentionWeights {
     ) -> (Tensor<3>, Tensor<4>) {
         let weight = self.in_proj_weight.val().transpose();
         let bias = self.in_proj_bias.as_ref().map(Param::val);
-        let qkv = burn::tensor::module::linear(x, weight, bias);
+        let qkv = crate::kernels::affine(x, weight, bias);
         let [q, k, v]: [Tensor<3>; 3] = qkv.chunk(3, 2).try_into().expect("q, k and v");
         self.combine(heads, q, k, v, mask)
     }
@@ -79,7 +79,7 @@ impl AttentionWeights {
             .in_proj_bias
             .as_ref()
             .map(|b| b.val().narrow(0, part * embed, embed));
-        burn::tensor::module::linear(x, weight.transpose(), bias)
+        crate::kernels::affine(x, weight.transpose(), bias)
     }
 
     /// The heads' scaled dot products, masks, softmax, dropout and weighted sums of the
@@ -100,19 +100,22 @@ impl AttentionWeights {
             t.reshape([batch, len, heads, head]).swap_dims(1, 2)
         };
         let q = split(q).mul_scalar(1.0 / (head as f64).sqrt());
-        let scores = q.matmul(split(k).swap_dims(2, 3));
+        let scores = crate::kernels::matmul_heads(q, split(k), true);
         let scores = match mask {
             Some(mask) => mask.apply(scores),
             None => scores,
         };
         let weights = self.dropout.drop_units(softmax(scores, 3));
-        let context = weights
-            .clone()
-            .matmul(split(v))
+        let context = crate::kernels::matmul_heads(weights.clone(), split(v), false)
             .swap_dims(1, 2)
             .reshape([batch, queries, embed]);
-        (self.out_proj.forward(context), weights)
+        (apply_linear(&self.out_proj, context), weights)
     }
+}
+
+/// burn's `Linear` on `[…, in]`, through [`crate::kernels::affine`].
+pub(crate) fn apply_linear<const D: usize>(layer: &Linear, x: Tensor<D>) -> Tensor<D> {
+    crate::kernels::affine(x, layer.weight.val(), layer.bias.as_ref().map(Param::val))
 }
 
 /// PyTorch's zero `in_proj_bias`, after the initializer: ember's [`Init`](crate::Init) makes
