@@ -112,12 +112,7 @@ pub(crate) fn matmul_heads(a: Tensor<4>, b: Tensor<4>, transpose_b: bool) -> Ten
         let ([d0, d1, m, k], [b0, b1, b2, b3]) = (a.dims(), b.dims());
         let a3 = a.clone().reshape([d0 * d1, m, k]);
         let b3 = b.clone().reshape([b0 * b1, b2, b3]);
-        if let Some(y) = counted(onednn::batched::batched_matmul(
-            &a3,
-            &b3,
-            false,
-            transpose_b,
-        )) {
+        if let Some(y) = counted(onednn::batched::batched_matmul(&a3, &b3, transpose_b)) {
             let [_, m, n] = y.dims();
             return y.reshape([d0, d1, m, n]);
         }

@@ -1,7 +1,7 @@
-//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm, Dense and recurrent
-//! layers on burn-flex tensors run through oneDNN, the library PyTorch, MXNet and TensorFlow
-//! use on the CPU, where it is installed; burn-flex's own kernels run everything else, and
-//! everything where it is not.
+//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm, Dense, recurrent layers
+//! and attention's products on burn-flex tensors run through oneDNN, the library PyTorch, MXNet
+//! and TensorFlow use on the CPU, where it is installed; burn-flex's own kernels run everything
+//! else, and everything where it is not.
 //!
 //! Each operation is a custom operation of burn's autodiff (`burn_autodiff::ops::Backward`), so
 //! gradients, optimizers, checkpoints and sync policies see ordinary burn-flex tensors. The

@@ -208,8 +208,6 @@ impl Block for Dense {
     }
 }
 
-/// `x·W + b` on burn's path: burn's `Linear`, or under [`crate::autocast`] the product in the
-/// thread's precision, back in f32 for the bias.
 /// The product's rows `[positions, units]` as the input's axes `dims` with the last of
 /// `units` (rank 3 to 5; `Block::forward` takes no other with `flatten(false)`).
 fn positions(y: Tensor<2>, dims: &[usize]) -> NdTensor {
@@ -222,6 +220,8 @@ fn positions(y: Tensor<2>, dims: &[usize]) -> NdTensor {
     }
 }
 
+/// `x·W + b` on burn's path: burn's `Linear`, or under [`crate::autocast`] the product in the
+/// thread's precision, back in f32 for the bias.
 fn affine<const D: usize>(linear: &Linear, x: Tensor<D>) -> Tensor<D> {
     if precision::current() == Precision::F32 {
         return linear.forward(x);

@@ -5,10 +5,11 @@
 //! `Transpose` and `Reshape`, then `out_proj`: the arithmetic `layers/attention/weights.rs`
 //! does, in its order.
 //!
-//! The number of steps is read from the input in the graph (`Shape`), never written in: the
-//! causal mask is `Trilu` of a `−∞` matrix `Expand`ed to `[steps, steps]`, and
+//! The number of steps is read from the input inside the graph (`Shape`), never written in:
+//! the causal mask is `Trilu` of a `−∞` matrix `Expand`ed to `[steps, steps]`, and
 //! `PositionalEncoding`'s table is written for `max_len` steps and `Slice`d to the input's.
-//! The model file's input keeps the example's steps; the graph itself takes any number.
+//! The file declares only its first axis dynamic, so a batch-first model keeps the example's
+//! steps there; a `[time, batch, ·]` one takes any number of steps.
 //! Dropout is training's only: inference has none.
 
 use burn::module::Param;

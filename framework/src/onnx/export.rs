@@ -118,7 +118,11 @@ pub fn to_model<B: Export>(net: &B, example: &[usize]) -> Result<ModelProto> {
         .rev()
         .find(|n| n.output.contains(&output.name().to_string()))
     {
-        Some(node) => node.output = vec![OUTPUT.to_string()],
+        Some(node) => {
+            for name in node.output.iter_mut().filter(|name| *name == output.name()) {
+                *name = OUTPUT.to_string();
+            }
+        }
         None => {
             graph.node("Identity", &[&output], &[]);
             graph.nodes.last_mut().expect("just added").output = vec![OUTPUT.to_string()];

@@ -1,7 +1,7 @@
-//! Batched matrix products on oneDNN: `op(a) · op(b)` for arrays of `[batch, rows, columns]`,
-//! `op` the identity or the transpose of the last two axes (attention's `q · kᵀ` and
-//! `weights · v`), and the two products of its backward pass. A transposed operand is read
-//! through its strides, never copied; each product runs over the whole batch in one primitive.
+//! Batched matrix products on oneDNN: `a · op(b)` for arrays of `[batch, rows, columns]`, `op`
+//! the identity or the transpose of the last two axes (attention's `q · kᵀ` and `weights · v`),
+//! and the two products of its backward pass. A transposed operand is read through its
+//! strides, never copied; each product runs over the whole batch in one primitive.
 
 use std::sync::Arc;
 
@@ -82,14 +82,14 @@ impl Product {
     }
 }
 
-/// The sizes of one product: `op(a) [batch, m, k] · op(b) [batch, k, n]`.
+/// The sizes of one product: `a [batch, m, k] · op(b) [batch, k, n]`, `b` stored transposed
+/// (`[batch, n, k]`) where `tb`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Shape {
     batch: usize,
     m: usize,
     k: usize,
     n: usize,
-    ta: bool,
     tb: bool,
 }
 
@@ -98,35 +98,20 @@ impl Shape {
         2.0 * (self.batch * self.m * self.k * self.n) as f64
     }
 
-    /// `a`'s and `b`'s stored dimensions.
-    fn stored(&self) -> ([usize; 3], [usize; 3]) {
-        let Shape {
-            batch,
-            m,
-            k,
-            n,
-            ta,
-            tb,
-        } = *self;
-        (
-            if ta { [batch, k, m] } else { [batch, m, k] },
-            if tb { [batch, n, k] } else { [batch, k, n] },
-        )
+    /// `b`'s stored dimensions.
+    fn b_stored(&self) -> [usize; 3] {
+        match self.tb {
+            true => [self.batch, self.n, self.k],
+            false => [self.batch, self.k, self.n],
+        }
     }
 }
 
 fn forward(s: Shape) -> Result<Arc<Product>> {
     bridge::cached(format!("batched forward {s:?}"), || {
-        let Shape {
-            batch,
-            m,
-            k,
-            n,
-            ta,
-            tb,
-        } = s;
+        let Shape { batch, m, k, n, tb } = s;
         Product::new(
-            view(batch, m, k, ta)?,
+            view(batch, m, k, false)?,
             view(batch, k, n, tb)?,
             Md::plain(&[batch, m, n])?,
             s.flop(),
@@ -134,7 +119,7 @@ fn forward(s: Shape) -> Result<Arc<Product>> {
     })
 }
 
-/// The gradients' products: of `a` as stored, then of `b` as stored.
+/// The gradients' products: of `a`, then of `b` as stored.
 struct Gradient {
     a: Product,
     b: Product,
@@ -142,41 +127,26 @@ struct Gradient {
 
 fn gradient(s: Shape) -> Result<Arc<Gradient>> {
     bridge::cached(format!("batched backward {s:?}"), || {
-        let Shape {
-            batch,
-            m,
-            k,
-            n,
-            ta,
-            tb,
-        } = s;
+        let Shape { batch, m, k, n, tb } = s;
         let flop = s.flop();
-        // dA = dY · Bᵀ; stored transposed, dAᵀ = B · dYᵀ.
-        let a = match ta {
-            false => Product::new(
-                view(batch, m, n, false)?,
-                view(batch, n, k, !tb)?,
-                Md::plain(&[batch, m, k])?,
-                flop,
-            )?,
-            true => Product::new(
-                view(batch, k, n, tb)?,
-                view(batch, n, m, true)?,
-                Md::plain(&[batch, k, m])?,
-                flop,
-            )?,
-        };
+        // dA = dY · op(b)ᵀ, op(b)ᵀ read from b through its strides.
+        let a = Product::new(
+            view(batch, m, n, false)?,
+            view(batch, n, k, !tb)?,
+            Md::plain(&[batch, m, k])?,
+            flop,
+        )?;
         // dB = Aᵀ · dY; stored transposed, dBᵀ = dYᵀ · A.
         let b = match tb {
             false => Product::new(
-                view(batch, k, m, !ta)?,
+                view(batch, k, m, true)?,
                 view(batch, m, n, false)?,
                 Md::plain(&[batch, k, n])?,
                 flop,
             )?,
             true => Product::new(
                 view(batch, n, m, true)?,
-                view(batch, m, k, ta)?,
+                view(batch, m, k, false)?,
                 Md::plain(&[batch, n, k])?,
                 flop,
             )?,
@@ -208,27 +178,18 @@ impl Backward<Flex, 2> for BatchedBackward {
         let [pa, pb] = ops.parents;
         let dy = bridge::dense(&grads.consume::<Flex>(&ops.node));
         let State { shape, a, b } = ops.state;
-        let (a_dims, b_dims) = shape.stored();
+        let Shape { batch, m, k, .. } = shape;
         let products = gradient(shape);
         // burn-flex's products of the same arrays, where oneDNN fails.
         let swapped = |t: &FlexTensor| Flex::float_swap_dims(t.clone(), 1, 2);
-        let logical = |t: &FlexTensor, transposed: bool| match transposed {
-            true => swapped(t),
-            false => t.clone(),
+        let logical_b = match shape.tb {
+            true => swapped(&b),
+            false => b.clone(),
         };
         if let Some(pa) = pa {
             let da = fallback::or_flex(
-                || {
-                    let p = products.clone()?;
-                    match shape.ta {
-                        false => p.a.run(&dy, &b, &a_dims),
-                        true => p.a.run(&b, &dy, &a_dims),
-                    }
-                },
-                || {
-                    let da = Flex::float_matmul(dy.clone(), swapped(&logical(&b, shape.tb)));
-                    logical(&da, shape.ta)
-                },
+                || products.clone()?.a.run(&dy, &b, &[batch, m, k]),
+                || Flex::float_matmul(dy.clone(), swapped(&logical_b)),
             );
             grads.register::<Flex>(pa.id, da);
         }
@@ -237,13 +198,16 @@ impl Backward<Flex, 2> for BatchedBackward {
                 || {
                     let p = products.clone()?;
                     match shape.tb {
-                        false => p.b.run(&a, &dy, &b_dims),
-                        true => p.b.run(&dy, &a, &b_dims),
+                        false => p.b.run(&a, &dy, &shape.b_stored()),
+                        true => p.b.run(&dy, &a, &shape.b_stored()),
                     }
                 },
                 || {
-                    let db = Flex::float_matmul(swapped(&logical(&a, shape.ta)), dy.clone());
-                    logical(&db, shape.tb)
+                    let db = Flex::float_matmul(swapped(&a), dy.clone());
+                    match shape.tb {
+                        true => swapped(&db),
+                        false => db,
+                    }
                 },
             );
             grads.register::<Flex>(pb.id, db);
@@ -251,18 +215,11 @@ impl Backward<Flex, 2> for BatchedBackward {
     }
 }
 
-/// `op(a) · op(b)` for `a` stored as `[batch, m, k]` (or `[batch, k, m]` where `transpose_a`)
-/// and `b` as `[batch, k, n]` (or `[batch, n, k]` where `transpose_b`): `[batch, m, n]`, through
-/// oneDNN; `None` where the tensors are not burn-flex f32 tensors, their sizes do not fit, or
-/// oneDNN cannot run it.
-pub fn batched_matmul(
-    a: &Tensor<3>,
-    b: &Tensor<3>,
-    transpose_a: bool,
-    transpose_b: bool,
-) -> Option<Tensor<3>> {
-    let ([batch, a1, a2], [batch_b, b1, b2]) = (a.dims(), b.dims());
-    let (m, k) = if transpose_a { (a2, a1) } else { (a1, a2) };
+/// `a · op(b)` for `a [batch, m, k]` and `b` stored as `[batch, k, n]` (or `[batch, n, k]`
+/// where `transpose_b`): `[batch, m, n]`, through oneDNN; `None` where the tensors are not
+/// burn-flex f32 tensors, their sizes do not fit, or oneDNN cannot run it.
+pub fn batched_matmul(a: &Tensor<3>, b: &Tensor<3>, transpose_b: bool) -> Option<Tensor<3>> {
+    let ([batch, m, k], [batch_b, b1, b2]) = (a.dims(), b.dims());
     let (k_b, n) = if transpose_b { (b2, b1) } else { (b1, b2) };
     if batch != batch_b || k != k_b || [batch, m, k, n].contains(&0) {
         return None;
@@ -272,7 +229,6 @@ pub fn batched_matmul(
         m,
         k,
         n,
-        ta: transpose_a,
         tb: transpose_b,
     };
     let inputs: Inputs<2> = bridge::same_kind([bridge::input(a)?, bridge::input(b)?])?;
