@@ -4,7 +4,13 @@
 //! second training loop in the same process would change each other's Dropout masks, and a
 //! resumed run would no longer repeat the uninterrupted one. Inside [`with_stream`], ember's
 //! own random layers ([`Dropout`](crate::Dropout)) draw from a generator of this thread's,
-//! seeded by the caller, instead; outside it they draw from burn's, as before.
+//! seeded by the caller, instead. Outside it, a mask on burn-flex comes from a generator seeded
+//! by one draw of burn's (so `Device::seed` still decides it), and elsewhere from burn's own.
+//!
+//! A mask is drawn in bulk: one 32-bit number per element from the generator's block
+//! function, kept where it falls below `keep · 2³²`. burn's Bernoulli tensors draw each element
+//! through a sampler of their own, and with dropout 0.1 in a small Transformer that was 28 % of
+//! its epoch on the CPU.
 //!
 //! ```
 //! use burn::prelude::*;
@@ -29,10 +35,9 @@
 
 use std::cell::RefCell;
 
-use burn::tensor::{Shape, TensorData};
-use rand::SeedableRng;
-use rand::distr::{Bernoulli, Distribution};
+use burn::tensor::{Device, Distribution, Shape, Tensor, TensorData};
 use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
 
 thread_local! {
     static STREAM: RefCell<Option<StdRng>> = const { RefCell::new(None) };
@@ -64,14 +69,93 @@ pub fn with_stream<R>(seed: u64, f: impl FnOnce() -> R) -> R {
 /// A Dropout mask of `shape` from this thread's stream: each element `scale` with probability
 /// `keep`, else 0. `None` outside [`with_stream`].
 pub(crate) fn kept_mask(shape: Shape, keep: f64, scale: f32) -> Option<TensorData> {
-    STREAM.with(|stream| {
-        let mut stream = stream.borrow_mut();
-        let rng = stream.as_mut()?;
-        // A `keep` outside [0, 1] (a rate that `infer` was never asked to check) draws no mask.
-        let kept = Bernoulli::new(keep).ok()?;
-        let values: Vec<f32> = (0..shape.num_elements())
-            .map(|_| if kept.sample(rng) { scale } else { 0.0 })
-            .collect();
-        Some(TensorData::new(values, shape))
-    })
+    STREAM.with(|stream| mask(stream.borrow_mut().as_mut()?, shape, keep, scale))
+}
+
+/// [`kept_mask`] outside any stream, for a tensor on `device`: on burn-flex, from a stream
+/// seeded by one draw of burn's generator; `None` elsewhere (burn's dropout runs on the device
+/// itself, and a draw read back would wait for it).
+pub(crate) fn kept_mask_on(
+    device: &Device,
+    shape: Shape,
+    keep: f64,
+    scale: f32,
+) -> Option<TensorData> {
+    if device.clone().without_autodiff() != Device::flex() {
+        return None;
+    }
+    let draw = Tensor::<1>::random([2], Distribution::Default, device).into_data();
+    let bits = draw
+        .iter::<f32>()
+        .fold(0u64, |seed, v| (seed << 32) | u64::from(v.to_bits()));
+    mask(&mut StdRng::seed_from_u64(bits), shape, keep, scale)
+}
+
+/// Each element `scale` with probability `keep`, else 0: one 32-bit draw per element.
+fn mask(rng: &mut StdRng, shape: Shape, keep: f64, scale: f32) -> Option<TensorData> {
+    // A `keep` outside [0, 1] (a rate that `infer` was never asked to check) draws no mask.
+    if !(0.0..=1.0).contains(&keep) {
+        return None;
+    }
+    let below = (keep * 4_294_967_296.0) as u64;
+    let mut bits = vec![0u32; shape.num_elements()];
+    rng.fill(&mut bits[..]);
+    let values: Vec<f32> = bits
+        .into_iter()
+        .map(|b| if u64::from(b) < below { scale } else { 0.0 })
+        .collect();
+    Some(TensorData::new(values, shape))
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::prelude::*;
+
+    use crate::{Block, Dropout};
+
+    fn dropped(device: &Device, rate: f64) -> Vec<f32> {
+        let y: Tensor<2> = Dropout::new(rate)
+            .forward(Tensor::<2>::ones([200, 200], device).into())
+            .rank();
+        y.into_data().try_to_vec().unwrap()
+    }
+
+    /// Outside a stream, a mask on burn-flex is decided by burn's seed, as burn's own dropout's
+    /// is, and keeps its share of the units at 1 / (1 − rate).
+    #[test]
+    fn a_mask_outside_a_stream_follows_burns_seed() {
+        let device = Device::flex().autodiff();
+        device.seed(5);
+        let first = dropped(&device, 0.3);
+        assert_ne!(dropped(&device, 0.3), first, "the next mask is another");
+        device.seed(5);
+        assert_eq!(dropped(&device, 0.3), first, "the same seed, the same mask");
+        device.seed(6);
+        assert_ne!(dropped(&device, 0.3), first, "another seed, another mask");
+        let kept = first.iter().filter(|&&v| v != 0.0).count() as f64 / first.len() as f64;
+        assert!((kept - 0.7).abs() < 0.01, "{kept} kept at rate 0.3");
+        let scale = (1.0 / 0.7f64) as f32;
+        assert!(first.iter().all(|&v| v == 0.0 || v == scale));
+    }
+
+    /// Inside a stream: the share kept, all of them at rate 0, the stream repeating itself.
+    #[test]
+    fn a_streams_mask_keeps_its_share() {
+        let device = Device::flex().autodiff();
+        for rate in [0.1, 0.5, 0.9] {
+            let mask = super::with_stream(3, || dropped(&device, rate));
+            let kept = mask.iter().filter(|&&v| v != 0.0).count() as f64 / mask.len() as f64;
+            assert!(
+                (kept - (1.0 - rate)).abs() < 0.01,
+                "{kept} kept at rate {rate}"
+            );
+            assert_eq!(super::with_stream(3, || dropped(&device, rate)), mask);
+        }
+        let all = super::kept_mask([4, 4].into(), 1.0, 1.0);
+        assert!(all.is_none(), "no stream, no mask");
+        let all = super::with_stream(1, || super::kept_mask([64, 64].into(), 1.0, 1.0)).unwrap();
+        assert!(all.iter::<f32>().all(|v| v == 1.0));
+        let none = super::with_stream(1, || super::kept_mask([64, 64].into(), 0.0, 1.0)).unwrap();
+        assert!(none.iter::<f32>().all(|v| v == 0.0));
+    }
 }

@@ -3,7 +3,8 @@
 //! and the kept ones are scaled by 1 / (1 − rate); in inference (a `Module::valid` copy, as
 //! `fit` evaluates) it is the identity. Inside [`random::with_stream`](crate::random::with_stream)
 //! (as `Fit` with a seed runs each step) the masks come from that thread's stream, so that no
-//! other thread's draws change them; elsewhere from burn's generator.
+//! other thread's draws change them; elsewhere from burn's generator (on burn-flex, from a
+//! stream it seeds: [`random`](crate::random) says why).
 //!
 //! ```
 //! use burn::prelude::*;
@@ -68,8 +69,11 @@ impl Dropout {
         if !dropout.training.is_enabled() || !x.device().is_autodiff() || dropout.prob == 0.0 {
             return x;
         }
-        let keep = 1.0 - dropout.prob;
-        match random::kept_mask(x.shape(), keep, (1.0 / keep) as f32) {
+        let (keep, device) = (1.0 - dropout.prob, x.device());
+        let scale = (1.0 / keep) as f32;
+        let mask = random::kept_mask(x.shape(), keep, scale)
+            .or_else(|| random::kept_mask_on(&device, x.shape(), keep, scale));
+        match mask {
             Some(mask) => {
                 let mask = Tensor::from_data(mask, &x.device());
                 x * mask
