@@ -25,6 +25,8 @@ mod both_paths;
 mod chain;
 #[path = "cpu_kernels/dense.rs"]
 mod dense;
+#[path = "cpu_kernels/layer_norm.rs"]
+mod layer_norm;
 #[path = "cpu_kernels/openmp_teams.rs"]
 mod openmp_teams;
 #[path = "cpu_kernels/recurrent.rs"]

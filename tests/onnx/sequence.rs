@@ -2,10 +2,9 @@
 //! attention and the Transformer encoder as `MatMul`, `Softmax` and `LayerNormalization`, and
 //! the CLI's language models, each against ember's own outputs.
 
-use burn::prelude::*;
-use burn::tensor::Distribution;
 use ember::{Activation, Block, Dense, LayerNorm, Sequential};
 
+use super::common::params::Noisy;
 use super::{TOLERANCE, built, built_with, largest_difference, normal};
 
 /// ember's recurrent layers as ONNX's `LSTM`, `GRU` and `RNN`: ONNX Runtime's outputs equal
@@ -70,22 +69,6 @@ fn recurrent_layers_run_in_onnx_runtime_as_in_ember() {
     let lm = built_with(lm, &[9], tokens);
     let difference = largest_difference(&lm, &[9], tokens);
     assert!(difference < TOLERANCE, "language model: {difference:e}");
-}
-
-/// Every parameter moved by noise, so that the biases PyTorch's initialization leaves at zero
-/// (`in_proj_bias`) and LayerNorm's ones and zeros take part in the comparison.
-struct Noisy;
-
-impl burn::module::ModuleMapper for Noisy {
-    fn map_float<const D: usize>(
-        &mut self,
-        param: burn::module::Param<Tensor<D>>,
-    ) -> burn::module::Param<Tensor<D>> {
-        param.map(|t| {
-            let noise = Tensor::random(t.shape(), Distribution::Normal(0.0, 0.3), &t.device());
-            t + noise
-        })
-    }
 }
 
 /// Attention and the Transformer as ONNX's MatMul, Softmax and LayerNormalization: ONNX

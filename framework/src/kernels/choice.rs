@@ -133,7 +133,7 @@ pub fn status() -> Status {
         Ok(rt) => Status {
             kernels: Kernels::OneDnn,
             detail: format!(
-                "oneDNN {} ({}, {}) for Dense, Conv1D/Conv2D, pooling, activations, BatchNorm, the recurrent layers and attention's products; burn-flex for the rest",
+                "oneDNN {} ({}, {}) for Dense, Conv1D/Conv2D, pooling, activations, BatchNorm, LayerNorm, the recurrent layers and attention; burn-flex for the rest",
                 rt.version,
                 super::onednn::library::library_name(),
                 rt.isa

@@ -179,6 +179,33 @@ pub(crate) fn batch_norm<const D: usize>(
     None
 }
 
+/// burn's `LayerNorm` over the last axis of `x`, with `gamma` and `beta` (`None` without a
+/// shift), or `None` for burn's path.
+pub(crate) fn layer_norm<const D: usize>(
+    x: &Tensor<D>,
+    gamma: &Tensor<1>,
+    beta: Option<&Tensor<1>>,
+    epsilon: f64,
+) -> Option<Tensor<D>> {
+    #[cfg(feature = "onednn")]
+    if fast() {
+        return counted(onednn::layer_norm::layer_norm(x, gamma, beta, epsilon));
+    }
+    let _ = (x, gamma, beta, epsilon);
+    None
+}
+
+/// `softmax(x)` over its last axis: oneDNN's where it runs, else burn's.
+pub(crate) fn softmax<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    #[cfg(feature = "onednn")]
+    if fast()
+        && let Some(y) = counted(onednn::softmax::softmax(&x))
+    {
+        return y;
+    }
+    burn::tensor::activation::softmax(x, D - 1)
+}
+
 /// A recurrence that the kernels run over a whole sequence at once, with PyTorch's equations
 /// and gate orders: Elman's with tanh or relu, the LSTM (gates i, f, g, o), the GRU (gates r,
 /// z, n, the reset applied after the hidden product).

@@ -1,7 +1,7 @@
-//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm, Dense, recurrent layers
-//! and attention's products on burn-flex tensors run through oneDNN, the library PyTorch, MXNet
-//! and TensorFlow use on the CPU, where it is installed; burn-flex's own kernels run everything
-//! else, and everything where it is not.
+//! ember's CPU kernels: convolutions, pooling, activations, BatchNorm, LayerNorm, Dense,
+//! recurrent layers and attention's products and softmax on burn-flex tensors run through
+//! oneDNN, the library PyTorch, MXNet and TensorFlow use on the CPU, where it is installed;
+//! burn-flex's own kernels run everything else, and everything where it is not.
 //!
 //! Each operation is a custom operation of burn's autodiff (`burn_autodiff::ops::Backward`), so
 //! gradients, optimizers, checkpoints and sync policies see ordinary burn-flex tensors. The
@@ -42,8 +42,8 @@ pub use allocator::keep_freed_memory;
 pub use choice::{ENV, Kernels, Status, chosen, set_kernels, status, with_kernels};
 pub use counters::counts;
 pub(crate) use dispatch::{
-    Gates, Recurrence, Reference, activation, affine, batch_norm, conv, dense, matmul_heads, pool,
-    recurrent,
+    Gates, Recurrence, Reference, activation, affine, batch_norm, conv, dense, layer_norm,
+    matmul_heads, pool, recurrent, softmax,
 };
 pub use eltwise::Eltwise;
 pub(crate) use window::Window;

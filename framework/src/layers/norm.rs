@@ -324,7 +324,7 @@ impl Block for LayerNorm {
     /// - output: the input's shape
     fn forward(&self, x: NdTensor) -> NdTensor {
         let norm = self.norm.module(self);
-        nd_map!(x, t => norm.forward(t))
+        nd_map!(x, t => layer_norm(norm, self.epsilon, t))
     }
 
     fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
@@ -353,6 +353,18 @@ impl Block for LayerNorm {
         self.norm.initialize(init, device, declared);
         self
     }
+}
+
+/// burn's `LayerNorm::forward` (built with `epsilon`), the normalization on ember's CPU
+/// kernels where they run.
+pub(crate) fn layer_norm<const D: usize>(
+    norm: &BurnLayerNorm,
+    epsilon: f64,
+    x: Tensor<D>,
+) -> Tensor<D> {
+    let beta = norm.beta.as_ref().map(|b| b.val());
+    kernels::layer_norm(&x, &norm.gamma.val(), beta.as_ref(), epsilon)
+        .unwrap_or_else(|| norm.forward(x))
 }
 
 impl fmt::Display for LayerNorm {

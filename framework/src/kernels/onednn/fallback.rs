@@ -159,7 +159,7 @@ pub fn pool(x: &FlexTensor, max: bool, window: &Window, grad: &FlexTensor) -> Fl
     }
 }
 
-/// The statistics a batch normalization used: the batch's own (training), or `given`.
+/// The statistics a batch or layer normalization used: the batch's own (training), or `given`.
 pub struct Stats<'a> {
     pub mean: &'a FlexTensor,
     pub variance: &'a FlexTensor,
@@ -202,6 +202,51 @@ pub fn batch_norm(
     );
     let dgamma = per_channel_sum(Flex::float_mul(grad.clone(), normalized));
     [dx, dgamma, per_channel_sum(grad.clone())]
+}
+
+/// The gradients of layer normalization over the last axis (`features` long) of `x`, with
+/// the rows' own statistics: of the input, of `gamma` and of `beta`. With `x̂ = (x − μ)·r`
+/// and `g = dy·γ`, per row: `dx = r·(g − mean(g) − x̂·mean(g·x̂))`.
+pub fn layer_norm(
+    x: &FlexTensor,
+    gamma: &FlexTensor,
+    stats: Stats,
+    grad: &FlexTensor,
+    features: usize,
+) -> [FlexTensor; 3] {
+    let dims = x.layout().shape().to_vec();
+    let rows = dims.iter().product::<usize>() / features.max(1);
+    let table = |t: &FlexTensor| Flex::float_reshape(t.clone(), [rows, features].into());
+    let column = |t: &FlexTensor| Flex::float_reshape(t.clone(), [rows, 1].into());
+    let (x, grad) = (table(x), table(grad));
+    let rstd = Flex::float_recip(Flex::float_sqrt(Flex::float_add_scalar(
+        column(stats.variance),
+        Scalar::Float(stats.epsilon),
+    )));
+    let normalized = Flex::float_mul(Flex::float_sub(x, column(stats.mean)), rstd.clone());
+    let per_feature =
+        |t: FlexTensor| Flex::float_reshape(Flex::float_sum_dim(t, 0), [features].into());
+    let dgamma = per_feature(Flex::float_mul(grad.clone(), normalized.clone()));
+    let dbeta = per_feature(grad.clone());
+    let g = Flex::float_mul(
+        grad,
+        Flex::float_reshape(gamma.clone(), [1, features].into()),
+    );
+    let mean_g = Flex::float_mean_dim(g.clone(), 1);
+    let mean_gx = Flex::float_mean_dim(Flex::float_mul(g.clone(), normalized.clone()), 1);
+    let centred = Flex::float_sub(
+        Flex::float_sub(g, mean_g),
+        Flex::float_mul(normalized, mean_gx),
+    );
+    let dx = Flex::float_mul(centred, rstd);
+    [Flex::float_reshape(dx, dims.into()), dgamma, dbeta]
+}
+
+/// The gradient of a softmax over the last axis from its output `y`: `y·(dy − Σ dy·y)`.
+pub fn softmax(y: &FlexTensor, grad: &FlexTensor) -> FlexTensor {
+    let last = y.layout().shape().num_dims() - 1;
+    let weighted = Flex::float_sum_dim(Flex::float_mul(grad.clone(), y.clone()), last);
+    Flex::float_mul(y.clone(), Flex::float_sub(grad.clone(), weighted))
 }
 
 /// `t` (`[batch, channels, …]`) summed over all but the channels.

@@ -222,4 +222,19 @@ fn a_failing_backward_pass_falls_back_to_flex_for_every_kernel() {
             },
         );
     }
+    // LayerNorm with and without β, then the softmax (attention's, over the last axis).
+    let x = tracked([3, 4, 9], 18);
+    let (gamma, beta) = (tracked([9], 19), tracked([9], 20));
+    falls_back("LayerNorm", std::slice::from_ref(&x), &|t| {
+        dispatch::layer_norm(&t[0], &gamma, Some(&beta), 1e-5).expect("oneDNN's")
+    });
+    falls_back("LayerNorm γ, β", &[gamma.clone(), beta.clone()], &|t| {
+        dispatch::layer_norm(&x, &t[0], Some(&t[1]), 1e-5).expect("oneDNN's")
+    });
+    falls_back("LayerNorm without β", std::slice::from_ref(&x), &|t| {
+        dispatch::layer_norm(&t[0], &gamma, None, 0.1).expect("oneDNN's")
+    });
+    falls_back("softmax", &[tracked([2, 3, 11], 21)], &|t| {
+        dispatch::softmax(t[0].clone())
+    });
 }

@@ -29,6 +29,7 @@ use crate::error::{Error, Result};
 use crate::init::Init;
 use crate::layers::activation::Activation;
 use crate::layers::dropout::Dropout;
+use crate::layers::norm::layer_norm;
 use crate::layers::rnn::Layout;
 use crate::ndtensor::NdTensor;
 
@@ -174,12 +175,14 @@ impl TransformerEncoderLayer {
             w.dropout2
                 .drop_units(apply_linear(&w.linear2, w.dropout.drop_units(hidden)))
         };
+        let norm1 = |x| layer_norm(&w.norm1, self.eps, x);
+        let norm2 = |x| layer_norm(&w.norm2, self.eps, x);
         if self.norm_first {
-            let x = x.clone() + attend(w.norm1.forward(x));
-            x.clone() + feed_forward(w.norm2.forward(x))
+            let x = x.clone() + attend(norm1(x));
+            x.clone() + feed_forward(norm2(x))
         } else {
-            let x = w.norm1.forward(x.clone() + attend(x));
-            w.norm2.forward(x.clone() + feed_forward(x))
+            let x = norm1(x.clone() + attend(x));
+            norm2(x.clone() + feed_forward(x))
         }
     }
 

@@ -9,7 +9,6 @@
 
 use burn::module::{Module, ModuleMapper, Param};
 use burn::nn::{Linear, LinearConfig};
-use burn::tensor::activation::softmax;
 use burn::tensor::{Device, Tensor};
 
 use super::mask::Mask;
@@ -105,7 +104,7 @@ impl AttentionWeights {
             Some(mask) => mask.apply(scores),
             None => scores,
         };
-        let weights = self.dropout.drop_units(softmax(scores, 3));
+        let weights = self.dropout.drop_units(crate::kernels::softmax(scores));
         let context = crate::kernels::matmul_heads(weights.clone(), split(v), false)
             .swap_dims(1, 2)
             .reshape([batch, queries, embed]);

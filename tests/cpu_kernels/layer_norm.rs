@@ -1,0 +1,47 @@
+//! LayerNorm and attention's softmax on both CPU paths: oneDNN's layer normalization and
+//! softmax primitives against burn's composites, outputs and every gradient, with γ and β
+//! moved from their initial ones and zeros so that a scale or a shift read wrong shows.
+
+use burn::module::Module;
+use burn::prelude::*;
+use ember::kernels::{self, Kernels};
+use ember::{Block, LayerNorm, Layout, MultiHeadAttention, NdTensor};
+
+use super::both_paths::{compare, every_gradient, ready, values};
+use super::common::params::Noisy;
+
+#[test]
+fn layer_norm_matches_flex() {
+    let cases: [(&str, LayerNorm, &[usize]); 4] = [
+        ("rows of 12", LayerNorm::new(), &[5, 12]),
+        ("[3, 4, 10]", LayerNorm::new(), &[3, 4, 10]),
+        ("without β", LayerNorm::new().center(false), &[2, 3, 2, 6]),
+        ("epsilon 0.5", LayerNorm::new().epsilon(0.5), &[7, 33]),
+    ];
+    for (what, norm, shape) in cases {
+        let norm = ready(norm, shape).map(&mut Noisy);
+        compare(&format!("LayerNorm {what}"), &norm, shape, &every_gradient);
+    }
+}
+
+/// The operations of one forward pass that run on oneDNN, and nothing falling back.
+fn onednn_operations<B: Block>(block: &B, shape: &[usize]) -> u64 {
+    let n = shape.iter().product();
+    let x = NdTensor::from_host(&values(n, 3), shape, &Device::flex().autodiff()).unwrap();
+    let (before, _) = kernels::counts();
+    kernels::with_kernels(Kernels::OneDnn, || block.forward(x));
+    let (after, fell_back) = kernels::counts();
+    assert!(fell_back.is_empty(), "{fell_back:?}");
+    after - before
+}
+
+/// LayerNorm is one oneDNN operation, and self-attention five: the packed projection, `q·kᵀ`,
+/// the softmax, `weights·v` and `out_proj` (with burn's softmax it would be four).
+#[test]
+fn layer_norm_and_the_softmax_run_on_onednn() {
+    let norm = ready(LayerNorm::new(), &[4, 6]);
+    assert_eq!(onednn_operations(&norm, &[4, 6]), 1, "LayerNorm");
+    let shape = [3, 5, 8];
+    let mha = ready(MultiHeadAttention::new(2).layout(Layout::Ntc), &shape);
+    assert_eq!(onednn_operations(&mha, &shape), 5, "self-attention");
+}
