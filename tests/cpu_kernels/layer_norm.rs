@@ -7,7 +7,7 @@ use burn::prelude::*;
 use ember::kernels::{self, Kernels};
 use ember::{Block, LayerNorm, Layout, MultiHeadAttention, NdTensor};
 
-use super::both_paths::{compare, every_gradient, ready, values};
+use super::both_paths::{close, compare, every_gradient, host, on_onednn, ready, values};
 use super::common::params::Noisy;
 
 #[test]
@@ -22,6 +22,28 @@ fn layer_norm_matches_flex() {
         let norm = ready(norm, shape).map(&mut Noisy);
         compare(&format!("LayerNorm {what}"), &norm, shape, &every_gradient);
     }
+}
+
+/// In inference (a `valid` copy, on burn-flex without autodiff) the forward primitives that
+/// keep no statistics: LayerNorm's, and self-attention's softmax.
+#[test]
+fn layer_norm_and_attention_in_inference_match_flex() {
+    let shape = [3, 7, 16];
+    let x = NdTensor::from_host(&values(3 * 7 * 16, 5), &shape, &Device::flex()).unwrap();
+    let outputs = |block: &dyn Fn(NdTensor) -> NdTensor| {
+        let fast = on_onednn("inference", || host(block(x.clone())));
+        let reference = kernels::with_kernels(Kernels::Flex, || host(block(x.clone())));
+        close(
+            "inference",
+            &[("output".into(), fast)],
+            &[("output".into(), reference)],
+        );
+    };
+    let norm = ready(LayerNorm::new(), &shape).map(&mut Noisy).valid();
+    outputs(&|x| norm.forward(x));
+    let mha = ready(MultiHeadAttention::new(4).layout(Layout::Ntc), &shape).map(&mut Noisy);
+    let mha = mha.valid();
+    outputs(&|x| mha.forward(x));
 }
 
 /// The operations of one forward pass that run on oneDNN, and nothing falling back.

@@ -138,7 +138,7 @@ pub fn install() -> ember::Result<()> {
 /// In a job of ranks, whose ranks would each stop at the batch their own signal found and
 /// then wait in different collectives: every signal ends the process at once, as [`install`]'s
 /// second signal does, removing the temporaries of the writes in flight. `said` (rank 0's:
-/// what the job keeps) is printed first; `None` prints nothing and ends half a second later,
+/// what the job keeps) is printed first; `None` prints nothing and ends two seconds later,
 /// after rank 0 (the other ranks).
 ///
 /// # Errors
@@ -151,16 +151,18 @@ pub fn install_at_once(said: Option<String>) -> ember::Result<()> {
             // Open MPI's launcher sends SIGTERM to every rank and SIGKILL to the rest as soon as
             // one of them has ended: a rank that ended first killed rank 0 before it said its
             // line (1 job in 8 on a loaded machine). The others wait for rank 0 to end first,
-            // well within the second the launcher gives before its SIGKILL.
+            // longer than the second the launcher gives before its SIGKILL.
             std::thread::sleep(RANK_ZERO_FIRST);
+            ember::io::remove_temporaries();
             signal_hook::low_level::exit(i32::from(Signal(signal).exit_code()))
         }
     })
 }
 
 /// How long a rank other than 0 waits, after a signal, before it ends: rank 0 says what the
-/// job keeps in that time, before the launcher kills the job.
-const RANK_ZERO_FIRST: std::time::Duration = std::time::Duration::from_millis(500);
+/// job keeps in that time, before the launcher kills the job (Open MPI's SIGKILL comes a
+/// second after its SIGTERM, or at once when a rank has ended).
+const RANK_ZERO_FIRST: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs `handle` on a thread of its own for every signal of [`HANDLED`]; once per process.
 fn listen(handle: impl Fn(i32) + Send + 'static) -> ember::Result<()> {

@@ -62,8 +62,9 @@ impl Dropout {
         self.dropout.prob
     }
 
-    /// burn-nn's forward, with the mask from this thread's stream where there is one: the
-    /// same conditions for the identity, the same values (kept units times 1 / (1 − rate)).
+    /// burn-nn's forward, with the mask from this thread's stream where there is one, else on
+    /// burn-flex from a stream burn's generator seeds ([`random`]): the same conditions for
+    /// the identity, the same values (kept units times 1 / (1 − rate)).
     pub(crate) fn drop_units<const D: usize>(&self, x: Tensor<D>) -> Tensor<D> {
         let dropout = &self.dropout;
         if !dropout.training.is_enabled() || !x.device().is_autodiff() || dropout.prob == 0.0 {

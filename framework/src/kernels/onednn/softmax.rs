@@ -32,16 +32,7 @@ fn forward(md: &Md, training: bool) -> Result<Primitive> {
     let prop = forward_prop(training);
     Primitive::describe("a softmax", &Attr::none()?, None, |api, desc| {
         // SAFETY: valid out-pointer and descriptors.
-        unsafe {
-            api.dnnl_softmax_v2_forward_desc_init(
-                desc,
-                prop,
-                dnnl_softmax_accurate,
-                &md.0,
-                &md.0,
-                1,
-            )
-        }
+        unsafe { api.dnnl_softmax_forward_desc_init(desc, prop, &md.0, 1) }
     })
 }
 
@@ -52,16 +43,7 @@ fn prims(rows: usize, n: usize) -> Result<Arc<Prims>> {
         let what = "a softmax's backward pass";
         let backward = Primitive::describe(what, &Attr::none()?, Some(&training), |api, desc| {
             // SAFETY: valid out-pointer and descriptors.
-            unsafe {
-                api.dnnl_softmax_v2_backward_desc_init(
-                    desc,
-                    dnnl_softmax_accurate,
-                    &md.0,
-                    &md.0,
-                    &md.0,
-                    1,
-                )
-            }
+            unsafe { api.dnnl_softmax_backward_desc_init(desc, &md.0, &md.0, 1) }
         })?;
         Ok(Prims {
             inference: forward(&md, false)?,
