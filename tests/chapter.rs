@@ -127,6 +127,15 @@ fn check(gpu: &str) {
     };
     assert!(diff("fusion on / off outputs") <= 1e-5, "{hybrid:?}");
     assert_eq!(diff("export"), 0.0, "{hybrid:?}");
+    // The pass recorded once and replayed computes the fused pass's outputs: on wgpu from
+    // cubecl's recorded dispatches, on flex (no graphs) by running again.
+    assert_eq!(diff("graph / fused outputs"), 0.0, "{hybrid:?}");
+    let replayed = hybrid
+        .notes
+        .iter()
+        .any(|n| n.contains("replayed the recorded launches"));
+    assert_eq!(replayed, gpu == "wgpu", "{hybrid:?}");
+    assert_eq!(hybrid.timings.len(), 3, "{hybrid:?}");
     // The training experiments print the book's lines for each policy.
     let memory = &sections["memory-footprint"];
     for policy in ["barrier", "none"] {

@@ -7,6 +7,8 @@ mod common;
 mod blocks;
 #[path = "framework/chapter_mlp.rs"]
 mod chapter_mlp;
+#[path = "framework/hybrid.rs"]
+mod hybrid;
 #[path = "framework/mxnet.rs"]
 mod mxnet;
 #[path = "framework/parameter_files.rs"]

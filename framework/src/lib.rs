@@ -42,6 +42,7 @@ pub mod deferred;
 pub mod device;
 pub mod engine;
 pub mod error;
+pub mod hybrid;
 pub mod init;
 pub mod io;
 pub mod kernels;

@@ -1,15 +1,19 @@
 //! 12.1 "Hybridization": the MLP 512 -> 256 -> 128 -> 2 run forward 1000 times without and with
-//! kernel fusion, burn's counterpart of `hybridize()`, and its parameters exported and reloaded.
+//! kernel fusion, burn's counterpart of `hybridize()`, then with the fused pass recorded once as
+//! a graph of launches and replayed ([`ember::hybrid`]: a CUDA graph on cuda, cubecl's recorded
+//! dispatches on wgpu, the pass run again where the device has no graphs), and its parameters
+//! exported and reloaded.
 //!
 //! burn switches fusion on at build time, and its optimizers can only be removed before a
 //! process's first tensor operation, so each mode runs in a child process of its own: with
-//! fusion's built-in optimizers (`with`), and with all of them removed (`without`). Both
-//! children load the same parameter file and the same input.
+//! fusion's built-in optimizers (`with`), with all of them removed (`without`), and recorded
+//! (`graph`, fusion on). The children load the same parameter file and the same input.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use burn::tensor::{Device, Tensor};
+use ember::hybrid::Hybrid;
 use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
 use ember_datasets::Synthetic;
 use serde::{Deserialize, Serialize};
@@ -50,6 +54,8 @@ fn run_net(net: &Sequential, x: &Tensor<2>) -> anyhow::Result<Tensor<2>> {
 pub struct Request {
     /// Whether kernel fusion's optimizers are kept (burn's hybridization) or removed.
     pub fusion: bool,
+    /// Whether the pass is recorded once and replayed ([`Hybrid`]); with fusion on.
+    pub graph: bool,
     /// Where the network runs.
     pub device: DeviceName,
     /// The parameters, written by the parent.
@@ -67,11 +73,14 @@ pub struct Measured {
     pub seconds: Vec<f64>,
     /// The last pass's output.
     pub output: Vec<f32>,
+    /// Whether the passes were replays of recorded launches (false: eager passes, or a device
+    /// without graphs, where the recorded pass ran again).
+    pub replayed: bool,
 }
 
 /// One mode, in this process: fusion's optimizers removed (where `request` says so) before
-/// the first tensor operation, then `repeat` timings of `passes` forward passes. Removing them
-/// holds for the rest of the process.
+/// the first tensor operation, then `repeat` timings of `passes` forward passes, eager or
+/// replayed. Removing them holds for the rest of the process.
 ///
 /// # Errors
 /// An optimizer that cannot be removed (a tensor operation ran before), a device that cannot
@@ -87,6 +96,9 @@ pub fn measure(request: &Request) -> anyhow::Result<Measured> {
     let net = network(&device)?;
     let x = input(&device)?;
     let net = net.load_parameters(&request.params, &device)?;
+    if request.graph {
+        return replayed(request, &device, net, x);
+    }
     let forward = || -> anyhow::Result<Tensor<2>> {
         let mut out = run_net(&net, &x)?;
         for _ in 1..request.passes {
@@ -104,13 +116,54 @@ pub fn measure(request: &Request) -> anyhow::Result<Measured> {
         seconds.push(start.elapsed().as_secs_f64());
         output = to_host(out)?;
     }
-    Ok(Measured { seconds, output })
+    Ok(Measured {
+        seconds,
+        output,
+        replayed: false,
+    })
+}
+
+/// The passes as replays of one recorded pass: the network reads its parameters and the
+/// input from the buffers the recording read, so nothing is written between replays.
+fn replayed(
+    request: &Request,
+    device: &Device,
+    net: Sequential,
+    x: Tensor<2>,
+) -> anyhow::Result<Measured> {
+    let mut pass = Hybrid::capture(device, move || run_net(&net, &x).map_err(|e| e.to_string()));
+    let output = |pass: &Hybrid<_, _>| -> anyhow::Result<Vec<f32>> {
+        let out: &Result<Tensor<2>, String> = pass.output();
+        to_host(out.clone().map_err(|e| anyhow!("the recorded pass: {e}"))?)
+    };
+    pass.run();
+    output(&pass)?; // warm-up, as the eager modes'
+    let mut seconds = Vec::new();
+    for _ in 0..request.repeat {
+        let start = std::time::Instant::now();
+        for _ in 0..request.passes {
+            pass.run();
+        }
+        super::wait_all(device)?;
+        seconds.push(start.elapsed().as_secs_f64());
+    }
+    Ok(Measured {
+        seconds,
+        output: output(&pass)?,
+        replayed: pass.is_graph(),
+    })
 }
 
 /// `s`'s runner's [`measure`] of one mode.
-fn spawn(s: &Setup, fusion: bool, params: &Path, passes: usize) -> anyhow::Result<Measured> {
+fn spawn(
+    s: &Setup,
+    (fusion, graph): (bool, bool),
+    params: &Path,
+    passes: usize,
+) -> anyhow::Result<Measured> {
     s.runner.hybridize(&Request {
         fusion,
+        graph,
         device: s.gpu.name,
         params: params.to_path_buf(),
         passes,
@@ -151,9 +204,11 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let after = to_host(run_net(&reloaded, &x)?)?;
     let export_diff = max_diff(&before, &after);
 
-    let off = spawn(s, false, &params, passes)?;
-    let on = spawn(s, true, &params, passes)?;
+    let off = spawn(s, (false, false), &params, passes)?;
+    let on = spawn(s, (true, false), &params, passes)?;
+    let graph = spawn(s, (true, true), &params, passes)?;
     let fusion_diff = max_diff(&off.output, &on.output);
+    let graph_diff = max_diff(&graph.output, &on.output);
     let device_diff = max_diff(&on.output, &before);
     let without = Timing {
         label: "without hybridization (fusion off)".into(),
@@ -163,7 +218,16 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
         label: "with hybridization (fusion on)".into(),
         seconds: on.seconds,
     };
+    let recorded = Timing {
+        label: if graph.replayed {
+            "recorded once, replayed (fusion on)".into()
+        } else {
+            "recorded, but run again: no graphs here (fusion on)".into()
+        },
+        seconds: graph.seconds,
+    };
     let ratio = without.median() / with.median();
+    let graph_ratio = with.median() / recorded.median();
     let fuses = s.gpu.capabilities().fusion;
     let held = fuses && ratio > 1.05 && fusion_diff <= 1e-5 && export_diff == 0.0;
     let why = if fusion_diff > 1e-5 || export_diff != 0.0 {
@@ -191,9 +255,23 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
             s.gpu.label(),
             s.repeat
         ),
-        timings: vec![without, with],
+        timings: vec![without, with, recorded],
         notes: vec![
             format!("fusion on / off outputs: max |difference| {fusion_diff:e}"),
+            format!(
+                "graph / fused outputs: max |difference| {graph_diff:e}; {}",
+                if graph.replayed {
+                    format!(
+                        "{} replayed the recorded launches, {graph_ratio:.2}x the fused passes' speed",
+                        s.gpu.name
+                    )
+                } else {
+                    format!(
+                        "{} has no graphs: the recorded pass ran again each time",
+                        s.gpu.name
+                    )
+                }
+            ),
             format!(
                 "export: {} written and reloaded, max |difference| {export_diff:e}; {} against the CPU: {device_diff:e}",
                 params

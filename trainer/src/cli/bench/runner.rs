@@ -29,10 +29,12 @@ impl Runner for Children {
     }
 
     fn hybridize(&self, request: &Request) -> anyhow::Result<Measured> {
-        let fusion = Fusion::from(request.fusion).as_str();
+        let fusion = Switch::from(request.fusion).as_str();
+        let graph = Switch::from(request.graph).as_str();
         let (passes, repeat) = (request.passes.to_string(), request.repeat.to_string());
         let flags = [
             ("--fusion", OsStr::new(fusion)),
+            ("--graph", OsStr::new(graph)),
             ("--device", OsStr::new(request.device.as_str())),
             ("--params", request.params.as_os_str()),
             ("--passes", OsStr::new(&passes)),
@@ -42,7 +44,7 @@ impl Runner for Children {
             .into_iter()
             .flat_map(|(flag, value)| [OsStr::new(flag), value]);
         Child::ember(
-            format!("the run with fusion {fusion}"),
+            format!("the run with fusion {fusion}, graph {graph}"),
             [OsStr::new("bench"), OsStr::new(super::HYBRIDIZE_CHILD)]
                 .into_iter()
                 .chain(args),
@@ -55,7 +57,10 @@ impl Runner for Children {
 #[derive(Debug, Args)]
 pub struct ChildArgs {
     #[arg(long, value_enum)]
-    fusion: Fusion,
+    fusion: Switch,
+    /// The pass recorded once and replayed (`on`), or run eagerly (`off`).
+    #[arg(long, value_enum)]
+    graph: Switch,
     #[arg(long)]
     device: DeviceName,
     #[arg(long)]
@@ -67,24 +72,25 @@ pub struct ChildArgs {
     repeat: usize,
 }
 
-/// Kernel fusion's optimizers: kept (`on`, burn's hybridization) or removed (`off`).
+/// A mode's switch: kernel fusion's optimizers kept (`on`, burn's hybridization) or removed
+/// (`off`); the pass recorded and replayed (`on`) or eager (`off`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-enum Fusion {
+enum Switch {
     On,
     Off,
 }
 
-impl From<bool> for Fusion {
+impl From<bool> for Switch {
     fn from(on: bool) -> Self {
-        if on { Fusion::On } else { Fusion::Off }
+        if on { Switch::On } else { Switch::Off }
     }
 }
 
-impl Fusion {
+impl Switch {
     fn as_str(self) -> &'static str {
         match self {
-            Fusion::On => "on",
-            Fusion::Off => "off",
+            Switch::On => "on",
+            Switch::Off => "off",
         }
     }
 }
@@ -92,7 +98,8 @@ impl Fusion {
 /// The child: [`hybridize::measure`] of its flags, reported as one JSON line.
 pub fn hybridize_child(args: ChildArgs) -> anyhow::Result<()> {
     let measured = hybridize::measure(&Request {
-        fusion: args.fusion == Fusion::On,
+        fusion: args.fusion == Switch::On,
+        graph: args.graph == Switch::On,
         device: args.device,
         params: args.params,
         passes: args.passes,

@@ -1,0 +1,175 @@
+//! Gluon's `hybridize()` for a step of one's own: the step's launches recorded once as a graph
+//! (burn's [`capture`]) and replayed for every batch, so that the host pays for them once.
+//!
+//! A replay re-runs the recorded launches, not the Rust code that issued them: every launch
+//! reads and writes the buffers it read and wrote while it was recorded, and every scalar it
+//! was given (a learning rate passed as a number, Adam's bias correction) stays what it was
+//! then. So what changes between replays lives in [`Slot`]s, device buffers written in place:
+//! - the batch: [`Slot::write`] before each replay;
+//! - the parameters and the optimizer's state: the step writes their new values into their
+//!   slots, so the next replay reads them;
+//! - a value that changes per step (a scheduled learning rate, a bias correction): a slot of
+//!   one element the host writes before the replay, multiplied in as a tensor.
+//!
+//! Where the device has graphs (a CUDA graph on cuda, cubecl's recorded dispatches on wgpu),
+//! [`Hybrid::run`] replays them; elsewhere (burn-flex, ndarray) it runs the step again, so the
+//! same code runs everywhere, and a test on flex checks the step that the card records.
+//!
+//! ```
+//! use std::{cell::RefCell, rc::Rc};
+//! use burn::prelude::*;
+//! use ember::hybrid::{Hybrid, Slot};
+//!
+//! let device = Device::flex();
+//! let w = Rc::new(RefCell::new(Slot::new(Tensor::<2>::ones([3, 1], &device))));
+//! let x = Rc::new(RefCell::new(Slot::new(Tensor::<2>::zeros([4, 3], &device))));
+//! let (ws, xs) = (w.clone(), x.clone());
+//! // One SGD step of a linear model on whatever batch `x` holds.
+//! let mut step = Hybrid::capture(&device, move || {
+//!     let wa = Tensor::<2>::from_inner(ws.borrow().read()).require_grad();
+//!     let loss = Tensor::<2>::from_inner(xs.borrow().read()).matmul(wa.clone()).mean();
+//!     let g = wa.grad(&loss.backward()).unwrap();
+//!     let new = ws.borrow().read() - g * 0.1;
+//!     drop(wa);
+//!     ws.borrow_mut().write(new).unwrap();
+//! });
+//! // Capturing ran the step four times: set the parameters, then train.
+//! w.borrow_mut().write(Tensor::ones([3, 1], &device)).unwrap();
+//! for batch in 0..3 {
+//!     x.borrow_mut().write(Tensor::full([4, 3], batch as f32, &device)).unwrap();
+//!     step.run();
+//! }
+//! assert!(!step.is_graph()); // burn-flex has no graphs: the step ran again each time
+//! ```
+
+use std::marker::PhantomData;
+use std::ops::Range;
+
+use burn::tensor::{Device, Graph, Tensor, capture};
+
+use crate::error::{Error, Result};
+
+/// How many times [`Hybrid::capture`] runs the step: burn's three warm-up runs, which fill the
+/// device's memory pools so that the recording allocates nothing, and the recording itself.
+pub const CAPTURE_RUNS: usize = 4;
+
+/// A device buffer a recorded step reads, written in place so that the next replay reads the
+/// new values. It holds its own copy of what it was made from, and stays on the thread that
+/// made it, so that its writes go to the stream its step's replays go to.
+#[derive(Debug)]
+pub struct Slot<const D: usize> {
+    tensor: Option<Tensor<D>>,
+    _thread: PhantomData<*const ()>,
+}
+
+impl<const D: usize> Slot<D> {
+    /// A slot holding a copy of `initial` (detached), in a buffer of its own.
+    pub fn new(initial: Tensor<D>) -> Self {
+        // `* 1` copies every value as it is (−0 and NaN included), into a new buffer.
+        Slot {
+            tensor: Some(initial.detach().mul_scalar(1.0)),
+            _thread: PhantomData,
+        }
+    }
+
+    /// The slot's tensor, for the step to read: it shares the slot's buffer, so drop it before
+    /// the slot is written. Outside a step, [`Slot::value`] gives a copy that a later write
+    /// does not change.
+    pub fn read(&self) -> Tensor<D> {
+        self.held().clone()
+    }
+
+    /// A copy of the values the slot holds now.
+    pub fn value(&self) -> Tensor<D> {
+        self.held().clone().mul_scalar(1.0)
+    }
+
+    /// The slot's shape.
+    pub fn dims(&self) -> [usize; D] {
+        self.held().dims()
+    }
+
+    /// Writes `values` into the slot's buffer, in place.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when `values` has another shape; [`Error::InvalidValue`] when a tensor
+    /// read from the slot is still alive: the write would then go to a copy, and a recorded
+    /// step would go on reading the old buffer (wrong numbers, silently).
+    pub fn write(&mut self, values: Tensor<D>) -> Result<()> {
+        let dims = self.dims();
+        if values.dims() != dims {
+            return Err(Error::Shape {
+                what: "a slot's new values".into(),
+                expected: format!("{dims:?}, the slot's"),
+                got: values.dims().to_vec(),
+            });
+        }
+        let tensor = self
+            .tensor
+            .take()
+            .expect("a slot holds its tensor between calls");
+        if !tensor.can_mut() {
+            self.tensor = Some(tensor);
+            return Err(Error::InvalidValue {
+                name: "slot write",
+                value: format!("{dims:?}"),
+                reason: "a tensor read from the slot is still alive, so the write would go to \
+                         a copy that a recorded step never reads: drop what `read` gave first"
+                    .into(),
+            });
+        }
+        let ranges: [Range<usize>; D] = std::array::from_fn(|axis| 0..dims[axis]);
+        self.tensor = Some(tensor.slice_assign(ranges, values.detach()));
+        Ok(())
+    }
+
+    fn held(&self) -> &Tensor<D> {
+        self.tensor
+            .as_ref()
+            .expect("a slot holds its tensor between calls")
+    }
+}
+
+/// A step recorded as a graph of launches where the device has graphs, and run again
+/// elsewhere. It stays on the thread that captured it (a replay goes to that thread's stream).
+pub struct Hybrid<T, F: FnMut() -> T> {
+    graph: Graph<T, F>,
+    _thread: PhantomData<*const ()>,
+}
+
+impl<T, F: FnMut() -> T + 'static> Hybrid<T, F> {
+    /// Records `step` on `device`: runs it [`CAPTURE_RUNS`] times (so its writes to slots
+    /// happen that often: write the state it starts from afterwards), the last under the
+    /// device's recording. An autodiff device's launches are recorded on its inner device:
+    /// burn's autodiff declares graphs unsupported because a replay does not record a tape,
+    /// but the backward pass's launches, issued while the step runs, are recorded as any
+    /// other. `step` owns what it reads (`'static`), so everything the graph touches lives as
+    /// long as it does.
+    pub fn capture(device: &Device, step: F) -> Self {
+        let device = device.clone().inner();
+        Hybrid {
+            graph: capture(&device, step),
+            _thread: PhantomData,
+        }
+    }
+
+    /// Whether a run replays the recorded launches (cuda, wgpu) rather than the step's code.
+    pub fn is_graph(&self) -> bool {
+        self.graph.is_hardware()
+    }
+
+    /// One step: the recorded launches replayed, or the step run again; its output (on a
+    /// replay, the recording's tensors, holding this replay's values).
+    pub fn run(&mut self) -> &T {
+        // SAFETY: `step` owns every tensor it touched ('static), so they live as long as the
+        // graph; `Hybrid` and `Slot` are neither Send nor Sync, so replays and the slots'
+        // writes between them go to one thread's stream, in order, and nothing runs beside
+        // them.
+        unsafe { self.graph.replay() }
+    }
+
+    /// What the last run returned.
+    pub fn output(&self) -> &T {
+        self.graph.output()
+    }
+}
