@@ -22,6 +22,27 @@ fn layer_norm_matches_flex() {
         let norm = ready(norm, shape).map(&mut Noisy);
         compare(&format!("LayerNorm {what}"), &norm, shape, &every_gradient);
     }
+    // An epsilon set once the layer is built reaches both paths (burn's layer keeps the one
+    // it was built with).
+    let shape = &[7, 33];
+    let norm = ready(LayerNorm::new(), shape).map(&mut Noisy).epsilon(0.5);
+    compare(
+        "LayerNorm epsilon 0.5 once built",
+        &norm,
+        shape,
+        &every_gradient,
+    );
+}
+
+#[test]
+fn an_epsilon_that_is_not_above_zero_is_refused_once_built_too() {
+    let shape = [2, 6];
+    let x = NdTensor::from_host(&values(12, 1), &shape, &Device::flex().autodiff()).unwrap();
+    for epsilon in [0.0, -1e-5, f64::NAN] {
+        let norm = ready(LayerNorm::new(), &shape).epsilon(epsilon);
+        let err = norm.infer_shape(x.clone()).unwrap_err().to_string();
+        assert!(err.contains("epsilon"), "{epsilon}: {err}");
+    }
 }
 
 /// In inference (a `valid` copy, on burn-flex without autodiff) the forward primitives that

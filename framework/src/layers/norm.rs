@@ -30,7 +30,7 @@ use burn::module::RunningState;
 use burn::nn::{
     BatchNorm as BurnBatchNorm, BatchNormConfig, LayerNorm as BurnLayerNorm, LayerNormConfig,
 };
-use burn::tensor::{Device, Tensor};
+use burn::tensor::{DType, Device, FloatDType, Tensor, module};
 
 use crate::block::Block;
 use crate::deferred::{Deferred, layer_module};
@@ -275,7 +275,8 @@ impl LayerNorm {
         }
     }
 
-    /// Added to the variance before its square root.
+    /// Added to the variance before its square root; on a layer built already too. One that
+    /// is not a finite number above 0 is refused by `infer_shape` (and `fit`).
     pub fn epsilon(mut self, epsilon: f64) -> Self {
         self.epsilon = epsilon;
         self
@@ -328,6 +329,8 @@ impl Block for LayerNorm {
     }
 
     fn infer(mut self, x: NdTensor) -> Result<(Self, NdTensor)> {
+        // Also for a layer built already, whose epsilon was set since.
+        check_epsilon(self.epsilon)?;
         let dims = x.dims();
         let size = features(
             &self,
@@ -355,16 +358,26 @@ impl Block for LayerNorm {
     }
 }
 
-/// burn's `LayerNorm::forward` (built with `epsilon`), the normalization on ember's CPU
-/// kernels where they run.
+/// The normalization with `norm`'s γ and β and ember's `epsilon` on every path: ember's CPU
+/// kernels where they run, else burn's `layer_norm` (as burn's `LayerNorm::forward` calls it,
+/// f16 widened to f32), so that an epsilon set after the layer was built reaches both (burn's
+/// layer keeps the one it was built with).
 pub(crate) fn layer_norm<const D: usize>(
     norm: &BurnLayerNorm,
     epsilon: f64,
     x: Tensor<D>,
 ) -> Tensor<D> {
-    let beta = norm.beta.as_ref().map(|b| b.val());
-    kernels::layer_norm(&x, &norm.gamma.val(), beta.as_ref(), epsilon)
-        .unwrap_or_else(|| norm.forward(x))
+    let (gamma, beta) = (norm.gamma.val(), norm.beta.as_ref().map(|b| b.val()));
+    if let Some(y) = kernels::layer_norm(&x, &gamma, beta.as_ref(), epsilon) {
+        return y;
+    }
+    let dtype = x.dtype();
+    if dtype == DType::F16 {
+        let wide = |t: Tensor<1>| t.cast(FloatDType::F32);
+        return module::layer_norm(x.cast(FloatDType::F32), wide(gamma), beta.map(wide), epsilon)
+            .cast(FloatDType::F16);
+    }
+    module::layer_norm(x, gamma, beta, epsilon)
 }
 
 impl fmt::Display for LayerNorm {
