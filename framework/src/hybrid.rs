@@ -11,9 +11,10 @@
 //! - a value that changes per step (a scheduled learning rate, a bias correction): a slot of
 //!   one element the host writes before the replay, multiplied in as a tensor.
 //!
-//! Where the device has graphs (a CUDA graph on cuda, cubecl's recorded dispatches on wgpu),
-//! [`Hybrid::run`] replays them; elsewhere (burn-flex, ndarray) it runs the step again, so the
-//! same code runs everywhere, and a test on flex checks the step that the card records.
+//! Where the device has graphs (a CUDA graph on cuda, cubecl's recorded dispatches on wgpu:
+//! [`crate::Capabilities::graphs`]), [`Hybrid::run`] replays them; elsewhere (burn-flex,
+//! ndarray) it runs the step again, so the same code runs everywhere. The tests replay on wgpu
+//! (lavapipe); cuda's graphs are burn's and cubecl's, not yet run by ember on a card.
 //!
 //! ```
 //! use std::{cell::RefCell, rc::Rc};
@@ -37,7 +38,8 @@
 //! w.borrow_mut().write(Tensor::ones([3, 1], &device)).unwrap();
 //! for batch in 0..3 {
 //!     x.borrow_mut().write(Tensor::full([4, 3], batch as f32, &device)).unwrap();
-//!     step.run();
+//!     // SAFETY: nothing read from the slots outlives a run, and the step's slots stay.
+//!     unsafe { step.run() };
 //! }
 //! assert!(!step.is_graph()); // burn-flex has no graphs: the step ran again each time
 //! ```
@@ -55,7 +57,8 @@ pub const CAPTURE_RUNS: usize = 4;
 
 /// A device buffer a recorded step reads, written in place so that the next replay reads the
 /// new values. It holds its own copy of what it was made from, and stays on the thread that
-/// made it, so that its writes go to the stream its step's replays go to.
+/// made it, so that its writes go to that thread's stream (a replay goes to the stream of the
+/// thread that recorded it).
 #[derive(Debug)]
 pub struct Slot<const D: usize> {
     tensor: Option<Tensor<D>>,
@@ -65,23 +68,22 @@ pub struct Slot<const D: usize> {
 impl<const D: usize> Slot<D> {
     /// A slot holding a copy of `initial` (detached), in a buffer of its own.
     pub fn new(initial: Tensor<D>) -> Self {
-        // `* 1` copies every value as it is (−0 and NaN included), into a new buffer.
         Slot {
-            tensor: Some(initial.detach().mul_scalar(1.0)),
+            tensor: Some(copy(initial.detach())),
             _thread: PhantomData,
         }
     }
 
     /// The slot's tensor, for the step to read: it shares the slot's buffer, so drop it before
-    /// the slot is written. Outside a step, [`Slot::value`] gives a copy that a later write
-    /// does not change.
+    /// the slot is written, and before a replay writes it. Outside a step, [`Slot::value`]
+    /// gives a copy that later writes do not change.
     pub fn read(&self) -> Tensor<D> {
         self.held().clone()
     }
 
     /// A copy of the values the slot holds now.
     pub fn value(&self) -> Tensor<D> {
-        self.held().clone().mul_scalar(1.0)
+        copy(self.read())
     }
 
     /// The slot's shape.
@@ -118,8 +120,7 @@ impl<const D: usize> Slot<D> {
                     .into(),
             });
         }
-        let ranges: [Range<usize>; D] = std::array::from_fn(|axis| 0..dims[axis]);
-        self.tensor = Some(tensor.slice_assign(ranges, values.detach()));
+        self.tensor = Some(tensor.slice_assign(whole(dims), values.detach()));
         Ok(())
     }
 
@@ -130,8 +131,20 @@ impl<const D: usize> Slot<D> {
     }
 }
 
+/// Every index of a tensor of shape `dims`.
+fn whole<const D: usize>(dims: [usize; D]) -> [Range<usize>; D] {
+    std::array::from_fn(|axis| 0..dims[axis])
+}
+
+/// `t`'s values, bit for bit, in a new buffer: a plain copy into an empty tensor (where an
+/// arithmetic copy, `t · 1`, might flush subnormals to zero).
+fn copy<const D: usize>(t: Tensor<D>) -> Tensor<D> {
+    let dims = t.dims();
+    Tensor::empty(dims, &t.device()).slice_assign(whole(dims), t)
+}
+
 /// A step recorded as a graph of launches where the device has graphs, and run again
-/// elsewhere. It stays on the thread that captured it (a replay goes to that thread's stream).
+/// elsewhere. It stays on the thread that captured it, as its slots do.
 pub struct Hybrid<T, F: FnMut() -> T> {
     graph: Graph<T, F>,
     _thread: PhantomData<*const ()>,
@@ -158,13 +171,23 @@ impl<T, F: FnMut() -> T + 'static> Hybrid<T, F> {
         self.graph.is_hardware()
     }
 
-    /// One step: the recorded launches replayed, or the step run again; its output (on a
-    /// replay, the recording's tensors, holding this replay's values).
-    pub fn run(&mut self) -> &T {
-        // SAFETY: `step` owns every tensor it touched ('static), so they live as long as the
-        // graph; `Hybrid` and `Slot` are neither Send nor Sync, so replays and the slots'
-        // writes between them go to one thread's stream, in order, and nothing runs beside
-        // them.
+    /// One step: the recorded launches replayed, or the step run again. Its output is, on a
+    /// replay, the recording's tensors, holding this replay's values.
+    ///
+    /// # Safety
+    /// burn's contract for a replay ([`Graph::replay`]), which a replay's writes in place make
+    /// the caller's:
+    /// - every tensor the step touched is alive: the slots it reads stay in place (a slot
+    ///   replaced by another is not read by a replay, which goes on with the old buffer);
+    /// - no tensor read from a slot or from an earlier output is held across the run: the
+    ///   replay overwrites their buffers, so their values would change under their holder
+    ///   (copy them first: [`Slot::value`]);
+    /// - nothing on another thread uses those tensors while the run is queued.
+    ///
+    /// # Panics
+    /// When the device fails to launch a recorded graph (burn's `replay` expects it to).
+    pub unsafe fn run(&mut self) -> &T {
+        // SAFETY: the caller's, above.
         unsafe { self.graph.replay() }
     }
 

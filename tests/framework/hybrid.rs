@@ -158,7 +158,8 @@ fn hybrid(device: &Device) -> (Vec<Vec<f32>>, Vec<f32>, bool, usize) {
             ))
             .unwrap();
         }
-        losses.push(step.run().clone().into_scalar());
+        // SAFETY: the loss is read back before the next run; the slots stay.
+        losses.push(unsafe { step.run() }.clone().into_scalar());
     }
     let w = state.borrow().w.each_ref().map(|s| values(s.value()));
     (
@@ -205,34 +206,62 @@ fn a_rerun_step_equals_the_eager_steps_bit_for_bit_on_flex() {
     );
 }
 
+/// The rate while recording, and the one set after.
+const RECORDED: f32 = 0.5;
+const LATER: f32 = 0.25;
+
 /// The hazard slots exist for: a rate passed as a number is recorded with the launch, so a
 /// replay keeps the rate of the recording where a rerun reads the new one.
 fn scaled_after_capture(device: &Device) -> f32 {
     let w = Rc::new(RefCell::new(Slot::new(Tensor::<1>::ones([4], device))));
-    let rate = Rc::new(Cell::new(0.5f32));
+    let rate = Rc::new(Cell::new(RECORDED));
     let (ws, r) = (w.clone(), rate.clone());
     let mut step = Hybrid::capture(device, move || {
         let new = ws.borrow().read().mul_scalar(1.0 - r.get());
         ws.borrow_mut().write(new).unwrap();
     });
     w.borrow_mut().write(Tensor::ones([4], device)).unwrap();
-    rate.set(0.25);
-    step.run();
+    rate.set(LATER);
+    // SAFETY: nothing read from the slot is held; the slot stays.
+    unsafe { step.run() };
     let v = values(w.borrow().value());
     v[0]
 }
 
 #[test]
 fn a_number_given_to_a_launch_stays_the_recordings_while_a_rerun_reads_the_new_one() {
-    assert_eq!(
-        scaled_after_capture(&wgpu()),
-        0.5,
-        "replayed: the recorded 1 - 0.5"
-    );
+    assert_eq!(scaled_after_capture(&wgpu()), 1.0 - RECORDED, "replayed");
     assert_eq!(
         scaled_after_capture(&Device::flex()),
-        0.75,
-        "rerun: 1 - 0.25"
+        1.0 - LATER,
+        "run again"
+    );
+}
+
+/// Why slots are written in place: a slot replaced by a new one after the recording is not
+/// what a replay reads.
+fn doubled_after_replacing(device: &Device) -> f32 {
+    let x = Rc::new(RefCell::new(Slot::new(Tensor::<1>::ones([4], device))));
+    let xs = x.clone();
+    let mut step = Hybrid::capture(device, move || xs.borrow().read().mul_scalar(2.0));
+    *x.borrow_mut() = Slot::new(Tensor::full([4], 5.0, device));
+    // SAFETY (the hazard, on purpose): the replaced slot's buffer stays alive in the
+    // recording, and nothing else reads it.
+    let out = unsafe { step.run() }.clone();
+    values(out)[0]
+}
+
+#[test]
+fn a_replaced_slot_is_not_what_a_replay_reads() {
+    assert_eq!(
+        doubled_after_replacing(&wgpu()),
+        2.0,
+        "replayed: the recorded buffer"
+    );
+    assert_eq!(
+        doubled_after_replacing(&Device::flex()),
+        10.0,
+        "run again: the new slot"
     );
 }
 

@@ -92,20 +92,20 @@ pub struct Capabilities {
     /// The device's own memory pool can be read (bytes reserved and in use), beside the
     /// process's resident memory.
     pub device_memory: bool,
+    /// burn records a closure's launches as a graph and replays them ([`crate::hybrid`]): a
+    /// CUDA graph on cuda, cubecl's recorded dispatches on wgpu.
+    pub graphs: bool,
 }
 
 impl DeviceName {
     /// What this backend can do (for `auto`, nothing is known until it is resolved).
     pub fn capabilities(self) -> Capabilities {
-        let (asynchronous, fusion, device_memory) = match self {
-            Self::Wgpu | Self::Cuda => (true, true, true),
-            Self::Remote => (true, false, false),
-            Self::Flex | Self::Ndarray | Self::Auto => (false, false, false),
-        };
+        let cubecl = matches!(self, Self::Wgpu | Self::Cuda);
         Capabilities {
-            asynchronous,
-            fusion,
-            device_memory,
+            asynchronous: cubecl || self == Self::Remote,
+            fusion: cubecl,
+            device_memory: cubecl,
+            graphs: cubecl,
         }
     }
 }

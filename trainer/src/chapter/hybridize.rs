@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use burn::tensor::{Device, Tensor};
 use ember::hybrid::Hybrid;
-use ember::{Activation, Block, Dense, DeviceName, Init, Sequential};
+use ember::{Activation, Block, Dense, DeviceName, Init, PickedDevice, Sequential};
 use ember_datasets::Synthetic;
 use serde::{Deserialize, Serialize};
 
@@ -92,12 +92,13 @@ pub fn measure(request: &Request) -> anyhow::Result<Measured> {
                 .map_err(|e| anyhow!("switching fusion's {name} optimizer off: {e}"))?;
         }
     }
-    let device = request.device.resolve()?.device;
+    let picked = request.device.resolve()?;
+    let device = picked.device.clone();
     let net = network(&device)?;
     let x = input(&device)?;
     let net = net.load_parameters(&request.params, &device)?;
     if request.graph {
-        return replayed(request, &device, net, x);
+        return replayed(request, &picked, net, x);
     }
     let forward = || -> anyhow::Result<Tensor<2>> {
         let mut out = run_net(&net, &x)?;
@@ -127,22 +128,31 @@ pub fn measure(request: &Request) -> anyhow::Result<Measured> {
 /// input from the buffers the recording read, so nothing is written between replays.
 fn replayed(
     request: &Request,
-    device: &Device,
+    picked: &PickedDevice,
     net: Sequential,
     x: Tensor<2>,
 ) -> anyhow::Result<Measured> {
+    let device = &picked.device;
     let mut pass = Hybrid::capture(device, move || run_net(&net, &x).map_err(|e| e.to_string()));
+    if picked.capabilities().graphs && !pass.is_graph() {
+        return Err(anyhow!(
+            "{} records graphs, but recording the pass failed (burn would run it again each time)",
+            picked.name
+        ));
+    }
     let output = |pass: &Hybrid<_, _>| -> anyhow::Result<Vec<f32>> {
         let out: &Result<Tensor<2>, String> = pass.output();
         to_host(out.clone().map_err(|e| anyhow!("the recorded pass: {e}"))?)
     };
-    pass.run();
+    // SAFETY (here and below): the pass writes nothing in place; its output is read only
+    // after the last run, and its network and input stay alive in the closure.
+    unsafe { pass.run() };
     output(&pass)?; // warm-up, as the eager modes'
     let mut seconds = Vec::new();
     for _ in 0..request.repeat {
         let start = std::time::Instant::now();
         for _ in 0..request.passes {
-            pass.run();
+            unsafe { pass.run() };
         }
         super::wait_all(device)?;
         seconds.push(start.elapsed().as_secs_f64());
