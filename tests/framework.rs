@@ -9,6 +9,8 @@ mod blocks;
 mod chapter_mlp;
 #[path = "framework/hybrid.rs"]
 mod hybrid;
+#[path = "framework/hybrid_training.rs"]
+mod hybrid_training;
 #[path = "framework/mxnet.rs"]
 mod mxnet;
 #[path = "framework/parameter_files.rs"]

@@ -44,104 +44,21 @@
 //! assert!(!step.is_graph()); // burn-flex has no graphs: the step ran again each time
 //! ```
 
+mod params;
+mod slot;
+mod update;
+
+pub use params::ParamSlots;
+pub use slot::Slot;
+pub use update::Update;
+
 use std::marker::PhantomData;
-use std::ops::Range;
 
-use burn::tensor::{Device, Graph, Tensor, capture};
-
-use crate::error::{Error, Result};
+use burn::tensor::{Device, Graph, capture};
 
 /// How many times [`Hybrid::capture`] runs the step: burn's three warm-up runs, which fill the
 /// device's memory pools so that the recording allocates nothing, and the recording itself.
 pub const CAPTURE_RUNS: usize = 4;
-
-/// A device buffer a recorded step reads, written in place so that the next replay reads the
-/// new values. It holds its own copy of what it was made from, and stays on the thread that
-/// made it, so that its writes go to that thread's stream (a replay goes to the stream of the
-/// thread that recorded it).
-#[derive(Debug)]
-pub struct Slot<const D: usize> {
-    tensor: Option<Tensor<D>>,
-    _thread: PhantomData<*const ()>,
-}
-
-impl<const D: usize> Slot<D> {
-    /// A slot holding a copy of `initial` (detached), in a buffer of its own.
-    pub fn new(initial: Tensor<D>) -> Self {
-        Slot {
-            tensor: Some(copy(initial.detach())),
-            _thread: PhantomData,
-        }
-    }
-
-    /// The slot's tensor, for the step to read: it shares the slot's buffer, so drop it before
-    /// the slot is written, and before a replay writes it. Outside a step, [`Slot::value`]
-    /// gives a copy that later writes do not change.
-    pub fn read(&self) -> Tensor<D> {
-        self.held().clone()
-    }
-
-    /// A copy of the values the slot holds now.
-    pub fn value(&self) -> Tensor<D> {
-        copy(self.read())
-    }
-
-    /// The slot's shape.
-    pub fn dims(&self) -> [usize; D] {
-        self.held().dims()
-    }
-
-    /// Writes `values` into the slot's buffer, in place.
-    ///
-    /// # Errors
-    /// [`Error::Shape`] when `values` has another shape; [`Error::InvalidValue`] when a tensor
-    /// read from the slot is still alive: the write would then go to a copy, and a recorded
-    /// step would go on reading the old buffer (wrong numbers, silently).
-    pub fn write(&mut self, values: Tensor<D>) -> Result<()> {
-        let dims = self.dims();
-        if values.dims() != dims {
-            return Err(Error::Shape {
-                what: "a slot's new values".into(),
-                expected: format!("{dims:?}, the slot's"),
-                got: values.dims().to_vec(),
-            });
-        }
-        let tensor = self
-            .tensor
-            .take()
-            .expect("a slot holds its tensor between calls");
-        if !tensor.can_mut() {
-            self.tensor = Some(tensor);
-            return Err(Error::InvalidValue {
-                name: "slot write",
-                value: format!("{dims:?}"),
-                reason: "a tensor read from the slot is still alive, so the write would go to \
-                         a copy that a recorded step never reads: drop what `read` gave first"
-                    .into(),
-            });
-        }
-        self.tensor = Some(tensor.slice_assign(whole(dims), values.detach()));
-        Ok(())
-    }
-
-    fn held(&self) -> &Tensor<D> {
-        self.tensor
-            .as_ref()
-            .expect("a slot holds its tensor between calls")
-    }
-}
-
-/// Every index of a tensor of shape `dims`.
-fn whole<const D: usize>(dims: [usize; D]) -> [Range<usize>; D] {
-    std::array::from_fn(|axis| 0..dims[axis])
-}
-
-/// `t`'s values, bit for bit, in a new buffer: a plain copy into an empty tensor (where an
-/// arithmetic copy, `t · 1`, might flush subnormals to zero).
-fn copy<const D: usize>(t: Tensor<D>) -> Tensor<D> {
-    let dims = t.dims();
-    Tensor::empty(dims, &t.device()).slice_assign(whole(dims), t)
-}
 
 /// A step recorded as a graph of launches where the device has graphs, and run again
 /// elsewhere. It stays on the thread that captured it, as its slots do.
