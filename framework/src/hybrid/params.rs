@@ -58,8 +58,22 @@ impl ParamSlots {
     /// [`Error::InvalidValue`] for a network whose parameters are not the slots' (another id,
     /// shape or count).
     pub fn net<M: Module>(&self, net: M) -> Result<M> {
+        self.mapped(net, false)
+    }
+
+    /// `net` holding copies of the slots' values, which later writes do not change: the
+    /// trained network, for outside a step.
+    ///
+    /// # Errors
+    /// As [`ParamSlots::net`].
+    pub fn copied_net<M: Module>(&self, net: M) -> Result<M> {
+        self.mapped(net, true)
+    }
+
+    fn mapped<M: Module>(&self, net: M, copy: bool) -> Result<M> {
         let mut views = Views {
             slots: self,
+            copy,
             next: 0,
             mismatch: None,
         };
@@ -174,6 +188,8 @@ impl ModuleVisitor for Collect {
 
 struct Views<'a> {
     slots: &'a ParamSlots,
+    /// Copies of the slots' values rather than views.
+    copy: bool,
     next: usize,
     mismatch: Option<String>,
 }
@@ -195,7 +211,11 @@ impl ModuleMapper for Views<'_> {
             });
             return param;
         }
-        let view: Tensor<D> = held.slot.read().reshape(dims);
+        let flat = match self.copy {
+            true => held.slot.value(),
+            false => held.slot.read(),
+        };
+        let view: Tensor<D> = flat.reshape(dims);
         param.map(|old| {
             let grad = old.is_require_grad();
             view.set_require_grad(grad)

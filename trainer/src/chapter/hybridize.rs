@@ -56,6 +56,9 @@ pub struct Request {
     pub fusion: bool,
     /// Whether the pass is recorded once and replayed ([`Hybrid`]); with fusion on.
     pub graph: bool,
+    /// Training steps (SGD with momentum on a batch of 64, `passes / 10` of them) rather than
+    /// forward passes ([`super::hybrid_steps`]).
+    pub training: bool,
     /// Where the network runs.
     pub device: DeviceName,
     /// The parameters, written by the parent.
@@ -94,6 +97,11 @@ pub fn measure(request: &Request) -> anyhow::Result<Measured> {
     }
     let picked = request.device.resolve()?;
     let device = picked.device.clone();
+    if request.training {
+        let trained = device.clone().autodiff();
+        let net = network(&trained)?.load_parameters(&request.params, &trained)?;
+        return super::hybrid_steps::measure(request, &picked, net);
+    }
     let net = network(&device)?;
     let x = input(&device)?;
     let net = net.load_parameters(&request.params, &device)?;
@@ -167,13 +175,14 @@ fn replayed(
 /// `s`'s runner's [`measure`] of one mode.
 fn spawn(
     s: &Setup,
-    (fusion, graph): (bool, bool),
+    (fusion, graph, training): (bool, bool, bool),
     params: &Path,
     passes: usize,
 ) -> anyhow::Result<Measured> {
     s.runner.hybridize(&Request {
         fusion,
         graph,
+        training,
         device: s.gpu.name,
         params: params.to_path_buf(),
         passes,
@@ -214,30 +223,34 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     let after = to_host(run_net(&reloaded, &x)?)?;
     let export_diff = max_diff(&before, &after);
 
-    let off = spawn(s, (false, false), &params, passes)?;
-    let on = spawn(s, (true, false), &params, passes)?;
-    let graph = spawn(s, (true, true), &params, passes)?;
+    let off = spawn(s, (false, false, false), &params, passes)?;
+    let on = spawn(s, (true, false, false), &params, passes)?;
+    let graph = spawn(s, (true, true, false), &params, passes)?;
+    let steps_eager = spawn(s, (true, false, true), &params, passes)?;
+    let steps_graph = spawn(s, (true, true, true), &params, passes)?;
+    let steps_diff = max_diff(&steps_graph.output, &steps_eager.output);
     let fusion_diff = max_diff(&off.output, &on.output);
     let graph_diff = max_diff(&graph.output, &on.output);
     let device_diff = max_diff(&on.output, &before);
-    let without = Timing {
-        label: "without hybridization (fusion off)".into(),
-        seconds: off.seconds,
+    let timing = |label: &str, m: &Measured| Timing {
+        label: label.into(),
+        seconds: m.seconds.clone(),
     };
-    let with = Timing {
-        label: "with hybridization (fusion on)".into(),
-        seconds: on.seconds,
+    let recorded_label = |what: &str, m: &Measured| match m.replayed {
+        true => format!("{what}recorded once, replayed (fusion on)"),
+        false => format!("{what}recorded, but run again: no graphs here (fusion on)"),
     };
-    let recorded = Timing {
-        label: if graph.replayed {
-            "recorded once, replayed (fusion on)".into()
-        } else {
-            "recorded, but run again: no graphs here (fusion on)".into()
-        },
-        seconds: graph.seconds,
-    };
+    let recorded = timing(&recorded_label("", &graph), &graph);
+    let recorded_steps = timing(
+        &recorded_label("training steps, ", &steps_graph),
+        &steps_graph,
+    );
+    let without = timing("without hybridization (fusion off)", &off);
+    let with = timing("with hybridization (fusion on)", &on);
+    let eager_steps = timing("training steps, eager (fusion on)", &steps_eager);
     let ratio = without.median() / with.median();
     let graph_ratio = with.median() / recorded.median();
+    let steps_ratio = eager_steps.median() / recorded_steps.median();
     let fuses = s.gpu.capabilities().fusion;
     let held = fuses && ratio > 1.05 && fusion_diff <= 1e-5 && export_diff == 0.0;
     let why = if fusion_diff > 1e-5 || export_diff != 0.0 {
@@ -260,12 +273,13 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         experiment: &EXPERIMENT,
         context: format!(
-            "{}; MLP 512-256-128-2, {passes} forward passes of a (1, 512) input, each mode in \
-             its own process, median of {}",
+            "{}; MLP 512-256-128-2, {passes} forward passes of a (1, 512) input, and {} steps \
+             of SGD with momentum on 64 rows, each mode in its own process, median of {}",
             s.gpu.label(),
+            (passes / 10).max(1),
             s.repeat
         ),
-        timings: vec![without, with, recorded],
+        timings: vec![without, with, recorded, eager_steps, recorded_steps],
         notes: vec![
             format!("fusion on / off outputs: max |difference| {fusion_diff:e}"),
             format!(
@@ -278,6 +292,20 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
                 } else {
                     format!(
                         "{} has no graphs: the recorded pass ran again each time",
+                        s.gpu.name
+                    )
+                }
+            ),
+            format!(
+                "training steps recorded / eager outputs: max |difference| {steps_diff:e}; {}",
+                if steps_graph.replayed {
+                    format!(
+                        "{} replayed the recorded steps, {steps_ratio:.2}x the eager steps' speed",
+                        s.gpu.name
+                    )
+                } else {
+                    format!(
+                        "{} has no graphs: the recorded step ran again each time",
                         s.gpu.name
                     )
                 }

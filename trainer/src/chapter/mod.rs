@@ -16,6 +16,7 @@ pub mod dependency_graph;
 pub mod exercise_2;
 pub mod exercise_3;
 pub mod exercise_4;
+mod hybrid_steps;
 pub mod hybridize;
 pub mod implicit_blockers;
 pub mod improving_computation;

@@ -31,10 +31,12 @@ impl Runner for Children {
     fn hybridize(&self, request: &Request) -> anyhow::Result<Measured> {
         let fusion = Switch::from(request.fusion).as_str();
         let graph = Switch::from(request.graph).as_str();
+        let training = Switch::from(request.training).as_str();
         let (passes, repeat) = (request.passes.to_string(), request.repeat.to_string());
         let flags = [
             ("--fusion", OsStr::new(fusion)),
             ("--graph", OsStr::new(graph)),
+            ("--training", OsStr::new(training)),
             ("--device", OsStr::new(request.device.as_str())),
             ("--params", request.params.as_os_str()),
             ("--passes", OsStr::new(&passes)),
@@ -44,7 +46,7 @@ impl Runner for Children {
             .into_iter()
             .flat_map(|(flag, value)| [OsStr::new(flag), value]);
         Child::ember(
-            format!("the run with fusion {fusion}, graph {graph}"),
+            format!("the run with fusion {fusion}, graph {graph}, training {training}"),
             [OsStr::new("bench"), OsStr::new(super::HYBRIDIZE_CHILD)]
                 .into_iter()
                 .chain(args),
@@ -61,6 +63,9 @@ pub struct ChildArgs {
     /// The pass recorded once and replayed (`on`), or run eagerly (`off`).
     #[arg(long, value_enum)]
     graph: Switch,
+    /// Training steps (`on`) rather than forward passes (`off`).
+    #[arg(long, value_enum)]
+    training: Switch,
     #[arg(long)]
     device: DeviceName,
     #[arg(long)]
@@ -100,6 +105,7 @@ pub fn hybridize_child(args: ChildArgs) -> anyhow::Result<()> {
     let measured = hybridize::measure(&Request {
         fusion: args.fusion == Switch::On,
         graph: args.graph == Switch::On,
+        training: args.training == Switch::On,
         device: args.device,
         params: args.params,
         passes: args.passes,
