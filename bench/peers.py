@@ -80,6 +80,11 @@ WORKLOADS = ["chapter-barrier", "chapter-t+2", "chapter-none", "mlp", "lenet", "
              "resnet", "char-lstm"]
 
 
+def fortunes(a):
+    """char_lstm.py's flag for the corpus' folder, where --fortunes names one."""
+    return ["--fortunes", a.fortunes] if a.fortunes else []
+
+
 def commands(workload, a):
     """The command of each framework on `workload`: {name: argv}."""
     peer = lambda script: [a.python, str(ROOT / "bench/peers" / script), "--device", a.peer_device,
@@ -105,12 +110,13 @@ def commands(workload, a):
         return runs
     epochs = ["--epochs", str(a.epochs)]
     if workload == "char-lstm":
-        flags = ["--data", "text:fortunes,tokens=200000,offset=0", "--model", "lstm:256",
+        text = "text:fortunes,tokens=200000,offset=0" + (f",dir={a.fortunes}" if a.fortunes else "")
+        flags = ["--data", text, "--model", "lstm:256",
                  "--batch-size", "32", "--optimizer", "adam", "--lr", "0.01", "--clip-norm", "1",
                  "--load", a.char_init] + epochs
         return {name: cmd + flags for name, cmd in embers.items()} | {
             "pytorch": [a.python, str(ROOT / "bench/peers/char_lstm.py"), "--device",
-                        a.peer_device, "--load", a.char_init] + epochs,
+                        a.peer_device, "--load", a.char_init] + fortunes(a) + epochs,
         }
     data = ["--data", f"fashion-mnist:{a.data_dir}"]
     if workload == "lenet-recipe":
@@ -231,6 +237,8 @@ def main():
     p.add_argument("--precision", default="f32", choices=["f32", "bf16"],
                    help="bf16: ember's --precision bf16 beside PyTorch's autocast")
     p.add_argument("--data-dir", default=DATA, help="Fashion-MNIST's IDX files")
+    p.add_argument("--fortunes", default="", help="char-lstm's corpus, where not Debian's "
+                   "/usr/share/games/fortunes (ember's --data text:fortunes,dir=PATH)")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--before", default="", help="another ember binary and its flags, run "
                    "beside the others as 'ember before' (e.g. '/tmp/ember-old --device flex')")
@@ -258,7 +266,7 @@ def main():
     a.char_init = str(Path(scratch.name) / "char-lstm-init.safetensors")
     if "char-lstm" in workloads:
         subprocess.run([a.python, str(ROOT / "bench/peers/char_lstm.py"), "--write-init",
-                        a.char_init], check=True, capture_output=True)
+                        a.char_init] + fortunes(a), check=True, capture_output=True)
     every = {name for w in workloads for name in commands(w, a)}
     check_caps(a, [peer for name, peer in (("pytorch", "torch"), ("jax", "jax")) if name in every])
 

@@ -3,7 +3,8 @@
 # on any machine, no card needed (bench/gpu/README.md):
 #   ember.tar.xz   the release `ember` built with `--features ember-trainer/cuda` (which has
 #                  wgpu too), stripped and compressed
-#   data.tar.xz    Debian's Fashion-MNIST, as fashion-mnist/, with 50,000 of its 60,000
+#   data.tar.xz    Debian's fortunes, as fortunes/ (part 6's character LSTM), and
+#                  Debian's Fashion-MNIST, as fashion-mnist/, with 50,000 of its 60,000
 #                  training and 5,000 of its 10,000 test images (below: the bundle's size)
 #   gl/            the Vulkan loader and the GL vendor-neutral dispatch libraries (Debian's
 #                  libvulkan1 and libglvnd's), which run.sh unpacks for wgpu, as the device
@@ -31,6 +32,8 @@ dest="${dest%/}"
 target="${CARGO_TARGET_DIR:-$HOME/.cache/ember/target}"
 export CARGO_TARGET_DIR="$target"
 data="${FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
+fortunes=/usr/share/games/fortunes
+[ -d "$fortunes" ] || fail "no $fortunes: apt-get install fortunes"
 limit=$((64 * 1024 * 1024))
 say() { printf 'bundle: %s\n' "$*"; }
 fail() { printf 'bundle: %s\n' "$*" >&2; exit 1; }
@@ -112,7 +115,7 @@ done
 # images, 0.57 on 5,000.
 train_images=50000
 test_images=5000
-if ! fresh "$dest/data.tar.xz" "$data" "$self"; then
+if ! fresh "$dest/data.tar.xz" "$data" "$fortunes" "$self"; then
     say "compressing Fashion-MNIST, with the first $train_images training and $test_images" \
         "test images (raw IDX files compress better than the gzipped ones)"
     stage=$(mktemp -d)
@@ -139,6 +142,9 @@ for name, keep in (("train-images-idx3-ubyte", train), ("train-labels-idx1-ubyte
     header = data[:4] + cut.to_bytes(4, "big") + data[8:4 + 4 * dims]
     (folder / name).write_bytes(header + data[4 + 4 * dims:4 + 4 * dims + cut * item])
 PY
+    # The quotations' files (not strfile's .dat indexes, nor the .u8 links to the files).
+    mkdir "$stage/fortunes"
+    find "$fortunes" -maxdepth 1 -type f ! -name '*.dat' -exec cp {} "$stage/fortunes/" \;
     compress "$stage" "$dest/data.tar.xz"
 fi
 gl=(libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)

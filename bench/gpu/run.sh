@@ -3,7 +3,7 @@
 # a few calls of the device tool (bench/gpu/README.md). Every step has a time limit, and the run
 # goes on past a failing step; it ends by writing report.md.
 #
-# Usage: bench/gpu/run.sh [--part 1|2|3|4|5|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
+# Usage: bench/gpu/run.sh [--part 1|2|3|4|5|6|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
 #        bench/gpu/run.sh --dry-run [--out DIR] [--ember PATH]
 #
 # The parts split the time, as a call of the device tool runs at most 10 minutes, and the
@@ -27,6 +27,9 @@
 #                peers, and a profile of the slowest ratio
 #   --part 5     speed in mixed precision: ember's --precision bf16 beside PyTorch's autocast
 #                on cuda (the MLP, LeNet), after a tuning step in bf16
+#   --part 6     speed of a sequence model: d2l's character LSTM on Debian's fortunes beside
+#                PyTorch on cuda, from the same initial parameters (bench/peers.py's char-lstm:
+#                epoch times and the perplexity per epoch)
 #   --part all   all of them, in one call; --budget skips what would not fit, and part 2
 #                without its bundle
 # Each check of parts 1 and 2 prints a verdict line (held / did not hold, with its figures).
@@ -69,7 +72,7 @@ while [ $# -gt 0 ]; do
         *) fail "unknown argument '$1' (see --help)" ;;
     esac
 done
-case "$part" in 1 | 2 | 3 | 4 | 5 | all) ;; *) fail "invalid --part '$part': 1, 2, 3, 4, 5 or all" ;; esac
+case "$part" in 1 | 2 | 3 | 4 | 5 | 6 | all) ;; *) fail "invalid --part '$part': 1, 2, 3, 4, 5, 6 or all" ;; esac
 runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 case "$rounds" in [1-9]) ;; *) fail "invalid --rounds '$rounds': 1 to 9" ;; esac
 case "$budget" in '' | *[!0-9]*) fail "invalid --budget '$budget': whole seconds" ;; esac
@@ -131,6 +134,7 @@ if [ "$dry" = 1 ]; then
     mode="dry run: every step on the CPU (flex), tiny sizes, no peers"
     # Debian's copy, which CI installs (the ResNet check cuts it to a few hundred images).
     data="${FASHION_MNIST:-/usr/share/datasets/fashion-mnist}"
+    fortunes=/usr/share/games/fortunes
 else
     # The bundle: ember, Fashion-MNIST, and the Vulkan loader for wgpu.
     [ -d "$bundle" ] || fail "no bundle at $bundle: run bench/gpu/bundle.sh and carry it"
@@ -166,6 +170,8 @@ else
     profile_flags=()
     mode="on the card"
     data="${FASHION_MNIST:-/tmp/ember-gpu/fashion-mnist}"
+    # The bundle's copy of Debian's fortunes (the card's machine has no package).
+    fortunes=/tmp/ember-gpu/fortunes
 fi
 export PYTHONUNBUFFERED=1
 python="${PYTHON:-python3}"
@@ -327,6 +333,15 @@ if runs 5; then
         step 5 peers-bf16 400 "$python" "$root/bench/peers.py" --device cuda --precision bf16 \
             --ember "$ember" --data-dir "$data" --rounds "$rounds" --epochs 2 \
             --workloads mlp,lenet
+    fi
+fi
+
+if runs 6; then
+    if [ "$dry" = 1 ]; then
+        skip 6 peers-char-lstm "dry run: CI does not install PyTorch"
+    else
+        step 6 peers-char-lstm 400 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
+            --fortunes "$fortunes" --rounds "$rounds" --epochs 3 --workloads char-lstm
     fi
 fi
 

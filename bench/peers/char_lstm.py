@@ -12,7 +12,7 @@ writes this network's initial parameters as safetensors, which `ember train --lo
     epoch N: time per epoch: S sec, train loss L, train_perplexity P
 
 Run: python3 bench/peers/char_lstm.py [--epochs 5] [--tokens 200000] [--offset 0]
-         [--load FILE | --write-init FILE] [--device cpu|cuda]
+         [--load FILE | --write-init FILE] [--device cpu|cuda] [--fortunes DIR]
 """
 import argparse
 import json
@@ -30,12 +30,12 @@ FORTUNES = "/usr/share/games/fortunes"
 PICTURES = ("art", "ascii-art")
 
 
-def corpus(tokens):
+def corpus(tokens, folder=FORTUNES):
     """ember_datasets::text::fortunes::characters: letters and spaces, lower case, one token a
     character; `<unk>`, then by frequency, ties in the order first seen."""
     chars = []
-    for name in sorted(os.listdir(FORTUNES)):
-        path = os.path.join(FORTUNES, name)
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
         if os.path.splitext(name)[1] or not os.path.isfile(path) or name in PICTURES:
             continue
         text = open(path, "rb").read().decode("utf-8", errors="replace")
@@ -114,9 +114,11 @@ def main():
     p.add_argument("--load")
     p.add_argument("--write-init")
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    p.add_argument("--fortunes", default=FORTUNES,
+                   help="the fortunes' folder (ember's --data text:fortunes,dir=PATH)")
     a = p.parse_args()
     torch.manual_seed(0)
-    tokens, vocab = corpus(a.tokens)
+    tokens, vocab = corpus(a.tokens, a.fortunes)
     model = Model(len(vocab))
     if a.write_init:
         save(model, a.write_init)

@@ -81,6 +81,7 @@ fn the_dry_run_writes_every_section_of_the_report() {
         "peers-resnet",
         "tune-bf16",
         "peers-bf16",
+        "peers-char-lstm",
     ] {
         assert!(
             steps.contains(&format!("| {peers} | skipped: dry run")),

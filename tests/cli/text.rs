@@ -209,3 +209,37 @@ fn what_text_cannot_take_is_refused_by_name() {
     ];
     succeeds(&args(&devices, &["--batch-size", "16"]));
 }
+
+/// `dir=PATH` reads the fortunes from a copy (a machine without Debian's package), and a
+/// folder that is not there is named.
+#[test]
+fn the_fortunes_are_read_from_another_folder_where_dir_names_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("fortunes");
+    std::fs::create_dir(&copy).unwrap();
+    for name in ["computers", "science"] {
+        let from = std::path::Path::new("/usr/share/games/fortunes").join(name);
+        std::fs::copy(&from, copy.join(name)).unwrap();
+    }
+    let data = format!("text:fortunes,steps=20,tokens=5000,dir={}", copy.display());
+    let train = [
+        "train",
+        "--device",
+        "flex",
+        "--model",
+        "rnn:4",
+        "--batch-size",
+        "16",
+    ];
+    let out = succeeds(&args(&train, &["--data", &data]));
+    assert!(
+        out.contains("5000 train tokens") && out.contains(&data["text:".len()..]),
+        "{out}"
+    );
+    let missing = dir.path().join("nowhere");
+    let data = format!("text:fortunes,dir={}", missing.display());
+    fails_with(
+        &args(&train, &["--data", &data]),
+        &missing.display().to_string(),
+    );
+}

@@ -55,11 +55,12 @@ pub struct WorkloadArgs {
     /// files, gzipped or raw; DIR defaults to Debian's /usr/share/datasets/fashion-mnist from
     /// `apt-get install dataset-fashion-mnist`); `csv:PATH` (numbers, the label in the last
     /// column, an optional header); `npy:X.npy,Y.npy` (features of any shape, targets); or
-    /// `text:fortunes[,steps=S][,tokens=N][,random][,offset=K]` (d2l's character language
-    /// model on Debian's fortunes, `apt-get install fortunes`: subsequences of S tokens, 35 by
-    /// default, of the first N characters; sequential partitioning carries the state from batch
-    /// to batch, `random` draws them in a random order; `offset` starts every epoch at token K
-    /// instead of one drawn per epoch; --valid-split holds out the text's end).
+    /// `text:fortunes[,steps=S][,tokens=N][,random][,offset=K][,dir=PATH]` (d2l's character
+    /// language model on Debian's fortunes, `apt-get install fortunes`: subsequences of S
+    /// tokens, 35 by default, of the first N characters; sequential partitioning carries the
+    /// state from batch to batch, `random` draws them in a random order; `offset` starts every
+    /// epoch at token K instead of one drawn per epoch; `dir` reads the fortunes' files from
+    /// PATH instead of /usr/share/games/fortunes; --valid-split holds out the text's end).
     #[arg(long = Flag::DATA.name, default_value = "synthetic")]
     pub data: DataSpec,
     /// Hold out this share of the training examples (a shuffle seeded by --seed; for text, the

@@ -1,11 +1,12 @@
-//! `--data text:fortunes[,steps=S][,tokens=N][,random]`: a character language model's text,
+//! `--data text:fortunes[,steps=S][,tokens=N][,random][,offset=K][,dir=PATH]`: a character
+//! language model's text,
 //! d2l's chapter 9 on Debian's fortunes (`apt-get install fortunes`) as the book uses *The
 //! Time Machine*: letters and spaces, lower case, one token a character, cut into
 //! subsequences of `steps` (35, d2l's) by sequential partitioning (d2l's default: the state
 //! goes from batch to batch) or random partitioning.
 
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use ember_datasets::text::{Partition, Vocab, fortunes};
@@ -21,13 +22,17 @@ pub struct TextSpec {
     pub partition: Partition,
     /// Where every epoch's subsequences start, where fixed (d2l draws it per epoch).
     pub offset: Option<usize>,
+    /// Where the fortunes' files are, where not where Debian installs them
+    /// ([`fortunes::DIR`]): a copy carried to a machine without the package.
+    pub dir: Option<PathBuf>,
 }
 
 /// What `--data` takes of text.
-pub const FORM: &str = "text:fortunes[,steps=S][,tokens=N][,random][,offset=K]";
+pub const FORM: &str = "text:fortunes[,steps=S][,tokens=N][,random][,offset=K][,dir=PATH]";
 
 impl TextSpec {
-    /// `fortunes[,steps=S][,tokens=N][,random|,sequential]`, what follows `text:`.
+    /// `fortunes[,steps=S][,tokens=N][,random|,sequential][,offset=K][,dir=PATH]`, what
+    /// follows `text:`.
     ///
     /// # Errors
     /// Another corpus, or an option it cannot take, named.
@@ -46,6 +51,7 @@ impl TextSpec {
             tokens: None,
             partition: Partition::Sequential,
             offset: None,
+            dir: None,
         };
         let positive = |name: &str, value: &str| match value.parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
@@ -57,6 +63,7 @@ impl TextSpec {
             match part.split_once('=') {
                 Some(("steps", n)) => spec.steps = positive("steps", n)?,
                 Some(("tokens", n)) => spec.tokens = Some(positive("tokens", n)?),
+                Some(("dir", path)) if !path.is_empty() => spec.dir = Some(PathBuf::from(path)),
                 Some(("offset", n)) => match n.parse() {
                     Ok(offset) => spec.offset = Some(offset),
                     Err(_) => bail!("offset={n}: expected a whole number of tokens"),
@@ -89,8 +96,13 @@ impl TextSpec {
     /// # Errors
     /// Where the fortunes are not installed or cannot be read.
     pub fn load(&self) -> anyhow::Result<(Vec<usize>, Vocab)> {
-        fortunes::characters(Path::new(fortunes::DIR), self.tokens)
-            .with_context(|| format!("invalid --data text:{self} (apt-get install fortunes)"))
+        let dir = self.dir.as_deref().unwrap_or(Path::new(fortunes::DIR));
+        let hint = match self.dir {
+            Some(_) => "",
+            None => " (apt-get install fortunes)",
+        };
+        fortunes::characters(dir, self.tokens)
+            .with_context(|| format!("invalid --data text:{self}{hint}"))
     }
 }
 
@@ -108,6 +120,9 @@ impl fmt::Display for TextSpec {
         }
         if let Some(offset) = self.offset {
             write!(f, ",offset={offset}")?;
+        }
+        if let Some(dir) = &self.dir {
+            write!(f, ",dir={}", dir.display())?;
         }
         Ok(())
     }
@@ -153,6 +168,7 @@ mod tests {
             "fortunes",
             "fortunes,steps=20,tokens=5000,random",
             "fortunes,tokens=9,offset=0",
+            "fortunes,tokens=9,dir=/srv/corpus/fortunes",
         ] {
             assert_eq!(TextSpec::parse(form).unwrap().to_string(), form);
         }
@@ -171,5 +187,7 @@ mod tests {
         assert!(err.contains("at most 4"), "{err}");
         let err = TextSpec::parse("fortunes,steps=0").unwrap_err().to_string();
         assert!(err.contains("steps=0"), "{err}");
+        let err = TextSpec::parse("fortunes,dir=").unwrap_err().to_string();
+        assert!(err.contains("\"dir=\"") && err.contains(FORM), "{err}");
     }
 }
