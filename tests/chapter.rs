@@ -123,7 +123,7 @@ fn check(gpu: &str) {
             .find(|n| n.starts_with(prefix))
             .unwrap_or_else(|| panic!("{prefix:?} in {hybrid:?}"));
         let value = note.split("max |difference| ").nth(1).unwrap();
-        value.split(';').next().unwrap().parse().unwrap()
+        value.split([';', ' ']).next().unwrap().parse().unwrap()
     };
     assert!(diff("fusion on / off outputs") <= 1e-5, "{hybrid:?}");
     assert_eq!(diff("export"), 0.0, "{hybrid:?}");
@@ -140,6 +140,15 @@ fn check(gpu: &str) {
     assert!(
         diff("training steps recorded / eager outputs") <= 1e-5,
         "{hybrid:?}"
+    );
+    let moved = hybrid
+        .notes
+        .iter()
+        .find_map(|n| n.split("moved them by up to ").nth(1))
+        .and_then(|rest| rest.split(')').next()?.parse::<f64>().ok());
+    assert!(
+        moved.is_some_and(|m| m > 1e-4),
+        "the steps trained: {hybrid:?}"
     );
     // The training experiments print the book's lines for each policy.
     let memory = &sections["memory-footprint"];

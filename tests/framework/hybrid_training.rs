@@ -85,7 +85,7 @@ struct State {
 fn recorded(kind: OptimizerKind, device: &Device) -> (Vec<Vec<u32>>, Vec<u32>, bool) {
     let net = network(device);
     let optimizer = Optimizer::new(&net, kind, rate(0)).unwrap();
-    let params = ParamSlots::new(&net);
+    let params = ParamSlots::new(&net).unwrap();
     let (x, y) = batch(0, device);
     let mut update = Update::new(&optimizer, &params, device).unwrap();
     // A rate while capturing too, so that the capture's runs train (and must be undone).
@@ -103,7 +103,7 @@ fn recorded(kind: OptimizerKind, device: &Device) -> (Vec<Vec<u32>>, Vec<u32>, b
         let l = loss_of(&net, (s.x.read(), s.y.read()));
         let total = l.clone().sum();
         let grads = GradientsParams::from_grads(l.backward(), &net);
-        let grads = s.params.gradients(&net, &grads);
+        let grads = s.params.gradients(&net, &grads).unwrap();
         drop(net);
         let new = s.update.apply(s.params.values(), grads, ROWS).unwrap();
         s.params.write(new).unwrap();
@@ -129,7 +129,9 @@ fn recorded(kind: OptimizerKind, device: &Device) -> (Vec<Vec<u32>>, Vec<u32>, b
         let total = unsafe { step.run() }.clone();
         losses.push(total.into_scalar::<f32>().to_bits());
     }
-    let trained = state.borrow().params.net(net).unwrap();
+    let trained = state.borrow().params.copied_net(net.clone()).unwrap();
+    // A copy: loading other values into the slots leaves it as it is.
+    state.borrow_mut().params.load(&net).unwrap();
     (flat(&trained), losses, step.is_graph())
 }
 
@@ -144,16 +146,16 @@ fn same_steps(kind: OptimizerKind, device: &Device) -> bool {
     graph
 }
 
-fn kinds() -> [OptimizerKind; 3] {
-    let momentum = OptimizerKind::sgd().with_momentum(0.9).unwrap();
+fn kinds() -> [OptimizerKind; 5] {
+    let sgd = OptimizerKind::sgd();
+    let momentum = sgd.with_momentum(0.9).unwrap();
+    let nesterov = momentum.with_nesterov(true).unwrap();
     [
+        sgd,
         momentum,
-        momentum
-            .with_nesterov(true)
-            .unwrap()
-            .with_weight_decay(1e-2)
-            .unwrap(),
+        nesterov.with_weight_decay(1e-2).unwrap(),
         OptimizerKind::adam(),
+        OptimizerKind::adam().with_weight_decay(1e-2).unwrap(),
     ]
 }
 
@@ -181,7 +183,7 @@ fn sgd_and_adam_run_again_equal_burns_eager_steps_bit_for_bit_on_flex() {
 fn what_a_recorded_step_cannot_hold_yet_is_refused_by_name() {
     let device = Device::flex().autodiff();
     let net = network(&device);
-    let params = ParamSlots::new(&net);
+    let params = ParamSlots::new(&net).unwrap();
     let rmsprop = Optimizer::new(&net, "rmsprop", 0.1).unwrap();
     let err = Update::new(&rmsprop, &params, &device)
         .unwrap_err()
@@ -201,5 +203,40 @@ fn what_a_recorded_step_cannot_hold_yet_is_refused_by_name() {
     assert!(
         err.contains("parameter 0"),
         "another network's parameters: {err}"
+    );
+    // An optimizer that stepped holds a state the update would not carry over.
+    let mut stepped = Optimizer::new(&net, "adam", 0.1).unwrap();
+    let l = loss_of(&net, batch(0, &device));
+    let _ = stepped.step(net.clone(), l.backward(), ROWS).unwrap();
+    let err = Update::new(&stepped, &params, &device)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("state of its own"), "{err}");
+    // A batch of no examples.
+    let sgd = Optimizer::new(&net, "sgd", 0.1).unwrap();
+    let mut update = Update::new(&sgd, &params, &device).unwrap();
+    let grads = params.values().into_iter().map(Some).collect();
+    let err = update
+        .apply(params.values(), grads, 0)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("batch size 0"), "{err}");
+}
+
+/// BatchNorm's running statistics are updated by its forward pass's own code, which a replay
+/// does not run: such a network is refused, by the statistic's name.
+#[test]
+fn a_network_with_running_statistics_is_refused() {
+    let device = Device::flex().autodiff();
+    let net: Sequential = Sequential::new()
+        .add(Dense::new(6))
+        .add(ember::BatchNorm::new())
+        .add(Dense::new(1))
+        .initialize(Init::Xavier, &device);
+    let net = net.infer_shape(batch(0, &device).0).unwrap();
+    let err = ParamSlots::new(&net).unwrap_err().to_string();
+    assert!(
+        err.contains("running_mean") && err.contains("eagerly"),
+        "{err}"
     );
 }

@@ -8,8 +8,9 @@ use burn::tensor::Tensor;
 use super::slot::Slot;
 use crate::error::{Error, Result};
 
-/// One slot per float parameter of a network (and per running statistic burn keeps as one),
-/// each parameter flattened, in the order burn visits them.
+/// One slot per float parameter of a network, each flattened, in the order burn visits them.
+/// A network with running statistics (BatchNorm's) is refused: its forward pass updates them
+/// in Rust code of its own, which a replay does not run.
 #[derive(Debug)]
 pub struct ParamSlots {
     params: Vec<Held>,
@@ -24,12 +25,13 @@ struct Held {
 
 impl ParamSlots {
     /// Copies of `net`'s parameters.
-    pub fn new<M: Module>(net: &M) -> Self {
-        let mut collect = Collect { params: Vec::new() };
-        net.visit(&mut collect);
-        ParamSlots {
-            params: collect.params,
-        }
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] naming a running statistic (BatchNorm's `running_mean`,
+    /// `running_var`): a recorded step would keep the one it recorded.
+    pub fn new<M: Module>(net: &M) -> Result<Self> {
+        let params = collect(net)?;
+        Ok(ParamSlots { params })
     }
 
     /// How many parameters there are.
@@ -96,16 +98,15 @@ impl ParamSlots {
     /// # Errors
     /// As [`ParamSlots::net`] for another network's parameters, and as [`Slot::write`].
     pub fn load<M: Module>(&mut self, net: &M) -> Result<()> {
-        let mut collect = Collect { params: Vec::new() };
-        net.visit(&mut collect);
-        if collect.params.len() != self.params.len() {
+        let params = collect(net)?;
+        if params.len() != self.params.len() {
             return Err(mismatch(format!(
                 "the network has {} parameters, the slots {}",
-                collect.params.len(),
+                params.len(),
                 self.params.len()
             )));
         }
-        for (index, (held, new)) in self.params.iter_mut().zip(collect.params).enumerate() {
+        for (index, (held, new)) in self.params.iter_mut().zip(params).enumerate() {
             if held.id != new.id || held.dims != new.dims {
                 return Err(mismatch(format!(
                     "parameter {index}: the slot holds {} of shape {:?}, the network {} of {:?}",
@@ -128,15 +129,31 @@ impl ParamSlots {
         self.params.iter().map(|p| p.slot.value()).collect()
     }
 
-    /// Each parameter's gradient in `grads`, flattened; `None` for one without (a running
-    /// statistic, a frozen parameter). `net` is the network the gradients are of.
-    pub fn gradients<M: Module>(&self, net: &M, grads: &GradientsParams) -> Vec<Option<Tensor<1>>> {
+    /// Each parameter's gradient in `grads`, flattened; `None` for one without (a frozen
+    /// parameter). `net` is the network the gradients are of ([`ParamSlots::net`]'s).
+    ///
+    /// # Errors
+    /// [`Error::InvalidValue`] for a network whose parameters are not the slots'.
+    pub fn gradients<M: Module>(
+        &self,
+        net: &M,
+        grads: &GradientsParams,
+    ) -> Result<Vec<Option<Tensor<1>>>> {
         let mut found = Gradients {
             grads,
             found: Vec::with_capacity(self.params.len()),
+            ids: Vec::with_capacity(self.params.len()),
         };
         net.visit(&mut found);
-        found.found
+        let ours = self.params.iter().map(|p| p.id);
+        if found.ids.len() != self.params.len() || !ours.eq(found.ids.iter().copied()) {
+            return Err(mismatch(format!(
+                "gradients of a network of {} parameters, not the slots' {}",
+                found.ids.len(),
+                self.params.len()
+            )));
+        }
+        Ok(found.found)
     }
 
     /// Writes each parameter's new values (flattened) into its slot; `None` leaves one as it
@@ -169,12 +186,54 @@ fn mismatch(what: String) -> Error {
     }
 }
 
-struct Collect {
-    params: Vec<Held>,
+/// `net`'s parameters, copied into slots, or the first running statistic it holds.
+fn collect<M: Module>(net: &M) -> Result<Vec<Held>> {
+    let mut collect = Collect {
+        params: Vec::new(),
+        path: Vec::new(),
+        running: None,
+    };
+    net.visit(&mut collect);
+    match collect.running {
+        Some(path) => Err(Error::InvalidValue {
+            name: "network for a recorded step",
+            value: path,
+            reason: "running statistics (BatchNorm's) are updated by the forward pass's own \
+                     code, which a replay does not run: such a network trains eagerly"
+                .into(),
+        }),
+        None => Ok(collect.params),
+    }
 }
 
+struct Collect {
+    params: Vec<Held>,
+    /// The fields entered, from the network down.
+    path: Vec<String>,
+    running: Option<String>,
+}
+
+/// burn's names for BatchNorm's running statistics (`RunningState`s, visited as parameters).
+const RUNNING: [&str; 2] = ["running_mean", "running_var"];
+
 impl ModuleVisitor for Collect {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        if self
+            .path
+            .last()
+            .is_some_and(|name| RUNNING.contains(&name.as_str()))
+        {
+            self.running.get_or_insert_with(|| self.path.join("."));
+            return;
+        }
         let value = param.val();
         let dims = value.dims().to_vec();
         let n: usize = dims.iter().product();
@@ -226,10 +285,12 @@ impl ModuleMapper for Views<'_> {
 struct Gradients<'a> {
     grads: &'a GradientsParams,
     found: Vec<Option<Tensor<1>>>,
+    ids: Vec<ParamId>,
 }
 
 impl ModuleVisitor for Gradients<'_> {
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        self.ids.push(param.id);
         let grad = self.grads.get::<D>(param.id).map(|g| {
             let n: usize = g.dims().iter().product();
             g.reshape([n])

@@ -5,8 +5,14 @@
 //! launch, so a replay of them would keep the recording's. The arithmetic here is burn's
 //! (`burn-optim`'s `Sgd`, `Momentum`, `Adam`, `WeightDecay`), the same operations in the same
 //! order, after [`Optimizer`]'s rescaling by the batch size, so that a replayed step's numbers
-//! are the eager step's. Where burn's first step differs in form (its velocity and moments
-//! start as the gradient's terms alone), the state starts at zero, which adds exact zeros.
+//! are the eager step's where the backend computes both alike: bit for bit on burn-flex and on
+//! wgpu through lavapipe (tests/framework/hybrid_training.rs), for f32 parameters, an update
+//! made from an `Optimizer` that has not stepped, and one [`Update::prepare`] a run at the
+//! optimizer's rate. On a card, kernel fusion may join the two paths' operations differently
+//! (the slots' writes end fused kernels): there, expect agreement within rounding, and check.
+//! Where burn's first step differs in form (its velocity and moments start as the gradient's
+//! terms alone), the state starts at zero, which adds exact zeros. Adam's step count is one for
+//! all parameters, as burn's is where every parameter has a gradient at every step.
 
 use burn::tensor::{Device, Tensor, TensorData};
 
@@ -31,7 +37,7 @@ pub struct Update {
 enum Rule {
     /// Numbers: the rate.
     Sgd {
-        momentum: f64,
+        momentum: f32,
         nesterov: bool,
         weight_decay: f32,
     },
@@ -45,17 +51,26 @@ enum Rule {
 }
 
 impl Update {
-    /// `optimizer`'s update for the parameters of `params`, on `device`, with no state yet.
+    /// `optimizer`'s update for the parameters of `params`, on `device`, with no state yet;
+    /// the rate comes from each [`Update::prepare`].
     ///
     /// # Errors
     /// [`Error::InvalidValue`] naming what a recorded step cannot hold yet: another kind than
-    /// SGD and Adam, and clipping.
+    /// SGD and Adam, clipping, and an optimizer with a state of its own (it stepped, or loaded
+    /// one), which would not carry over.
     pub fn new(optimizer: &Optimizer, params: &ParamSlots, device: &Device) -> Result<Self> {
         let refuse = |value: String, reason: &str| Error::InvalidValue {
             name: "optimizer for a recorded step",
             value,
             reason: reason.into(),
         };
+        if optimizer.is_stateful() {
+            return Err(refuse(
+                format!("{:?}", optimizer.optimizer()),
+                "it has a state of its own (it stepped, or loaded one), which the update would \
+                 not carry over: make the update from a new optimizer",
+            ));
+        }
         let clipping = optimizer.clipping();
         if clipping.global_norm.is_some() || clipping.value.is_some() {
             return Err(refuse(
@@ -70,7 +85,7 @@ impl Update {
                 weight_decay,
             } => (
                 Rule::Sgd {
-                    momentum,
+                    momentum: momentum as f32,
                     nesterov,
                     weight_decay: weight_decay as f32,
                 },
@@ -166,6 +181,13 @@ impl Update {
         grads: Vec<Option<Tensor<1>>>,
         batch_size: usize,
     ) -> Result<Vec<Option<Tensor<1>>>> {
+        if batch_size == 0 {
+            return Err(Error::InvalidValue {
+                name: "batch size",
+                value: "0".into(),
+                reason: "an update needs at least one example".into(),
+            });
+        }
         if params.len() != self.state.len() || grads.len() != self.state.len() {
             return Err(Error::InvalidValue {
                 name: "parameters",

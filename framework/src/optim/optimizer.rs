@@ -43,6 +43,8 @@ pub struct Optimizer {
     clipping: Clipping,
     num_params: usize,
     optimizer: ModuleOptimizer,
+    /// Whether it holds state: it stepped, or loaded a saved state.
+    stateful: bool,
 }
 
 impl fmt::Debug for Optimizer {
@@ -88,6 +90,7 @@ impl Optimizer {
             clipping: Clipping::NONE,
             num_params: net.num_params(),
             optimizer: kind.build(),
+            stateful: false,
         })
     }
 
@@ -151,7 +154,14 @@ impl Optimizer {
             scale: 1.0 / batch_size as f32,
         });
         self.clipping.apply(&net, &mut params);
+        self.stateful = true;
         Ok(self.optimizer.step(self.learning_rate, net, params))
+    }
+
+    /// Whether it holds a state of its own (momentum buffers, Adam's moments and step count):
+    /// it has stepped, or loaded a saved state.
+    pub fn is_stateful(&self) -> bool {
+        self.stateful
     }
 }
 
@@ -184,6 +194,7 @@ impl Optimizer {
             .optimizer
             .load(path)
             .map_err(|e| state_error(path, e.to_string()))?;
+        self.stateful = true;
         Ok(self)
     }
 }

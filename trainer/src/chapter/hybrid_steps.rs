@@ -54,15 +54,19 @@ pub(super) fn measure(
     let steps = (request.passes / 10).max(1);
     let kind = OptimizerKind::sgd().with_momentum(MOMENTUM)?;
     let optimizer = Optimizer::new(&net, kind, RATE)?;
+    let untrained: Tensor<2> = net.forward(x.clone().into()).into_rank()?;
+    let untrained = to_host(untrained.detach())?;
     let (seconds, trained, replayed) = if request.graph {
         recorded(request, picked, net, optimizer, (x.clone(), y), steps)?
     } else {
         eager(request, net, optimizer, (x.clone(), y), steps)?
     };
     let out: Tensor<2> = trained.forward(x.into()).into_rank()?;
+    let output = to_host(out)?;
     Ok(Measured {
         seconds,
-        output: to_host(out)?,
+        moved: Some(super::hybridize::max_diff(&untrained, &output)),
+        output,
         replayed,
     })
 }
@@ -107,7 +111,7 @@ fn recorded(
     steps: usize,
 ) -> anyhow::Result<Steps> {
     let device = x.device();
-    let params = ParamSlots::new(&net);
+    let params = ParamSlots::new(&net)?;
     let mut update = Update::new(&optimizer, &params, &device)?;
     update.prepare(RATE)?;
     let state = Rc::new(RefCell::new(State { params, update }));
@@ -117,7 +121,10 @@ fn recorded(
         let net = s.params.net(template.clone()).map_err(|e| e.to_string())?;
         let l = loss_of(&net, &x, &y).map_err(|e| e.to_string())?;
         let grads = GradientsParams::from_grads(l.backward(), &net);
-        let grads = s.params.gradients(&net, &grads);
+        let grads = s
+            .params
+            .gradients(&net, &grads)
+            .map_err(|e| e.to_string())?;
         drop(net);
         let values = s.params.values();
         let new = s

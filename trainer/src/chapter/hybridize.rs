@@ -79,6 +79,9 @@ pub struct Measured {
     /// Whether the passes were replays of recorded launches (false: eager passes, or a device
     /// without graphs, where the recorded pass ran again).
     pub replayed: bool,
+    /// For training steps: how far they moved the output (the largest change of a value).
+    #[serde(default)]
+    pub moved: Option<f32>,
 }
 
 /// One mode, in this process: fusion's optimizers removed (where `request` says so) before
@@ -129,6 +132,7 @@ pub fn measure(request: &Request) -> anyhow::Result<Measured> {
         seconds,
         output,
         replayed: false,
+        moved: None,
     })
 }
 
@@ -169,6 +173,7 @@ fn replayed(
         seconds,
         output: output(&pass)?,
         replayed: pass.is_graph(),
+        moved: None,
     })
 }
 
@@ -190,13 +195,17 @@ fn spawn(
     })
 }
 
-fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+/// The largest |a − b|; infinite for another length or a NaN on either side.
+pub(super) fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() {
         return f32::INFINITY;
     }
     a.iter()
         .zip(b)
-        .map(|(a, b)| (a - b).abs())
+        .map(|(a, b)| match (a - b).abs() {
+            d if d.is_nan() => f32::INFINITY,
+            d => d,
+        })
         .fold(0.0, f32::max)
 }
 
@@ -297,7 +306,9 @@ fn run(s: &Setup) -> anyhow::Result<Outcome> {
                 }
             ),
             format!(
-                "training steps recorded / eager outputs: max |difference| {steps_diff:e}; {}",
+                "training steps recorded / eager outputs: max |difference| {steps_diff:e} (the \
+                 steps moved them by up to {:e}); {}",
+                steps_eager.moved.unwrap_or(f32::NAN),
                 if steps_graph.replayed {
                     format!(
                         "{} replayed the recorded steps, {steps_ratio:.2}x the eager steps' speed",
