@@ -146,7 +146,7 @@ fn same_steps(kind: OptimizerKind, device: &Device) -> bool {
     graph
 }
 
-fn kinds() -> [OptimizerKind; 5] {
+fn kinds() -> [OptimizerKind; 7] {
     let sgd = OptimizerKind::sgd();
     let momentum = sgd.with_momentum(0.9).unwrap();
     let nesterov = momentum.with_nesterov(true).unwrap();
@@ -156,6 +156,8 @@ fn kinds() -> [OptimizerKind; 5] {
         nesterov.with_weight_decay(1e-2).unwrap(),
         OptimizerKind::adam(),
         OptimizerKind::adam().with_weight_decay(1e-2).unwrap(),
+        OptimizerKind::adamw(),
+        OptimizerKind::adamw().with_weight_decay(0.0).unwrap(),
     ]
 }
 
@@ -189,7 +191,7 @@ fn what_a_recorded_step_cannot_hold_yet_is_refused_by_name() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("RmsProp") && err.contains("sgd and adam"),
+        err.contains("RmsProp") && err.contains("sgd, adam and adamw"),
         "{err}"
     );
     let clipped = Optimizer::new(&net, "sgd", 0.1)

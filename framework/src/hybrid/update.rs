@@ -48,7 +48,17 @@ enum Rule {
         epsilon: f32,
         weight_decay: f32,
     },
+    /// Numbers: the rate, `1 − β₁ᵗ`, `1 − β₂ᵗ`, `1 − rate·decay` (the decoupled decay).
+    AdamW {
+        beta1: f32,
+        beta2: f32,
+        epsilon: f32,
+        weight_decay: f32,
+    },
 }
+
+/// How many numbers a step has.
+const NUMBERS: usize = 4;
 
 impl Update {
     /// `optimizer`'s update for the parameters of `params`, on `device`, with no state yet;
@@ -56,7 +66,7 @@ impl Update {
     ///
     /// # Errors
     /// [`Error::InvalidValue`] naming what a recorded step cannot hold yet: another kind than
-    /// SGD and Adam, clipping, and an optimizer with a state of its own (it stepped, or loaded
+    /// SGD, Adam and AdamW, clipping, and an optimizer with a state of its own (it stepped, or loaded
     /// one), which would not carry over.
     pub fn new(optimizer: &Optimizer, params: &ParamSlots, device: &Device) -> Result<Self> {
         let refuse = |value: String, reason: &str| Error::InvalidValue {
@@ -105,10 +115,24 @@ impl Update {
                 },
                 2,
             ),
+            OptimizerKind::AdamW {
+                beta1,
+                beta2,
+                epsilon,
+                weight_decay,
+            } => (
+                Rule::AdamW {
+                    beta1: beta1 as f32,
+                    beta2: beta2 as f32,
+                    epsilon: epsilon as f32,
+                    weight_decay: weight_decay as f32,
+                },
+                2,
+            ),
             other => {
                 return Err(refuse(
                     format!("{other:?}"),
-                    "only sgd and adam are recorded yet: the step runs eagerly",
+                    "only sgd, adam and adamw are recorded yet: the step runs eagerly",
                 ));
             }
         };
@@ -121,7 +145,7 @@ impl Update {
         Ok(Update {
             rule,
             state,
-            numbers: zeros(3),
+            numbers: zeros(NUMBERS),
             steps: 0,
         })
     }
@@ -133,23 +157,34 @@ impl Update {
     /// As [`Slot::write`].
     pub fn prepare(&mut self, rate: f64) -> Result<()> {
         self.steps += 1;
+        let time = self.steps.min(i32::MAX as usize) as i32;
         let numbers = match self.rule {
-            Rule::Sgd { .. } => [rate as f32, 0.0, 0.0],
+            Rule::Sgd { .. } => [rate as f32, 0.0, 0.0, 0.0],
             Rule::Adam {
                 beta1,
                 beta2,
                 epsilon,
                 ..
             } => {
-                let time = self.steps.min(i32::MAX as usize) as i32;
                 let correction2 = (1.0 - beta2.powi(time)).sqrt();
                 let combined = correction2 / (1.0 - beta1.powi(time));
-                [rate as f32, combined, epsilon * correction2]
+                [rate as f32, combined, epsilon * correction2, 0.0]
             }
+            Rule::AdamW {
+                beta1,
+                beta2,
+                weight_decay,
+                ..
+            } => [
+                rate as f32,
+                1.0 - beta1.powi(time),
+                1.0 - beta2.powi(time),
+                (1.0 - rate * f64::from(weight_decay)) as f32,
+            ],
         };
         let device = self.numbers.read().device();
         self.numbers.write(Tensor::from_data(
-            TensorData::new(numbers.to_vec(), [3]),
+            TensorData::new(numbers.to_vec(), [NUMBERS]),
             &device,
         ))
     }
@@ -206,8 +241,10 @@ impl Update {
                 continue;
             };
             let mut grad = grad.mul_scalar(scale);
+            // L2 decay, added to the gradient (AdamW's is decoupled: below).
             let decay = match self.rule {
                 Rule::Sgd { weight_decay, .. } | Rule::Adam { weight_decay, .. } => weight_decay,
+                Rule::AdamW { .. } => 0.0,
             };
             if decay != 0.0 {
                 grad = param.clone().mul_scalar(decay).add(grad);
@@ -230,21 +267,47 @@ impl Update {
                     }
                 },
                 Rule::Adam { beta1, beta2, .. } => {
-                    let m = state[0]
-                        .read()
-                        .mul_scalar(beta1)
-                        .add(grad.clone().mul_scalar(1.0 - beta1));
-                    let v = state[1]
-                        .read()
-                        .mul_scalar(beta2)
-                        .add(grad.square().mul_scalar(1.0 - beta2));
-                    state[0].write(m.clone())?;
-                    state[1].write(v.clone())?;
+                    let (m, v) = moments(state, grad, beta1, beta2)?;
                     m.mul(number(1)).div(v.sqrt().add(number(2)))
                 }
+                Rule::AdamW {
+                    beta1,
+                    beta2,
+                    epsilon,
+                    ..
+                } => {
+                    let (m, v) = moments(state, grad, beta1, beta2)?;
+                    let v = v.div(number(2)).sqrt().add_scalar(epsilon);
+                    m.div(number(1)).div(v)
+                }
+            };
+            let param = match self.rule {
+                Rule::AdamW { weight_decay, .. } if weight_decay != 0.0 => param.mul(number(3)),
+                _ => param,
             };
             updated.push(Some(param - step.mul(number(0))));
         }
         Ok(updated)
     }
+}
+
+/// Adam's two moments after a gradient, written into their slots (`state`: the first, then the
+/// second), as burn-optim's `AdaptiveMomentum` computes them.
+fn moments(
+    state: &mut [Slot<1>],
+    grad: Tensor<1>,
+    beta1: f32,
+    beta2: f32,
+) -> Result<(Tensor<1>, Tensor<1>)> {
+    let m = state[0]
+        .read()
+        .mul_scalar(beta1)
+        .add(grad.clone().mul_scalar(1.0 - beta1));
+    let v = state[1]
+        .read()
+        .mul_scalar(beta2)
+        .add(grad.square().mul_scalar(1.0 - beta2));
+    state[0].write(m.clone())?;
+    state[1].write(v.clone())?;
+    Ok((m, v))
 }
