@@ -18,14 +18,17 @@ use crate::common::wgpu;
 const BATCHES: usize = 6;
 
 /// Batch `i`: 8 rows of 4 features and their targets, different for every `i`.
-fn batch(i: usize, device: &Device) -> (Tensor<2>, Tensor<2>) {
-    let x = (0..32).map(|k| ((i * 31 + k * 7) % 13) as f32 / 13.0 - 0.4);
-    let y = (0..8).map(|k| ((i * 5 + k * 3) % 7) as f32 / 7.0);
+pub(crate) fn batch(i: usize, device: &Device) -> (Tensor<2>, Tensor<2>) {
+    let x = (0..ROWS * 4).map(|k| ((i * 31 + k * 7) % 13) as f32 / 13.0 - 0.4);
+    let y = (0..ROWS).map(|k| ((i * 5 + k * 3) % 7) as f32 / 7.0);
     (
-        Tensor::from_data(TensorData::new(x.collect::<Vec<_>>(), [8, 4]), device),
-        Tensor::from_data(TensorData::new(y.collect::<Vec<_>>(), [8, 1]), device),
+        Tensor::from_data(TensorData::new(x.collect::<Vec<_>>(), [ROWS, 4]), device),
+        Tensor::from_data(TensorData::new(y.collect::<Vec<_>>(), [ROWS, 1]), device),
     )
 }
+
+/// A batch's rows.
+pub(crate) const ROWS: usize = 8;
 
 /// A 4-6-1 tanh network's weights.
 fn initial(device: &Device) -> [Tensor<2>; 2] {

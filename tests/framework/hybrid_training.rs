@@ -9,23 +9,13 @@ use std::rc::Rc;
 use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
-use burn::tensor::TensorData;
 use ember::hybrid::{Hybrid, ParamSlots, Slot, Update};
 use ember::{Activation, Block, Dense, Init, L2Loss, Loss, Optimizer, OptimizerKind, Sequential};
 
 use crate::common::wgpu;
+use crate::hybrid::{ROWS, batch};
 
 const BATCHES: usize = 6;
-const ROWS: usize = 8;
-
-fn batch(i: usize, device: &Device) -> (Tensor<2>, Tensor<2>) {
-    let x = (0..ROWS * 4).map(|k| ((i * 31 + k * 7) % 13) as f32 / 13.0 - 0.4);
-    let y = (0..ROWS).map(|k| ((i * 5 + k * 3) % 7) as f32 / 7.0);
-    (
-        Tensor::from_data(TensorData::new(x.collect::<Vec<_>>(), [ROWS, 4]), device),
-        Tensor::from_data(TensorData::new(y.collect::<Vec<_>>(), [ROWS, 1]), device),
-    )
-}
 
 /// A schedule's rate: another at every step.
 fn rate(step: usize) -> f64 {

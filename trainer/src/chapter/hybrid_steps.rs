@@ -136,12 +136,7 @@ fn recorded(
     if let Err(e) = step.output() {
         return Err(anyhow!("the recorded step: {e}"));
     }
-    if picked.capabilities().graphs && !step.is_graph() {
-        return Err(anyhow!(
-            "{} records graphs, but recording the step failed (burn would run it again each time)",
-            picked.name
-        ));
-    }
+    super::hybridize::recorded_where_it_can(picked, step.is_graph(), "step")?;
     // The capture's runs trained: start again from the network and no momentum.
     {
         let s = &mut *state.borrow_mut();

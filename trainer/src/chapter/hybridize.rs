@@ -146,12 +146,7 @@ fn replayed(
 ) -> anyhow::Result<Measured> {
     let device = &picked.device;
     let mut pass = Hybrid::capture(device, move || run_net(&net, &x).map_err(|e| e.to_string()));
-    if picked.capabilities().graphs && !pass.is_graph() {
-        return Err(anyhow!(
-            "{} records graphs, but recording the pass failed (burn would run it again each time)",
-            picked.name
-        ));
-    }
+    recorded_where_it_can(picked, pass.is_graph(), "pass")?;
     let output = |pass: &Hybrid<_, _>| -> anyhow::Result<Vec<f32>> {
         let out: &Result<Tensor<2>, String> = pass.output();
         to_host(out.clone().map_err(|e| anyhow!("the recorded pass: {e}"))?)
@@ -175,6 +170,23 @@ fn replayed(
         replayed: pass.is_graph(),
         moved: None,
     })
+}
+
+/// An error where `picked` records graphs but the recording of `what` did not take: burn then
+/// runs it again each time, which a timing must not pass off as a replay.
+pub(super) fn recorded_where_it_can(
+    picked: &PickedDevice,
+    recorded: bool,
+    what: &str,
+) -> anyhow::Result<()> {
+    if picked.capabilities().graphs && !recorded {
+        return Err(anyhow!(
+            "{} records graphs, but recording the {what} failed (burn would run it again each \
+             time)",
+            picked.name
+        ));
+    }
+    Ok(())
 }
 
 /// `s`'s runner's [`measure`] of one mode.
