@@ -22,7 +22,7 @@ fn rate(step: usize) -> f64 {
     0.05 / (1.0 + step as f64)
 }
 
-/// A 4-6-1 tanh network with its sizes set, the same for both paths.
+/// A 4-6-1 tanh network with its sizes set.
 fn network(device: &Device) -> Sequential {
     device.seed(11);
     let net: Sequential = Sequential::new()
@@ -51,8 +51,7 @@ fn flat(net: &Sequential) -> Vec<Vec<u32>> {
 }
 
 /// The eager steps: ember's Optimizer (burn's SGD or Adam) at each step's rate.
-fn eager(kind: OptimizerKind, device: &Device) -> (Vec<Vec<u32>>, Vec<u32>) {
-    let mut net = network(device);
+fn eager(mut net: Sequential, kind: OptimizerKind, device: &Device) -> (Vec<Vec<u32>>, Vec<u32>) {
     let mut optimizer = Optimizer::new(&net, kind, rate(0)).unwrap();
     let mut losses = Vec::new();
     for i in 0..BATCHES {
@@ -72,8 +71,11 @@ struct State {
 }
 
 /// The same steps recorded once: each step's batch and rate written into slots, then run.
-fn recorded(kind: OptimizerKind, device: &Device) -> (Vec<Vec<u32>>, Vec<u32>, bool) {
-    let net = network(device);
+fn recorded(
+    net: Sequential,
+    kind: OptimizerKind,
+    device: &Device,
+) -> (Vec<Vec<u32>>, Vec<u32>, bool) {
     let optimizer = Optimizer::new(&net, kind, rate(0)).unwrap();
     let params = ParamSlots::new(&net).unwrap();
     let (x, y) = batch(0, device);
@@ -126,8 +128,12 @@ fn recorded(kind: OptimizerKind, device: &Device) -> (Vec<Vec<u32>>, Vec<u32>, b
 }
 
 fn same_steps(kind: OptimizerKind, device: &Device) -> bool {
-    let (params, losses) = eager(kind, device);
-    let (hybrid_params, hybrid_losses, graph) = recorded(kind, device);
+    // One network for both paths: the generator `network` seeds is the process's, and this
+    // binary's other tests draw from it on their threads, so a second `network(device)` need
+    // not repeat the first.
+    let net = network(device);
+    let (params, losses) = eager(net.clone(), kind, device);
+    let (hybrid_params, hybrid_losses, graph) = recorded(net, kind, device);
     assert_eq!(hybrid_losses, losses, "{kind:?}: the losses, step by step");
     assert_eq!(
         hybrid_params, params,

@@ -61,11 +61,11 @@ fn flat(net: &CharModel) -> Vec<f32> {
 type Seen = Arc<Mutex<Vec<(Option<Vec<Vec<f32>>>, Vec<Vec<f32>>)>>>;
 
 fn fit_carried(
+    net: CharModel,
     device: &Device,
     policy: impl SyncPolicy + 'static,
     seen: Option<Seen>,
 ) -> Fit<'static, CharModel, SequenceCrossEntropyLoss> {
-    let net = network(device);
     let optimizer = Optimizer::new(&net, "sgd", 0.5).unwrap();
     Fit::new(net, SequenceCrossEntropyLoss, optimizer, device)
         .policy(policy)
@@ -96,7 +96,7 @@ fn each_batch_goes_on_from_the_last(device: &Device) {
     for (name, policy) in policies() {
         let seen: Seen = Arc::default();
         let device = device.clone().autodiff();
-        fit_carried(&device, policy, Some(seen.clone()))
+        fit_carried(network(&device), &device, policy, Some(seen.clone()))
             .run(&mut data())
             .unwrap();
         let seen = seen.lock().unwrap();
@@ -130,12 +130,8 @@ fn each_batch_starts_from_the_state_the_last_ended_in_on_wgpu() {
 
 /// d2l's `train_epoch_ch8` with sequential partitioning, written out: the state from the batch
 /// before, detached, and none at an epoch's start.
-fn by_hand(device: &Device) -> Vec<f32> {
+fn by_hand(mut net: CharModel, device: &Device) -> Vec<f32> {
     let mut data = data();
-    let first = data.batches(0).next().unwrap().unwrap();
-    let mut net = network(device)
-        .infer_shape(first.x_on(device).unwrap())
-        .unwrap();
     let mut optimizer = Optimizer::new(&net, "sgd", 0.5).unwrap();
     for epoch in 0..EPOCHS {
         let mut state: Option<Vec<Tensor<3>>> = None;
@@ -157,13 +153,22 @@ fn by_hand(device: &Device) -> Vec<f32> {
 #[test]
 fn training_with_a_carried_state_is_d2ls_loop_under_every_policy() {
     let device = Device::flex().autodiff();
-    let expected = by_hand(&device);
+    // One network, sized once, for every run: the generator `network` seeds is the process's,
+    // and this binary's other tests draw from it on their threads, so a second `network` and
+    // sizing need not give the same weights.
+    let first = data().batches(0).next().unwrap().unwrap();
+    let untrained = network(&device)
+        .infer_shape(first.x_on(&device).unwrap())
+        .unwrap();
+    let expected = by_hand(untrained.clone(), &device);
     for (name, policy) in policies() {
-        let run = fit_carried(&device, policy, None).run(&mut data()).unwrap();
+        let run = fit_carried(untrained.clone(), &device, policy, None)
+            .run(&mut data())
+            .unwrap();
         assert_eq!(flat(&run.net), expected, "{name}");
     }
     // The state matters: the same run starting every batch from zeros ends elsewhere.
-    let net = network(&device);
+    let net = untrained;
     let optimizer = Optimizer::new(&net, "sgd", 0.5).unwrap();
     let stateless = Fit::new(net, SequenceCrossEntropyLoss, optimizer, &device)
         .epochs(EPOCHS)
@@ -179,7 +184,7 @@ fn a_resume_inside_an_epoch_goes_on_from_the_checkpoints_state() {
     let dir = tempfile::tempdir().unwrap();
     let mut checkpointing = Checkpointing::new(dir.path()).every(3);
     checkpointing.keep = 100;
-    let unbroken = fit_carried(&device, NoSync, None)
+    let unbroken = fit_carried(network(&device), &device, NoSync, None)
         .checkpoint(checkpointing)
         .run(&mut data())
         .unwrap();
@@ -209,7 +214,7 @@ fn a_resume_inside_an_epoch_goes_on_from_the_checkpoints_state() {
         assert_eq!(saved.tensors.len(), 2);
         assert_eq!(saved.tensors[0].shape, vec![1, 4, 12]);
         assert!(checkpoint.position.next_batch < per_epoch);
-        let resumed = fit_carried(&device, Window(2), None)
+        let resumed = fit_carried(network(&device), &device, Window(2), None)
             .resume(Checkpoint::open(&checkpoint.dir).unwrap())
             .run(&mut data())
             .unwrap();
@@ -237,7 +242,7 @@ fn a_carried_state_needs_batches_of_one_size() {
         }
     }
     let device = Device::flex().autodiff();
-    let err = fit_carried(&device, Window(1), None)
+    let err = fit_carried(network(&device), &device, Window(1), None)
         .run(&mut Uneven(data()))
         .err()
         .expect("a batch of another size");
