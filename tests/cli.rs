@@ -19,6 +19,8 @@ mod distributed_stop;
 mod gpu_suite;
 #[path = "cli/html.rs"]
 mod html;
+#[path = "cli/hybridize.rs"]
+mod hybridize;
 #[path = "cli/lr_find.rs"]
 mod lr_find;
 #[path = "cli/metrics.rs"]

@@ -13,6 +13,8 @@ mod carried_state;
 mod checkpoint_states;
 #[path = "library/checkpoints.rs"]
 mod checkpoints;
+#[path = "library/hybridize.rs"]
+mod hybridize;
 #[path = "library/lr_find.rs"]
 mod lr_find;
 #[path = "library/precision.rs"]

@@ -106,6 +106,37 @@ impl NdTensor {
         })
     }
 
+    /// `flat`'s values in `shape` (rank 1 to 5): a view that shares its buffer, as a recorded
+    /// step reads a batch of any rank from one flat slot.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] when the shape's rank is not 1 to 5 or its element count is not
+    /// `flat`'s.
+    pub fn from_flat(flat: Tensor<1>, shape: &[usize]) -> Result<Self> {
+        if shape.iter().product::<usize>() != flat.dims()[0] {
+            return Err(Error::Shape {
+                what: format!("{} values", flat.dims()[0]),
+                expected: "a shape with that many elements".to_string(),
+                got: shape.to_vec(),
+            });
+        }
+        let at = |axis: usize| shape.get(axis).copied().unwrap_or(1);
+        Ok(match shape.len() {
+            1 => Self::R1(flat),
+            2 => Self::R2(flat.reshape([at(0), at(1)])),
+            3 => Self::R3(flat.reshape([at(0), at(1), at(2)])),
+            4 => Self::R4(flat.reshape([at(0), at(1), at(2), at(3)])),
+            5 => Self::R5(flat.reshape([at(0), at(1), at(2), at(3), at(4)])),
+            _ => {
+                return Err(Error::Shape {
+                    what: "a tensor".to_string(),
+                    expected: "rank 1 to 5".to_string(),
+                    got: shape.to_vec(),
+                });
+            }
+        })
+    }
+
     /// Zeros of the given shape (rank 1 to 5).
     ///
     /// # Errors

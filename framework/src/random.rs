@@ -33,7 +33,7 @@
 //! assert_eq!(mask(), first);
 //! ```
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use burn::tensor::{Device, Distribution, Shape, Tensor, TensorData};
 use rand::rngs::StdRng;
@@ -41,6 +41,20 @@ use rand::{RngExt, SeedableRng};
 
 thread_local! {
     static STREAM: RefCell<Option<StdRng>> = const { RefCell::new(None) };
+    static MASKS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many random masks ember's layers ([`Dropout`](crate::Dropout)) drew on this thread so
+/// far. A recorded step ([`crate::hybrid`]) that drew one would replay the recording's mask,
+/// so whoever records a step compares this before and after (a block that draws through
+/// burn's own random tensors is not counted).
+pub fn masks_drawn() -> u64 {
+    MASKS.with(Cell::get)
+}
+
+/// Counts a mask drawn on this thread ([`masks_drawn`]).
+pub(crate) fn count_mask() {
+    MASKS.with(|masks| masks.set(masks.get() + 1));
 }
 
 /// The seed of stream `index` of a run seeded with `seed` (a step's, a replica's, a block of a

@@ -2,6 +2,7 @@
 //! network's outputs, and what metrics see of it.
 
 use burn::tensor::{Device, Int, Tensor};
+use ember::hybrid::Slot;
 use ember::{Error, NdTensor, Result};
 use ember_datasets::Batch;
 
@@ -36,9 +37,46 @@ pub trait Target: Sized + Clone + Send {
 
     /// Several batches' targets as one, in order.
     fn cat(parts: Vec<Self>) -> Self;
+
+    /// The device buffer a recorded step reads targets like these from
+    /// ([`crate::fit::Fit::hybridize`]).
+    type Slot;
+
+    /// A slot holding a copy of these targets.
+    fn slot(self) -> Self::Slot;
+
+    /// Writes these targets into `slot`, in place.
+    ///
+    /// # Errors
+    /// As [`Slot::write`]: another shape, or the slot still read.
+    fn write_slot(self, slot: &mut Self::Slot) -> Result<()>;
+
+    /// The targets `slot` holds, for a step to read (sharing its buffer).
+    fn read_slot(slot: &Self::Slot) -> Self;
+}
+
+/// A target's slot is a [`Slot`] of its rank and kind.
+macro_rules! slotted {
+    ($rank:literal $(, $kind:ty)?) => {
+        type Slot = Slot<$rank $(, $kind)?>;
+
+        fn slot(self) -> Self::Slot {
+            Slot::new(self)
+        }
+
+        fn write_slot(self, slot: &mut Self::Slot) -> Result<()> {
+            slot.write(self)
+        }
+
+        fn read_slot(slot: &Self::Slot) -> Self {
+            slot.read()
+        }
+    };
 }
 
 impl Target for Tensor<2> {
+    slotted!(2);
+
     fn upload(batch: &Batch, device: &Device) -> Result<Self> {
         NdTensor::from_host(&batch.y, &batch.y_shape, device)?.into_rank()
     }
@@ -57,6 +95,8 @@ impl Target for Tensor<2> {
 }
 
 impl Target for Tensor<1, Int> {
+    slotted!(1, Int);
+
     /// Class indices, one per example (`y_shape` must be `[batch, 1]`).
     fn upload(batch: &Batch, device: &Device) -> Result<Self> {
         if batch.y_shape[1] != 1 {

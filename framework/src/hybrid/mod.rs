@@ -49,7 +49,7 @@ mod slot;
 mod update;
 
 pub use params::ParamSlots;
-pub use slot::Slot;
+pub use slot::{Slot, SlotKind, copy};
 pub use update::Update;
 
 use std::marker::PhantomData;

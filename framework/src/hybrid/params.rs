@@ -199,7 +199,7 @@ fn collect<M: Module>(net: &M) -> Result<Vec<Held>> {
             name: "network for a recorded step",
             value: path,
             reason: "running statistics (BatchNorm's) are updated by the forward pass's own \
-                     code, which a replay does not run: such a network trains eagerly"
+                     code, which a replay does not run"
                 .into(),
         }),
         None => Ok(collect.params),

@@ -3,25 +3,45 @@
 use std::marker::PhantomData;
 use std::ops::Range;
 
-use burn::tensor::Tensor;
+use burn::tensor::kind::Basic;
+use burn::tensor::{Float, Int, Tensor};
 
 use crate::error::{Error, Result};
 
 /// A device buffer a recorded step reads, written in place so that the next replay reads the
-/// new values. It holds its own copy of what it was made from, and stays on the thread that
-/// made it, so that its writes go to that thread's stream (a replay goes to the stream of the
-/// thread that recorded it).
+/// new values: of floats (parameters, features, float targets) or integers (class labels).
+/// It holds its own copy of what it was made from, and stays on the thread that made it, so
+/// that its writes go to that thread's stream (a replay goes to the stream of the thread that
+/// recorded it).
 #[derive(Debug)]
-pub struct Slot<const D: usize> {
-    tensor: Option<Tensor<D>>,
+pub struct Slot<const D: usize, K: SlotKind = Float> {
+    tensor: Option<Tensor<D, K>>,
     _thread: PhantomData<*const ()>,
 }
 
-impl<const D: usize> Slot<D> {
+/// What a slot may hold: floats, detached from any gradient tape, or integers.
+pub trait SlotKind: Basic {
+    /// `t` without a gradient tape (floats), or as it is.
+    fn detached<const D: usize>(t: Tensor<D, Self>) -> Tensor<D, Self>;
+}
+
+impl SlotKind for Float {
+    fn detached<const D: usize>(t: Tensor<D, Self>) -> Tensor<D, Self> {
+        t.detach()
+    }
+}
+
+impl SlotKind for Int {
+    fn detached<const D: usize>(t: Tensor<D, Self>) -> Tensor<D, Self> {
+        t
+    }
+}
+
+impl<const D: usize, K: SlotKind> Slot<D, K> {
     /// A slot holding a copy of `initial` (detached), in a buffer of its own.
-    pub fn new(initial: Tensor<D>) -> Self {
+    pub fn new(initial: Tensor<D, K>) -> Self {
         Slot {
-            tensor: Some(copy(initial.detach())),
+            tensor: Some(copy(K::detached(initial))),
             _thread: PhantomData,
         }
     }
@@ -29,12 +49,12 @@ impl<const D: usize> Slot<D> {
     /// The slot's tensor, for the step to read: it shares the slot's buffer, so drop it before
     /// the slot is written, and before a replay writes it. Outside a step, [`Slot::value`]
     /// gives a copy that later writes do not change.
-    pub fn read(&self) -> Tensor<D> {
+    pub fn read(&self) -> Tensor<D, K> {
         self.held().clone()
     }
 
     /// A copy of the values the slot holds now.
-    pub fn value(&self) -> Tensor<D> {
+    pub fn value(&self) -> Tensor<D, K> {
         copy(self.read())
     }
 
@@ -49,7 +69,7 @@ impl<const D: usize> Slot<D> {
     /// [`Error::Shape`] when `values` has another shape; [`Error::InvalidValue`] when a tensor
     /// read from the slot is still alive: the write would then go to a copy, and a recorded
     /// step would go on reading the old buffer (wrong numbers, silently).
-    pub fn write(&mut self, values: Tensor<D>) -> Result<()> {
+    pub fn write(&mut self, values: Tensor<D, K>) -> Result<()> {
         let dims = self.dims();
         if values.dims() != dims {
             return Err(Error::Shape {
@@ -72,11 +92,11 @@ impl<const D: usize> Slot<D> {
                     .into(),
             });
         }
-        self.tensor = Some(tensor.slice_assign(whole(dims), values.detach()));
+        self.tensor = Some(tensor.slice_assign(whole(dims), K::detached(values)));
         Ok(())
     }
 
-    fn held(&self) -> &Tensor<D> {
+    fn held(&self) -> &Tensor<D, K> {
         self.tensor
             .as_ref()
             .expect("a slot holds its tensor between calls")
@@ -89,8 +109,9 @@ fn whole<const D: usize>(dims: [usize; D]) -> [Range<usize>; D] {
 }
 
 /// `t`'s values, bit for bit, in a new buffer: a plain copy into an empty tensor (where an
-/// arithmetic copy, `t · 1`, might flush subnormals to zero).
-fn copy<const D: usize>(t: Tensor<D>) -> Tensor<D> {
+/// arithmetic copy, `t · 1`, might flush subnormals to zero). Outside a step, it keeps what a
+/// recorded step returned (whose buffer the next replay overwrites).
+pub fn copy<const D: usize, K: Basic>(t: Tensor<D, K>) -> Tensor<D, K> {
     let dims = t.dims();
     Tensor::empty(dims, &t.device()).slice_assign(whole(dims), t)
 }

@@ -85,7 +85,7 @@ impl Update {
         if clipping.global_norm.is_some() || clipping.value.is_some() {
             return Err(refuse(
                 format!("{clipping:?}"),
-                "clipping is not recorded yet: the step runs eagerly",
+                "clipping is not recorded yet",
             ));
         }
         let (rule, states) = match optimizer.optimizer() {
@@ -132,7 +132,7 @@ impl Update {
             other => {
                 return Err(refuse(
                     format!("{other:?}"),
-                    "only sgd, adam and adamw are recorded yet: the step runs eagerly",
+                    "only sgd, adam and adamw are recorded yet",
                 ));
             }
         };

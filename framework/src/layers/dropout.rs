@@ -70,6 +70,7 @@ impl Dropout {
         if !dropout.training.is_enabled() || !x.device().is_autodiff() || dropout.prob == 0.0 {
             return x;
         }
+        random::count_mask();
         let (keep, device) = (1.0 - dropout.prob, x.device());
         let scale = (1.0 / keep) as f32;
         let mask = random::kept_mask(x.shape(), keep, scale)

@@ -72,6 +72,16 @@ pub struct RecipeArgs {
     /// change it [default: f32].
     #[arg(long = Flag::PRECISION.name, value_name = "f32|bf16")]
     pub precision: Option<String>,
+    /// Record the training step (forward, loss, backward, the optimizer's update) once and
+    /// replay it for every batch of the first one's shape, as Gluon's hybridize() and CUDA
+    /// graphs do: a graph on cuda and wgpu, the recorded code run again on flex. The numbers
+    /// are the eager step's (bit for bit on flex and wgpu), and the sync policy still decides
+    /// where the frontend waits. A short last batch runs the same code outside the graph. Every
+    /// step runs eagerly instead, and the run says why once, with several devices or ranks,
+    /// --accumulate, checkpoints or --resume, --precision bf16, rmsprop or adagrad, clipping,
+    /// BatchNorm (its running statistics) and Dropout (a replay repeats its mask).
+    #[arg(long = Flag::HYBRIDIZE.name, num_args = 0..=1, default_missing_value = "true")]
+    pub hybridize: Option<bool>,
 }
 
 impl From<&RecipeArgs> for RecipeSettings {
@@ -89,6 +99,7 @@ impl From<&RecipeArgs> for RecipeSettings {
             clip_value: args.clip_value,
             accumulate: args.accumulate,
             precision: args.precision.clone(),
+            hybridize: args.hybridize.unwrap_or(false),
         }
     }
 }

@@ -4,10 +4,13 @@
 //! metrics and of the network itself.
 
 mod passes;
+mod recorded;
+mod step_losses;
+
+use std::sync::Arc;
 
 use burn::optim::GradientsAccumulator;
 use burn::tensor::{Device, Tensor};
-use ember::engine::Computed;
 use ember::parallel::mpi::{Collective, Exchanged};
 use ember::{Block, Loss, Optimizer, Precision, Replicas, Result};
 use ember_datasets::Batch;
@@ -17,13 +20,19 @@ use crate::checkpoint::SavedState;
 use crate::metric::Metric;
 use crate::target::Target;
 use passes::{Pass, Streams, gradients};
+use recorded::Recorded;
+pub(super) use step_losses::StepLosses;
 
 /// The backend's state: it lives on the engine's worker thread during the run. The network is
-/// always the one after the last step that succeeded.
-pub(super) struct Backend<B, L: Loss> {
-    pub(super) net: B,
+/// always the one after the last step that succeeded, once [`Backend::net`] copied it out of
+/// a recorded step's slots.
+pub(super) struct Backend<B, L: Loss>
+where
+    L::Target: Target,
+{
+    net: B,
     pub(super) optimizer: Optimizer,
-    pub(super) loss: L,
+    loss: Arc<L>,
     /// The training metrics, updated on the main device, read at the epoch's end.
     metrics: Vec<Box<dyn Metric>>,
     /// The steps' outputs (detached) and targets not yet given to the metrics.
@@ -40,6 +49,10 @@ pub(super) struct Backend<B, L: Loss> {
     precision: Precision,
     /// The state the network carries from batch to batch ([`super::Fit::carry`]).
     carry: Option<Carry<B>>,
+    /// The recorded step ([`super::Fit::hybridize`]), which holds the parameters while it
+    /// lives; `stale` where `net` is older than they are.
+    recorded: Option<Recorded<B, L>>,
+    stale: bool,
 }
 
 /// Outputs the metrics have not seen yet, and how many values they hold.
@@ -56,8 +69,8 @@ const CHUNK_VALUES: usize = 1 << 18;
 
 impl<B, L> Backend<B, L>
 where
-    B: Block,
-    L: Loss + Sync,
+    B: Block + 'static,
+    L: Loss + Send + Sync + 'static,
     L::Target: Target,
 {
     pub(super) fn new(
@@ -69,7 +82,7 @@ where
         Self {
             net,
             optimizer,
-            loss,
+            loss: Arc::new(loss),
             metrics,
             pending: Pending {
                 batches: Vec::new(),
@@ -81,6 +94,8 @@ where
             exchanges: Vec::new(),
             precision: Precision::F32,
             carry: None,
+            recorded: None,
+            stale: false,
         }
     }
 
@@ -135,6 +150,19 @@ where
             metered: !self.metrics.is_empty(),
             precision: self.precision,
         };
+        if let Some(recorded) = &mut self.recorded {
+            // `Fit::hybridize` records only where every step updates, on one device.
+            let (loss, out, y) = recorded.step(&batch, rate)?;
+            self.stale = true;
+            if pass.metered {
+                self.pending.values += out.dims().iter().product::<usize>();
+                self.pending.batches.push((out, y));
+                if self.pending.values >= CHUNK_VALUES {
+                    self.update_metrics()?;
+                }
+            }
+            return Ok(StepLosses(vec![loss]));
+        }
         let streams = seed.map(Streams);
         if let Some(streams) = streams {
             // burn's own generator too, for what a user's block draws from it: one per device
@@ -150,7 +178,7 @@ where
         let carry = self.carry.as_mut();
         let (grads, losses, outputs) = gradients(
             &self.net,
-            &self.loss,
+            &*self.loss,
             batch,
             replicas,
             (streams, carry),
@@ -224,7 +252,7 @@ where
         let mut carry = self.carry.as_ref().map(Carry::fresh);
         let (grads, losses, _) = gradients(
             &copy,
-            &self.loss,
+            &*self.loss,
             batch.clone(),
             replicas,
             (None, carry.as_mut()),
@@ -315,9 +343,9 @@ where
 
     /// The mean loss of the network as the last update left it on `batch`, on `device`: an
     /// inference copy's (no autodiff, BatchNorm's running statistics, no Dropout), in f32.
-    pub(super) fn loss_after_update(&self, mut batch: Batch, device: &Device) -> Result<f32> {
+    pub(super) fn loss_after_update(&mut self, mut batch: Batch, device: &Device) -> Result<f32> {
         let device = device.clone().inner();
-        let net = self.net.valid();
+        let net = self.net()?.valid();
         let x = batch.take_x_on(&device)?;
         let y = L::Target::upload(&batch, &device)?;
         let pred: Tensor<2> = net.forward(x).into_rank()?;
@@ -354,48 +382,45 @@ where
 /// spans.
 pub(super) type JobEpoch = (Vec<u8>, Exchanged, Vec<[std::time::Instant; 2]>);
 
-/// A step's per-example losses, one tensor per device it ran on. Each is a fence: the step is
-/// done when every device has computed its share, and its handle gives the batch's mean loss.
-pub(super) struct StepLosses(Vec<Tensor<1>>);
-
-impl Computed for StepLosses {
-    type Value = f32;
-
-    fn fences(&self) -> Vec<Tensor<1>> {
-        self.0.clone()
-    }
-
-    /// The batch's mean: each device's mean weighed by its examples.
-    fn value(self, means: &[f32]) -> f32 {
-        if let [mean] = means {
-            return *mean;
+impl<B, L> Backend<B, L>
+where
+    B: Block + 'static,
+    L: Loss + Send + Sync + 'static,
+    L::Target: Target,
+{
+    /// Records the training step on `batch`'s shape ([`Recorded::record`]); returns why the
+    /// steps run eagerly where it cannot, and whether the device replays a graph.
+    pub(in crate::fit) fn record(
+        &mut self,
+        batch: &Batch,
+        device: &Device,
+    ) -> (Option<String>, bool) {
+        match Recorded::record(&self.net, &self.optimizer, self.loss.clone(), batch, device) {
+            Ok(recorded) => {
+                let graph = recorded.is_graph();
+                self.recorded = Some(recorded);
+                (None, graph)
+            }
+            Err(reason) => (Some(reason), false),
         }
-        let sizes: Vec<usize> = self.0.iter().map(|t| t.dims()[0]).collect();
-        let total: usize = sizes.iter().sum();
-        let sum: f64 = means
-            .iter()
-            .zip(&sizes)
-            .map(|(&mean, &n)| f64::from(mean) * n as f64)
-            .sum();
-        (sum / total.max(1) as f64) as f32
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+    /// The network as the last step left it.
+    pub(in crate::fit) fn net(&mut self) -> Result<&B> {
+        if self.stale
+            && let Some(recorded) = &self.recorded
+        {
+            self.net = recorded.trained(self.net.clone())?;
+            self.stale = false;
+        }
+        Ok(&self.net)
+    }
 
-    #[test]
-    fn a_step_on_several_devices_weighs_each_devices_mean_by_its_examples() {
-        let device = Device::flex();
-        let losses = StepLosses(vec![
-            Tensor::<1>::ones([3], &device),
-            Tensor::<1>::full([1], 4.0, &device),
-        ]);
-        assert_eq!(losses.fences().len(), 2);
-        // (1 + 1 + 1 + 4) / 4, not (1 + 4) / 2
-        assert_eq!(losses.value(&[1.0, 4.0]), 1.75);
-        let one = StepLosses(vec![Tensor::<1>::ones([3], &device)]);
-        assert_eq!(one.value(&[2.5]), 2.5);
+    /// Ends the recording, the network copied out of its slots first: at the run's end, on
+    /// the worker, before the backend leaves it.
+    pub(in crate::fit) fn end_recording(&mut self) -> Result<()> {
+        self.net()?;
+        self.recorded = None;
+        Ok(())
     }
 }

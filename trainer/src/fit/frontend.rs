@@ -35,7 +35,7 @@ use crate::trace::{BatchRecord, Trace};
 pub(super) struct Frontend<'a, B, L>
 where
     B: Block + 'static,
-    L: Loss + Send + 'static,
+    L: Loss + Send + Sync + 'static,
     L::Target: Target,
 {
     pub(super) engine: Engine<Backend<B, L>>,
@@ -358,7 +358,7 @@ where
         if !self.evaluations.is_empty() {
             let snapshot = self
                 .engine
-                .issue(|b: &mut Backend<B, L>| Ok(b.net.valid()))
+                .issue(|b: &mut Backend<B, L>| Ok(b.net()?.valid()))
                 .wait()?;
             for evaluation in &self.evaluations {
                 let values = (evaluation.compute)(&snapshot)?;

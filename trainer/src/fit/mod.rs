@@ -49,6 +49,7 @@ mod devices;
 mod epoch;
 mod frontend;
 mod groups;
+mod hybridize;
 mod job;
 mod lr_find;
 mod metrics;
@@ -144,6 +145,8 @@ pub struct Fit<'a, B, L> {
     distributed: Option<ember::parallel::mpi::Collective>,
     precision: Precision,
     carry: Option<carry::Forward<B>>,
+    /// Whether the step is recorded once and replayed ([`Fit::hybridize`]).
+    hybridize: bool,
 }
 
 /// What [`Fit::rescue`] is given.
@@ -180,6 +183,7 @@ where
             distributed: None,
             precision: Precision::F32,
             carry: None,
+            hybridize: false,
         }
     }
 

@@ -102,9 +102,10 @@ where
         .issue(|b: &mut Backend<B, L>| {
             // The file is written on this thread: nothing of the worker's may still be in
             // flight under its reads (see `ember::engine::settle`).
-            ember::engine::settle(&b.net)?;
+            let net = b.net()?.clone();
+            ember::engine::settle(&net)?;
             Ok(Host((
-                b.net.clone(),
+                net,
                 b.optimizer.clone(),
                 b.metric_states()?,
                 b.carried_state()?,

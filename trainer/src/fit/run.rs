@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use ember::engine::Engine;
+use ember::engine::{Engine, Host};
 use ember::{Block, Loss, Result};
 
 use super::backend::Backend;
@@ -86,6 +86,11 @@ where
             checkpointing.check(self.resume.as_ref())?;
         }
         let first = data.batches(0).next().transpose()?;
+        // `Fit::hybridize`: why the steps run eagerly, where the settings say; and the batch
+        // whose shape the step is recorded on.
+        let hybridize = self
+            .hybridize
+            .then(|| (self.eager_because(), first.clone()));
         let net = match &first {
             Some(batch) => infer(self.net, batch, &self.replicas)?,
             None => self.net,
@@ -216,6 +221,7 @@ where
             _ => None,
         };
         let groups = Groups::start(self.accumulate, &start.at, &start.trace);
+        let recording_device = device.clone();
         let mut frontend = Frontend {
             engine: Engine::new(
                 Backend::new(start.net, start.optimizer, self.loss, metrics)
@@ -256,6 +262,18 @@ where
         {
             frontend.warmup(batch)?;
         }
+        if let Some((because, Some(first))) = hybridize {
+            let (because, graph) = match because {
+                Some(because) => (Some(because), false),
+                None => frontend
+                    .engine
+                    .issue(move |b: &mut Backend<B, L>| {
+                        Ok(Host(b.record(&first, &recording_device)))
+                    })
+                    .wait()?,
+            };
+            super::hybridize::tell(&mut *frontend.progress, because.as_deref(), graph);
+        }
         for callback in &mut frontend.callbacks {
             callback.train_begin(&frontend.trace)?;
         }
@@ -292,7 +310,10 @@ where
         let trained = trained.and_then(|()| {
             frontend
                 .engine
-                .issue(|b: &mut Backend<B, L>| ember::engine::settle(&b.net))
+                .issue(|b: &mut Backend<B, L>| {
+                    b.end_recording()?;
+                    ember::engine::settle(b.net()?)
+                })
                 .wait()
         });
         if let Err(error) = trained {
@@ -301,17 +322,20 @@ where
             if let Some(rescue) = self.rescue
                 && frontend.at.steps > 0
             {
-                let backend = frontend.engine.salvage();
-                rescue(backend.as_ref().map(|b| &b.net), &frontend.trace, &error);
+                // The worker's work is done (`salvage` waits for it), so a recorded step's
+                // slots are read here.
+                let mut backend = frontend.engine.salvage();
+                let net = backend.as_mut().and_then(|b| b.net().ok());
+                rescue(net, &frontend.trace, &error);
             }
             return Err(error);
         }
-        let backend = frontend.engine.finish()?;
+        let mut backend = frontend.engine.finish()?;
         for callback in &mut frontend.callbacks {
             callback.train_end(&frontend.trace)?;
         }
         Ok(FitRun {
-            net: backend.net,
+            net: backend.net()?.clone(),
             optimizer: backend.optimizer,
             trace: frontend.trace,
             stopped: frontend.stopped,

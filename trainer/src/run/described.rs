@@ -55,6 +55,9 @@ pub const VALUES: &[(&Flag, Value)] = &[
     (&Flag::PRECISION, |w| {
         (w.recipe.precision != ember::Precision::F32).then(|| w.recipe.precision.to_string())
     }),
+    (&Flag::HYBRIDIZE, |w| {
+        w.recipe.hybridize.then(|| "true".to_string())
+    }),
     (&Flag::SEED, |w| Some(w.seed.to_string())),
     (&Flag::VALID_SPLIT, |w| w.valid_split.map(|f| f.to_string())),
     (&Flag::CLASSES, |w| w.classes.map(|n| n.to_string())),

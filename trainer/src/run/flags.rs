@@ -99,6 +99,9 @@ impl Flag {
     /// Changeable: the parameters are f32 either way. Written where it is not f32, so that
     /// checkpoints written before it existed still resume.
     pub const PRECISION: Flag = Flag::new("precision", Resume::Changeable).unset_means("f32");
+    /// Not recorded: a recorded step computes what the eager one does, and a resumed run
+    /// (whose optimizer has a state) runs eagerly.
+    pub const HYBRIDIZE: Flag = Flag::new("hybridize", Resume::Nothing);
     /// `--seed`.
     pub const SEED: Flag = Flag::new("seed", Resume::Value);
     /// `--valid-split`.
@@ -142,6 +145,7 @@ impl Flag {
         Self::CLIP_VALUE,
         Self::ACCUMULATE,
         Self::PRECISION,
+        Self::HYBRIDIZE,
         Self::SEED,
         Self::VALID_SPLIT,
         Self::CLASSES,

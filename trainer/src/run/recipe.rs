@@ -39,6 +39,8 @@ pub struct RecipeSettings {
     pub accumulate: Option<i64>,
     /// `--precision`: `f32` or `bf16`.
     pub precision: Option<String>,
+    /// `--hybridize`.
+    pub hybridize: bool,
 }
 
 impl Default for RecipeSettings {
@@ -56,6 +58,7 @@ impl Default for RecipeSettings {
             clip_value: None,
             accumulate: None,
             precision: None,
+            hybridize: false,
         }
     }
 }
@@ -73,6 +76,8 @@ pub struct Recipe {
     pub accumulate: usize,
     /// The precision of the forward passes' products.
     pub precision: Precision,
+    /// Whether the training step is recorded once and replayed ([`crate::fit::Fit::hybridize`]).
+    pub hybridize: bool,
 }
 
 impl Default for Recipe {
@@ -84,6 +89,7 @@ impl Default for Recipe {
             clipping: Clipping::NONE,
             accumulate: 1,
             precision: Precision::F32,
+            hybridize: false,
         }
     }
 }
@@ -206,6 +212,7 @@ impl RecipeSettings {
             clipping,
             accumulate,
             precision,
+            hybridize: args.hybridize,
         })
     }
 }
@@ -256,6 +263,9 @@ impl Recipe {
         }
         if self.precision != Precision::F32 {
             words.push_str(&format!(", {} products", self.precision));
+        }
+        if self.hybridize {
+            words.push_str(", hybridized");
         }
         words
     }

@@ -419,7 +419,8 @@ where
     let optimizer = Optimizer::new(&net, recipe.optimizer, lr)?.clip(recipe.clipping);
     let fit = Fit::new(net, loss, optimizer, device)
         .accumulate(recipe.accumulate)
-        .precision(recipe.precision);
+        .precision(recipe.precision)
+        .hybridize(recipe.hybridize);
     Ok(match &recipe.schedule {
         Some(schedule) => fit.lr_schedule(schedule.clone()),
         None => fit,

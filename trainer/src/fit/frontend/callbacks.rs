@@ -64,7 +64,7 @@ where
         }
         let snapshot = self
             .engine
-            .issue(|b: &mut Backend<B, L>| Ok(b.net.valid()))
+            .issue(|b: &mut Backend<B, L>| Ok(b.net()?.valid()))
             .wait()?;
         (best.save)(&snapshot, record)
     }

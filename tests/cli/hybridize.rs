@@ -1,0 +1,89 @@
+//! `--hybridize` from the command line: `train` says once how the step runs (recorded and
+//! replayed on wgpu, run again on flex, eagerly with the reason), and trains what the eager run
+//! trains; `compare` hands the flag to the runs of each policy. What a recorded step computes
+//! is in tests/library/hybridize.rs.
+
+use super::common;
+use super::common::cli::{TINY, args, succeeds};
+
+/// The loss of each epoch `ember train` printed (`mean loss` on synthetic data, `train loss`
+/// on a dataset).
+fn losses(said: &str) -> Vec<String> {
+    said.lines()
+        .filter_map(|line| {
+            let rest = line.split("mean loss ").nth(1);
+            rest.or_else(|| line.split("train loss ").nth(1))
+        })
+        .map(|rest| rest.split([',', ' ']).next().unwrap().to_string())
+        .collect()
+}
+
+/// The line that says how the steps ran.
+fn hybridize_line(said: &str) -> Vec<&str> {
+    said.lines()
+        .filter(|l| l.starts_with("hybridize:"))
+        .collect()
+}
+
+#[test]
+fn train_says_how_the_step_runs_and_trains_what_the_eager_run_trains() {
+    let momentum = ["--optimizer", "sgd", "--momentum", "0.9", "--epochs", "2"];
+    for device in ["flex", "wgpu"] {
+        let base: Vec<&str> = args(&TINY, &momentum)
+            .into_iter()
+            .map(|a| if a == "flex" { device } else { a })
+            .collect();
+        let eager = succeeds(&base);
+        assert!(hybridize_line(&eager).is_empty(), "{eager}");
+        let recorded = succeeds(&args(&base, &["--hybridize"]));
+        let how = match device {
+            "wgpu" => "hybridize: the step is recorded once and replayed",
+            _ => "hybridize: the step is recorded once; this device has no graphs",
+        };
+        let said = hybridize_line(&recorded);
+        assert!(said.len() == 1 && said[0].starts_with(how), "{recorded}");
+        assert!(recorded.contains("hybridized"), "{recorded}");
+        assert_eq!(losses(&recorded), losses(&eager), "{device}");
+        assert_eq!(losses(&eager).len(), 2, "{eager}");
+    }
+}
+
+#[test]
+fn what_a_recording_cannot_hold_trains_eagerly_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    common::fashion::fashion_like(dir.path(), "train", 64, 1);
+    common::fashion::fashion_like(dir.path(), "t10k", 32, 2);
+    let images = format!("fashion-mnist:{}", dir.path().display());
+    let resnet = [
+        "train",
+        "--device",
+        "flex",
+        "--model",
+        "resnet",
+        "--data",
+        &images,
+        "--batch-size",
+        "32",
+    ];
+    let tiny = |more: &[&'static str]| args(&TINY, more);
+    for (eager, why) in [
+        (
+            tiny(&["--accumulate", "2"]),
+            "gradient accumulation over 2 batches",
+        ),
+        (
+            tiny(&["--optimizer", "adagrad"]),
+            "only sgd, adam and adamw are recorded yet",
+        ),
+        (tiny(&["--clip-norm", "1"]), "clipping is not recorded yet"),
+        (resnet.to_vec(), "running_mean"),
+    ] {
+        let recorded = succeeds(&args(&eager, &["--hybridize"]));
+        let said = hybridize_line(&recorded);
+        assert!(
+            said.len() == 1 && said[0].contains("runs eagerly") && said[0].contains(why),
+            "{eager:?}: {recorded}"
+        );
+        assert_eq!(losses(&recorded), losses(&succeeds(&eager)), "{eager:?}");
+    }
+}

@@ -1,0 +1,67 @@
+//! [`Fit::hybridize`]: Gluon's `net.hybridize()` for the training loop. The whole step
+//! (forward, loss, backward, the optimizer's update) is recorded once on the first batch, as a
+//! graph where the device has graphs (cuda, wgpu: [`ember::Capabilities::graphs`]), and
+//! replayed for every batch of the first one's shape; burn-flex runs the same recorded code
+//! again. The parameters and the optimizer's state live in device slots for the run
+//! ([`ember::hybrid`]); a batch of another shape (an epoch's short last one) runs the same
+//! code on the same slots without the graph. Where the run asks for something a recording
+//! cannot hold, every step runs eagerly, and the run says why once.
+
+use super::Fit;
+use crate::fit::progress::Progress;
+
+impl<B, L> Fit<'_, B, L> {
+    /// Records the training step once and replays it (opt-in, as Gluon's `hybridize()` is).
+    /// The numbers are the eager step's: on burn-flex and on wgpu the parameters after every
+    /// step equal the eager loop's bit for bit, under every sync policy (the policies still
+    /// decide where the frontend waits for each batch's loss).
+    ///
+    /// Steps run eagerly instead, and the run says why through [`Progress::acted`], with
+    /// several replicas, in an MPI job, with gradient accumulation, a carried state,
+    /// checkpoints (the recorded optimizer's state is not in burn's record they hold), another
+    /// precision than f32, an optimizer other than SGD, Adam and AdamW, clipping, a resumed
+    /// optimizer state, BatchNorm's running statistics, and Dropout (a replay would repeat the
+    /// recording's mask).
+    pub fn hybridize(mut self, on: bool) -> Self {
+        self.hybridize = on;
+        self
+    }
+
+    /// Why this run's steps cannot be recorded, where its settings say so before the backend
+    /// sees the network and the optimizer.
+    pub(super) fn eager_because(&self) -> Option<String> {
+        let reason = if self.replicas.len() > 1 {
+            format!("data parallelism over {} replicas", self.replicas.len())
+        } else if self.distributed.is_some() {
+            "an MPI job (its all-reduce runs between the backward pass and the update)".into()
+        } else if self.accumulate > 1 {
+            format!("gradient accumulation over {} batches", self.accumulate)
+        } else if self.carry.is_some() {
+            "a state carried from batch to batch".into()
+        } else if self.checkpointing.is_some() || self.resume.is_some() {
+            "checkpoints (the recorded update's state is not in the optimizer's record they \
+             hold)"
+                .into()
+        } else if self.precision != ember::Precision::F32 {
+            format!(
+                "{:?} products (only f32 steps are recorded)",
+                self.precision
+            )
+        } else {
+            return None;
+        };
+        Some(reason)
+    }
+}
+
+/// Says once how the run's steps run: recorded, or eagerly and why.
+pub(super) fn tell(progress: &mut dyn Progress, eager_because: Option<&str>, graph: bool) {
+    let how = match eager_because {
+        Some(reason) => format!("hybridize: every step runs eagerly: {reason}"),
+        None if graph => "hybridize: the step is recorded once and replayed".to_string(),
+        None => "hybridize: the step is recorded once; this device has no graphs, so the \
+                 recorded code runs again for each batch"
+            .to_string(),
+    };
+    progress.acted(&how);
+}
