@@ -65,7 +65,7 @@ fn lr_find_prints_the_sweep_and_the_suggestion_and_draws_it() {
 
 #[test]
 fn bad_sweep_values_are_refused_naming_the_flag_before_any_work() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
         (&["--min-lr", "0"], "invalid --min-lr 0"),
         (&["--min-lr", "-0.001"], "invalid --min-lr -0.001"),
         (&["--min-lr", "nan"], "invalid --min-lr NaN"),
@@ -92,6 +92,7 @@ fn bad_sweep_values_are_refused_naming_the_flag_before_any_work() {
             &["--accumulate", "2"],
             "--accumulate 2 applies to `ember train`",
         ),
+        (&["--hybridize"], "--hybridize applies to `ember train`"),
     ];
     let dir = tempfile::tempdir().unwrap();
     let plot = dir.path().join("figures");

@@ -149,6 +149,13 @@ pub fn run(args: LrFindArgs) -> anyhow::Result<()> {
              itself, from --min-lr to --max-lr; leave it out"
         );
     }
+    if workload.recipe.hybridize {
+        bail!(
+            "{} applies to `ember train`, `compare` and `bench`: lr-find steps its copy of the \
+             network eagerly, at a new rate each batch; leave it out",
+            ember_trainer::run::flags::Flag::HYBRIDIZE
+        );
+    }
     if workload.recipe.accumulate > 1 {
         bail!(
             "--accumulate {} applies to `ember train`: lr-find takes one batch at each rate; \

@@ -137,7 +137,8 @@ mod tests {
     const SYNTHETIC: &str = "--device flex --data synthetic --batch-size 16 --lr 0.5 --seed 9 \
                              --batches 7 --features 5 --hidden 3,2 --momentum 0.9 \
                              --nesterov true --wd 0.001 --lr-schedule cosine:warmup=5 \
-                             --clip-norm 1 --accumulate 3 --precision bf16";
+                             --clip-norm 1 --accumulate 3 --precision bf16 \
+                             --hybridize true";
     const CSV: &str = "--devices flex,flex --data csv:x.csv --batch-size 8 --lr 0.25 --seed 1 \
                        --valid-split 0.2 --classes 3 --optimizer adamw --beta1 0.8 --beta2 0.99 --eps 0.000001 \
                        --clip-value 0.5";

@@ -150,19 +150,6 @@ where
             metered: !self.metrics.is_empty(),
             precision: self.precision,
         };
-        if let Some(recorded) = &mut self.recorded {
-            // `Fit::hybridize` records only where every step updates, on one device.
-            let (loss, out, y) = recorded.step(&batch, rate)?;
-            self.stale = true;
-            if pass.metered {
-                self.pending.values += out.dims().iter().product::<usize>();
-                self.pending.batches.push((out, y));
-                if self.pending.values >= CHUNK_VALUES {
-                    self.update_metrics()?;
-                }
-            }
-            return Ok(StepLosses(vec![loss]));
-        }
         let streams = seed.map(Streams);
         if let Some(streams) = streams {
             // burn's own generator too, for what a user's block draws from it: one per device
@@ -171,6 +158,21 @@ where
             for (index, device) in replicas.devices().iter().enumerate().rev() {
                 device.seed(streams.of(index));
             }
+        }
+        if let Some(recorded) = &mut self.recorded {
+            // `Fit::hybridize` records only where every step updates, on one device.
+            let (loss, metered) = recorded.step(&batch, rate, pass.metered)?;
+            self.stale = true;
+            // The rate the run handed back has, as the eager steps leave it.
+            self.optimizer.set_learning_rate(rate);
+            if let Some((out, y)) = metered {
+                self.pending.values += out.dims().iter().product::<usize>();
+                self.pending.batches.push((out, y));
+                if self.pending.values >= CHUNK_VALUES {
+                    self.update_metrics()?;
+                }
+            }
+            return Ok(StepLosses(vec![loss]));
         }
         if first && let Some(carry) = &mut self.carry {
             carry.reset();
@@ -417,10 +419,10 @@ where
     }
 
     /// Ends the recording, the network copied out of its slots first: at the run's end, on
-    /// the worker, before the backend leaves it.
-    pub(in crate::fit) fn end_recording(&mut self) -> Result<()> {
+    /// the worker, before the backend leaves it. Returns how many steps ran the recording,
+    /// and how many ran outside it (batches of another shape).
+    pub(in crate::fit) fn end_recording(&mut self) -> Result<Option<(usize, usize)>> {
         self.net()?;
-        self.recorded = None;
-        Ok(())
+        Ok(self.recorded.take().map(|recorded| recorded.counts))
     }
 }

@@ -12,9 +12,11 @@ use crate::fit::progress::Progress;
 
 impl<B, L> Fit<'_, B, L> {
     /// Records the training step once and replays it (opt-in, as Gluon's `hybridize()` is).
-    /// The numbers are the eager step's: on burn-flex and on wgpu the parameters after every
-    /// step equal the eager loop's bit for bit, under every sync policy (the policies still
-    /// decide where the frontend waits for each batch's loss).
+    /// The numbers are the eager step's: on burn-flex and on wgpu through lavapipe the
+    /// parameters after every step equal the eager loop's bit for bit, under every sync policy
+    /// (the policies still decide where the frontend waits for each batch's loss); a card's
+    /// graphs are not yet checked. The optimizer's state lives in the recording's slots: the
+    /// [`FitRun::optimizer`](super::FitRun) handed back has the last rate but not that state.
     ///
     /// Steps run eagerly instead, and the run says why through [`Progress::acted`], with
     /// several replicas, in an MPI job, with gradient accumulation, a carried state,
@@ -59,9 +61,17 @@ pub(super) fn tell(progress: &mut dyn Progress, eager_because: Option<&str>, gra
     let how = match eager_because {
         Some(reason) => format!("hybridize: every step runs eagerly: {reason}"),
         None if graph => "hybridize: the step is recorded once and replayed".to_string(),
-        None => "hybridize: the step is recorded once; this device has no graphs, so the \
-                 recorded code runs again for each batch"
+        None => "hybridize: the step is recorded once; this device replays no graph (flex has \
+                 none, or its capture failed), so the recorded code runs again for each batch"
             .to_string(),
     };
     progress.acted(&how);
+}
+
+/// Says how many steps ran the recording, and how many ran outside it, at the run's end.
+pub(super) fn tell_counts(progress: &mut dyn Progress, (recorded, outside): (usize, usize)) {
+    progress.acted(&format!(
+        "hybridize: {recorded} steps ran the recording, {outside} outside it (batches of \
+         another shape)"
+    ));
 }

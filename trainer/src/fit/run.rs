@@ -311,11 +311,15 @@ where
             frontend
                 .engine
                 .issue(|b: &mut Backend<B, L>| {
-                    b.end_recording()?;
-                    ember::engine::settle(b.net()?)
+                    let counts = b.end_recording()?;
+                    ember::engine::settle(b.net()?)?;
+                    Ok(Host(counts))
                 })
                 .wait()
         });
+        if let Ok(Some(counts)) = &trained {
+            super::hybridize::tell_counts(&mut *frontend.progress, *counts);
+        }
         if let Err(error) = trained {
             // Where a remote server went, every device that waits on it fails alike: say which.
             let error = ember::device::remote::diagnosed(error);

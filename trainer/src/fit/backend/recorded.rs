@@ -22,6 +22,9 @@ use crate::target::Target;
 /// A step's per-example loss and outputs (detached).
 type Out = (Tensor<1>, Tensor<2>);
 
+/// A step's outputs and targets, for the training metrics.
+type Metered<T> = (Tensor<2>, T);
+
 /// The recording: it returns the step's loss and outputs, or `None` where the step failed (the
 /// error waits in [`Slots::error`]).
 type Recording = Hybrid<Option<Out>, Box<dyn FnMut() -> Option<Out>>>;
@@ -48,8 +51,10 @@ where
     template: B,
     loss: Arc<L>,
     device: Device,
-    /// The shape the recording was made for.
-    x_shape: Vec<usize>,
+    /// The shapes the recording was made for: the features', the targets'.
+    shapes: (Vec<usize>, [usize; 2]),
+    /// The steps that ran the recording, and those of batches of another shape.
+    pub(super) counts: (usize, usize),
     /// The network's outputs per example, for [`Target::check`].
     outputs: usize,
     /// The worker thread: slots and recordings belong to the thread that made them (its
@@ -57,10 +62,11 @@ where
     thread: ThreadId,
 }
 
-// SAFETY: a `Recorded` is made on the engine's worker and used only there
+// SAFETY: a `Recorded` is made on the engine's worker, and its steps run only there
 // (`Recorded::on_worker`). Its `Rc`s are shared only between its own fields, so moving the
-// whole value to another thread (the backend handed back at the run's end, where it is
-// dropped) leaves no reference behind on the first.
+// whole value to another thread leaves no reference behind on the first. That happens to a
+// failed run's backend, after the worker stopped and its work finished (`Engine::salvage`):
+// the slots are then read (a rescue) and dropped there, with no thread left to race.
 unsafe impl<B: Send, L: Loss + Send + Sync> Send for Recorded<B, L> where L::Target: Target {}
 
 impl<B: Block + 'static, L: Loss + 'static> Recorded<B, L>
@@ -129,7 +135,8 @@ where
             template: net.clone(),
             loss,
             device: device.clone(),
-            x_shape,
+            shapes: (x_shape, batch.y_shape),
+            counts: (0, 0),
             outputs,
             thread: std::thread::current().id(),
         })
@@ -152,19 +159,21 @@ where
         })
     }
 
-    /// One step on `batch` at `rate`: its per-example loss and outputs (copies of their own),
-    /// and its targets.
+    /// One step on `batch` at `rate`: its per-example loss and, where `metered`, its outputs
+    /// (copies of their own), with its targets.
     pub(super) fn step(
         &mut self,
         batch: &Batch,
         rate: f64,
-    ) -> Result<(Tensor<1>, Tensor<2>, L::Target)> {
+        metered: bool,
+    ) -> Result<(Tensor<1>, Option<Metered<L::Target>>)> {
         self.on_worker()?;
         L::Target::check(batch, self.outputs)?;
         let y = L::Target::upload(batch, &self.device)?;
         let mut s = self.slots.borrow_mut();
         s.update.prepare(rate)?;
-        if batch.x_shape != self.x_shape {
+        if (&batch.x_shape, batch.y_shape) != (&self.shapes.0, self.shapes.1) {
+            self.counts.1 += 1;
             let x = batch.x_on(&self.device)?;
             let s = &mut *s;
             let (l, out) = train(
@@ -176,8 +185,9 @@ where
                 y.clone(),
                 batch.len(),
             )?;
-            return Ok((l, out, y));
+            return Ok((l, metered.then_some((out, y))));
         }
+        self.counts.0 += 1;
         s.x.write(flat(batch, &self.device)?)?;
         y.clone().write_slot(&mut s.y)?;
         drop(s);
@@ -185,7 +195,10 @@ where
         // copied before the next one, and nothing read from a slot is held across it.
         let out = unsafe { self.recording.run() };
         let (l, out) = match out {
-            Some((l, out)) => (hybrid::copy(l.clone()), hybrid::copy(out.clone())),
+            Some((l, out)) => (
+                hybrid::copy(l.clone()),
+                metered.then(|| hybrid::copy(out.clone())),
+            ),
             None => {
                 let error = self.slots.borrow_mut().error.take();
                 return Err(error.unwrap_or_else(|| Error::InvalidValue {
@@ -195,13 +208,14 @@ where
                 }));
             }
         };
-        Ok((l, out, y))
+        Ok((l, out.map(|out| (out, y))))
     }
 
     /// `net` (the network the recording was made from, or one of its structure) with the
-    /// parameters the slots hold now, copied.
+    /// parameters the slots hold now, copied. On the worker; or on another thread once the
+    /// worker's work is done (a failed run's backend, which `Engine::salvage` waited for), so
+    /// that a rescue gets the network the last step left.
     pub(super) fn trained(&self, net: B) -> Result<B> {
-        self.on_worker()?;
         self.slots.borrow().params.copied_net(net)
     }
 }
