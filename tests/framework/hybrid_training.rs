@@ -10,7 +10,9 @@ use burn::module::{Module, ModuleVisitor, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 use ember::hybrid::{Hybrid, ParamSlots, Slot, Update};
-use ember::{Activation, Block, Dense, Init, L2Loss, Loss, Optimizer, OptimizerKind, Sequential};
+use ember::{
+    Activation, BatchNorm, Block, Dense, Init, L2Loss, Loss, Optimizer, OptimizerKind, Sequential,
+};
 
 use crate::common::wgpu;
 use crate::hybrid::{ROWS, batch};
@@ -22,13 +24,14 @@ fn rate(step: usize) -> f64 {
     0.05 / (1.0 + step as f64)
 }
 
-/// A 4-6-1 tanh network with its sizes set.
-fn network(device: &Device) -> Sequential {
+/// A 4-6-1 tanh network with its sizes set; with `norm`, a BatchNorm between its layers.
+fn network(device: &Device, norm: bool) -> Sequential {
     device.seed(11);
-    let net: Sequential = Sequential::new()
-        .add(Dense::new(6).activation(Activation::Tanh))
-        .add(Dense::new(1))
-        .initialize(Init::Xavier, device);
+    let mut net: Sequential = Sequential::new().add(Dense::new(6).activation(Activation::Tanh));
+    if norm {
+        net = net.add(BatchNorm::new().momentum(0.3));
+    }
+    let net = net.add(Dense::new(1)).initialize(Init::Xavier, device);
     net.infer_shape(batch(0, device).0).unwrap()
 }
 
@@ -46,7 +49,8 @@ fn flat(net: &Sequential) -> Vec<Vec<u32>> {
         }
     }
     let mut f = Flat(Vec::new());
-    net.visit(&mut f);
+    // `valid` reads the running statistics' last update, which burn keeps aside until then.
+    net.valid().visit(&mut f);
     f.0
 }
 
@@ -96,7 +100,7 @@ fn recorded(
         let total = l.clone().sum();
         let grads = GradientsParams::from_grads(l.backward(), &net);
         let grads = s.params.gradients(&net, &grads).unwrap();
-        drop(net);
+        s.params.write_running(net).unwrap();
         let new = s.update.apply(s.params.values(), grads, ROWS).unwrap();
         s.params.write(new).unwrap();
         total
@@ -127,13 +131,23 @@ fn recorded(
     (flat(&trained), losses, step.is_graph())
 }
 
-fn same_steps(kind: OptimizerKind, device: &Device) -> bool {
+fn same_steps(kind: OptimizerKind, device: &Device, norm: bool) -> bool {
     // One network for both paths: the generator `network` seeds is the process's, and this
     // binary's other tests draw from it on their threads, so a second `network(device)` need
-    // not repeat the first.
-    let net = network(device);
-    let (params, losses) = eager(net.clone(), kind, device);
-    let (hybrid_params, hybrid_losses, graph) = recorded(net, kind, device);
+    // not repeat the first. Each path gets running statistics of its own (`valid().train()`:
+    // a clone shares BatchNorm's with the original).
+    let net = network(device, norm);
+    let (params, losses) = eager(net.valid().train(), kind, device);
+    let (hybrid_params, hybrid_losses, graph) = recorded(net.valid().train(), kind, device);
+    if norm {
+        // The running statistics moved: a step that froze them would differ from the eager one.
+        let (first, last) = (flat(&net), &params);
+        assert_ne!(
+            &first[4..6],
+            &last[4..6],
+            "{kind:?}: the running statistics trained"
+        );
+    }
     assert_eq!(hybrid_losses, losses, "{kind:?}: the losses, step by step");
     assert_eq!(
         hybrid_params, params,
@@ -161,7 +175,7 @@ fn kinds() -> [OptimizerKind; 7] {
 fn sgd_and_adam_replayed_equal_burns_eager_steps_bit_for_bit_on_wgpu() {
     for kind in kinds() {
         assert!(
-            same_steps(kind, &wgpu().autodiff()),
+            same_steps(kind, &wgpu().autodiff(), false),
             "{kind:?}: replayed on wgpu"
         );
     }
@@ -171,7 +185,7 @@ fn sgd_and_adam_replayed_equal_burns_eager_steps_bit_for_bit_on_wgpu() {
 fn sgd_and_adam_run_again_equal_burns_eager_steps_bit_for_bit_on_flex() {
     for kind in kinds() {
         assert!(
-            !same_steps(kind, &Device::flex().autodiff()),
+            !same_steps(kind, &Device::flex().autodiff(), false),
             "{kind:?}: no graphs on flex"
         );
     }
@@ -180,7 +194,7 @@ fn sgd_and_adam_run_again_equal_burns_eager_steps_bit_for_bit_on_flex() {
 #[test]
 fn what_a_recorded_step_cannot_hold_yet_is_refused_by_name() {
     let device = Device::flex().autodiff();
-    let net = network(&device);
+    let net = network(&device, false);
     let params = ParamSlots::new(&net).unwrap();
     let rmsprop = Optimizer::new(&net, "rmsprop", 0.1).unwrap();
     let err = Update::new(&rmsprop, &params, &device)
@@ -197,7 +211,7 @@ fn what_a_recorded_step_cannot_hold_yet_is_refused_by_name() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("clipping"), "{err}");
-    let err = params.net(network(&device)).unwrap_err().to_string();
+    let err = params.net(network(&device, false)).unwrap_err().to_string();
     assert!(
         err.contains("parameter 0"),
         "another network's parameters: {err}"
@@ -222,19 +236,19 @@ fn what_a_recorded_step_cannot_hold_yet_is_refused_by_name() {
 }
 
 /// BatchNorm's running statistics are updated by its forward pass's own code, which a replay
-/// does not run: such a network is refused, by the statistic's name.
+/// does not run: the step writes what that code computed into their slots, and the replayed
+/// steps keep the eager loop's statistics, bit for bit, beside its parameters.
 #[test]
-fn a_network_with_running_statistics_is_refused() {
-    let device = Device::flex().autodiff();
-    let net: Sequential = Sequential::new()
-        .add(Dense::new(6))
-        .add(ember::BatchNorm::new())
-        .add(Dense::new(1))
-        .initialize(Init::Xavier, &device);
-    let net = net.infer_shape(batch(0, &device).0).unwrap();
-    let err = ParamSlots::new(&net).unwrap_err().to_string();
-    assert!(
-        err.contains("running_mean") && err.contains("a replay does not run"),
-        "{err}"
-    );
+fn a_batchnorm_networks_steps_replayed_keep_its_running_statistics_bit_for_bit() {
+    let momentum = OptimizerKind::sgd().with_momentum(0.9).unwrap();
+    for kind in [momentum, OptimizerKind::adam()] {
+        assert!(
+            same_steps(kind, &wgpu().autodiff(), true),
+            "{kind:?}: replayed on wgpu"
+        );
+        assert!(
+            !same_steps(kind, &Device::flex().autodiff(), true),
+            "{kind:?}: run again on flex"
+        );
+    }
 }

@@ -125,7 +125,7 @@ fn recorded(
             .params
             .gradients(&net, &grads)
             .map_err(|e| e.to_string())?;
-        drop(net);
+        s.params.write_running(net).map_err(|e| e.to_string())?;
         let values = s.params.values();
         let new = s
             .update

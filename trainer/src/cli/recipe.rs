@@ -76,10 +76,11 @@ pub struct RecipeArgs {
     /// replay it for every batch of the first one's shape, as Gluon's hybridize() and CUDA
     /// graphs do: a graph on cuda and wgpu, the recorded code run again on flex. The numbers
     /// are the eager step's (bit for bit on flex and on wgpu through lavapipe; not yet run on a
-    /// card), and the sync policy still decides where the frontend waits. A short last batch runs the same code outside the graph. Every
+    /// card), BatchNorm's running statistics included, and the sync policy still decides where
+    /// the frontend waits. A short last batch runs the same code outside the graph. Every
     /// step runs eagerly instead, and the run says why once, with several devices or ranks,
-    /// --accumulate, checkpoints or --resume, --precision bf16, rmsprop or adagrad, clipping,
-    /// BatchNorm (its running statistics) and Dropout (a replay repeats its mask).
+    /// --accumulate, checkpoints or --resume, --precision bf16, rmsprop or adagrad, clipping
+    /// and Dropout (a replay repeats its mask).
     #[arg(long = Flag::HYBRIDIZE.name, num_args = 0..=1, default_missing_value = "true")]
     pub hybridize: Option<bool>,
 }

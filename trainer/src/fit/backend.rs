@@ -165,13 +165,7 @@ where
             self.stale = true;
             // The rate the run handed back has, as the eager steps leave it.
             self.optimizer.set_learning_rate(rate);
-            if let Some((out, y)) = metered {
-                self.pending.values += out.dims().iter().product::<usize>();
-                self.pending.batches.push((out, y));
-                if self.pending.values >= CHUNK_VALUES {
-                    self.update_metrics()?;
-                }
-            }
+            self.pend(metered)?;
             return Ok(StepLosses(vec![loss]));
         }
         if first && let Some(carry) = &mut self.carry {
@@ -186,13 +180,7 @@ where
             (streams, carry),
             pass,
         )?;
-        for (out, y) in outputs {
-            self.pending.values += out.dims().iter().product::<usize>();
-            self.pending.batches.push((out, y));
-        }
-        if self.pending.values >= CHUNK_VALUES {
-            self.update_metrics()?;
-        }
+        self.pend(outputs)?;
         self.accumulated.accumulate(&self.net, grads);
         self.accumulated_examples += size;
         if update {
@@ -289,6 +277,19 @@ where
         };
         let first = collective.gather(&metrics).swap_remove(0);
         (first, collective.take_exchanged(), spans)
+    }
+
+    /// Keeps a step's outputs and targets for the metrics, and gives them what is pending once
+    /// it makes a chunk.
+    fn pend(&mut self, outputs: impl IntoIterator<Item = (Tensor<2>, L::Target)>) -> Result<()> {
+        for (out, y) in outputs {
+            self.pending.values += out.dims().iter().product::<usize>();
+            self.pending.batches.push((out, y));
+        }
+        if self.pending.values >= CHUNK_VALUES {
+            self.update_metrics()?;
+        }
+        Ok(())
     }
 
     /// Gives the pending outputs to the metrics, as one chunk.

@@ -22,8 +22,8 @@ impl<B, L> Fit<'_, B, L> {
     /// several replicas, in an MPI job, with gradient accumulation, a carried state,
     /// checkpoints (the recorded optimizer's state is not in burn's record they hold), another
     /// precision than f32, an optimizer other than SGD, Adam and AdamW, clipping, a resumed
-    /// optimizer state, BatchNorm's running statistics, and Dropout (a replay would repeat the
-    /// recording's mask).
+    /// optimizer state, and Dropout (a replay would repeat the recording's mask). BatchNorm's
+    /// running statistics are kept in slots too, and come out as the eager loop's.
     pub fn hybridize(mut self, on: bool) -> Self {
         self.hybridize = on;
         self

@@ -226,7 +226,8 @@ fn flat(batch: &Batch, device: &Device) -> Result<Tensor<1>> {
 }
 
 /// The step itself, inside the recording and outside it: forward from the slots' parameters,
-/// the per-example loss, backward, and the update written into the slots.
+/// the per-example loss, backward, and the update and the running statistics written into the
+/// slots.
 fn train<B: Block, L: Loss>(
     template: &B,
     loss: &L,
@@ -242,7 +243,7 @@ fn train<B: Block, L: Loss>(
     let l = loss.forward(pred, y)?;
     let grads = GradientsParams::from_grads(l.backward(), &net);
     let grads = params.gradients(&net, &grads)?;
-    drop(net);
+    params.write_running(net)?;
     let new = update.apply(params.values(), grads, rows)?;
     params.write(new)?;
     Ok((l.detach(), out))
