@@ -22,7 +22,11 @@ from round to round. The workloads are written once, in bench/peers/workloads.py
                                  same batches; the train perplexity of every epoch side by side
 `--device` names where everything runs: `cpu` (ember on flex, the peers on the CPU), `cuda`
 (ember, PyTorch and JAX on the first NVIDIA card) or `wgpu` (ember through wgpu's Vulkan on the
-card, the peers on CUDA). ember runs as a user runs it: `ember train --device D`. Raw burn is
+card, the peers on CUDA). `--graphs` adds "pytorch graphs" on a card: PyTorch with its whole
+training step captured as one CUDA graph (`torch_peer.py --graphs`; chapter-barrier,
+chapter-none, mlp, lenet, resnet, in f32), beside PyTorch eager. `--ember-args=--hybridize`
+runs ember's recorded step, and `--before "$EMBER --device cuda"` beside it the eager one:
+every ratio in one run (bench/gpu/run.sh --part 7). ember runs as a user runs it: `ember train --device D`. Raw burn is
 `ember bench one --config raw`: the chapter's MLP written straight against burn, its data made
 by the same `Synthetic` batches as ember's.
 `--precision bf16` trains in mixed precision: ember with `--precision bf16`, PyTorch under
@@ -90,6 +94,9 @@ def commands(workload, a):
     peer = lambda script: [a.python, str(ROOT / "bench/peers" / script), "--device", a.peer_device,
                            "--precision", a.precision]
     bf16 = a.precision == "bf16"
+    # PyTorch's step captured as one CUDA graph, the strongest peer on a card (in f32: autocast
+    # inside a capture wants a cache setting of its own).
+    graphs = a.graphs and a.peer_device == "cuda" and not bf16
     on = ["--device", a.ember_device]
     # `--before`'s older build may not know --precision: it runs in f32.
     embers = {"ember": [a.ember, "train"] + on + (["--precision", a.precision] if bf16 else [])
@@ -103,10 +110,14 @@ def commands(workload, a):
         runs = {name: cmd + ["--sync", sync, "--epochs", "1"] for name, cmd in embers.items()}
         if sync in ("barrier", "none"):
             runs["pytorch"] = peer("torch_peer.py") + flags
+            if graphs:
+                runs["pytorch graphs"] = runs["pytorch"] + ["--graphs"]
             if not bf16:
                 runs["jax"] = peer("jax_peer.py") + flags
         if sync == "barrier" and not bf16:
-            runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + on + a.ember_args
+            # Raw burn is burn's own loop: it has no recorded step (`bench one` refuses it).
+            raw = [x for x in a.ember_args if x != "--hybridize"]
+            runs["raw burn"] = [a.ember, "bench", "one", "--config", "raw"] + on + raw
         return runs
     epochs = ["--epochs", str(a.epochs)]
     if workload == "char-lstm":
@@ -136,6 +147,8 @@ def commands(workload, a):
     runs = {name: cmd + flags for name, cmd in embers.items()} | {
         "pytorch": peer("torch_peer.py") + [workload, "--dir", a.data_dir] + epochs,
     }
+    if graphs:
+        runs["pytorch graphs"] = runs["pytorch"] + ["--graphs"]
     # No JAX peer of the ResNet (its BatchNorm would be a library of its own: flax), nor of
     # mixed precision.
     if workload != "resnet" and not bf16:
@@ -239,6 +252,8 @@ def main():
     p.add_argument("--data-dir", default=DATA, help="Fashion-MNIST's IDX files")
     p.add_argument("--fortunes", default="", help="char-lstm's corpus, where not Debian's "
                    "/usr/share/games/fortunes (ember's --data text:fortunes,dir=PATH)")
+    p.add_argument("--graphs", action="store_true", help="on a card (cuda, wgpu), PyTorch with "
+                   "its training step as one CUDA graph too (the peer of ember's --hybridize)")
     p.add_argument("--python", default=sys.executable)
     p.add_argument("--before", default="", help="another ember binary and its flags, run "
                    "beside the others as 'ember before' (e.g. '/tmp/ember-old --device flex')")

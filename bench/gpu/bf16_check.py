@@ -13,7 +13,6 @@ verdict did not hold.
 Run: python3 bench/gpu/bf16_check.py --ember BIN --device cuda --out DIR [--data-dir DIR]
          [--epochs 3]
 """
-import argparse
 import csv
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench/peers"))
 import workloads as w  # noqa: E402
+from resnet_files import check_parser  # noqa: E402
 
 # bf16 against f32: each epoch's training loss within this share of f32's, and the last test
 # accuracy within this many points.
@@ -49,11 +49,7 @@ def curve(a, precision):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ember", required=True)
-    p.add_argument("--device", default="cuda")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--data-dir", default=w.FASHION_MNIST)
+    p = check_parser(__doc__)
     p.add_argument("--epochs", type=int, default=3)
     a = p.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)

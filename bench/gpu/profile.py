@@ -49,7 +49,7 @@ def ember_command(workload, a):
     """ember's command line for `workload`, as bench/peers.py runs it, for one epoch."""
     ns = SimpleNamespace(ember=a.ember, ember_args=[], before="", python=sys.executable, epochs=1,
                          data_dir=a.data_dir, ember_device=a.device, peer_device="cuda",
-                         precision="f32")
+                         precision="f32", graphs=False)
     return peers.commands(workload, ns)["ember"]
 
 

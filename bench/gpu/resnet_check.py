@@ -28,7 +28,6 @@ Run: python3 bench/gpu/resnet_check.py --ember BIN --device cuda --reference fle
          [--data-dir DIR] [--epochs 3] [--train N --test M] [--checks main,mechanics,...]
          [--seeds 6] [--seed-epochs 2]
 """
-import argparse
 import csv
 import os
 import subprocess
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "bench/peers"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import workloads as w  # noqa: E402
-from resnet_files import cut, pytorch_eval, running_statistics  # noqa: E402
+from resnet_files import check_parser, cut, pytorch_eval, running_statistics  # noqa: E402
 
 # A saved file, evaluated by PyTorch, within this many points of ember's own figure for it.
 SAVED_POINTS = 0.5
@@ -301,12 +300,8 @@ def main_check(a, data, scratch, torch):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ember", required=True)
-    p.add_argument("--device", default="cuda")
+    p = check_parser(__doc__)
     p.add_argument("--reference", default="flex", help="the CPU device ember runs beside it")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--data-dir", default=w.FASHION_MNIST)
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--train", type=int, default=0, help="only the first N training images")
     p.add_argument("--test", type=int, default=0, help="only the first M test images")

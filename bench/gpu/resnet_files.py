@@ -2,6 +2,7 @@
 examples, and ember's saved parameters read without ember: each tensor, the BatchNorm
 statistics, and the test accuracy PyTorch's own copy of the network gets from them.
 """
+import argparse
 import gzip
 import json
 import struct
@@ -91,3 +92,14 @@ def pytorch_eval(path, data_dir):
     net = net.to(dev).eval()
     with torch.no_grad():
         return (net(x.to(dev)).argmax(1) == y.to(dev)).float().mean().item()
+
+
+def check_parser(doc):
+    """The arguments a check of the suite on Fashion-MNIST takes: --ember, --device, --out,
+    --data-dir; the check adds its own."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--ember", required=True)
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--data-dir", default=w.FASHION_MNIST)
+    return p

@@ -3,7 +3,7 @@
 # a few calls of the device tool (bench/gpu/README.md). Every step has a time limit, and the run
 # goes on past a failing step; it ends by writing report.md.
 #
-# Usage: bench/gpu/run.sh [--part 1|2|3|4|5|6|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
+# Usage: bench/gpu/run.sh [--part 1|2|3|4|5|6|7|all] [--out DIR] [--bundle DIR] [--rounds N] [--pack]
 #        bench/gpu/run.sh --dry-run [--out DIR] [--ember PATH]
 #
 # The parts split the time, as a call of the device tool runs at most 10 minutes, and the
@@ -30,6 +30,11 @@
 #   --part 6     speed of a sequence model: d2l's character LSTM on Debian's fortunes beside
 #                PyTorch on cuda, from the same initial parameters (bench/peers.py's char-lstm:
 #                epoch times and the perplexity per epoch)
+#   --part 7     hybridize (issue 65): a recorded step against the eager step, one epoch of the
+#                MLP, LeNet and the ResNet each, every saved tensor within 1e-5
+#                (bench/gpu/hybrid_check.py), then ember's `--hybridize` beside ember's eager
+#                step, PyTorch eager, PyTorch with its step as one CUDA graph and JAX
+#                (bench/peers.py --ember-args=--hybridize --before EMBER), after a tuning step
 #   --part all   all of them, in one call; --budget skips what would not fit, and part 2
 #                without its bundle
 # Each check of parts 1 and 2 prints a verdict line (held / did not hold, with its figures).
@@ -72,7 +77,7 @@ while [ $# -gt 0 ]; do
         *) fail "unknown argument '$1' (see --help)" ;;
     esac
 done
-case "$part" in 1 | 2 | 3 | 4 | 5 | 6 | all) ;; *) fail "invalid --part '$part': 1, 2, 3, 4, 5, 6 or all" ;; esac
+case "$part" in 1 | 2 | 3 | 4 | 5 | 6 | 7 | all) ;; *) fail "invalid --part '$part': 1, 2, 3, 4, 5, 6, 7 or all" ;; esac
 runs() { [ "$part" = all ] || [ "$part" = "$1" ]; }
 case "$rounds" in [1-9]) ;; *) fail "invalid --rounds '$rounds': 1 to 9" ;; esac
 case "$budget" in '' | *[!0-9]*) fail "invalid --budget '$budget': whole seconds" ;; esac
@@ -188,14 +193,14 @@ else
     # Each call's machine: its card.
     step "${part/all/1}" nvidia-smi 30 nvidia-smi
 fi
-# tune PART WORKLOADS [EMBER FLAGS...]: burn's kernel tuning first (bench/gpu/tune.py): each
-# workload twice, the first process tuning its shapes into cubecl's cache, the second reading
-# them back; the steps after it then time trained epochs rather than tuning.
+# tune PART NAME WORKLOADS [EMBER FLAGS...]: burn's kernel tuning first (bench/gpu/tune.py):
+# each workload twice, the first process tuning its shapes into cubecl's cache, the second
+# reading them back; the steps after it then time trained epochs rather than tuning.
 tune() {
-    local p="$1" workloads="$2"
-    shift 2
+    local p="$1" name="$2" workloads="$3"
+    shift 3
     [ "$dry" = 1 ] && workloads=chapter-barrier
-    step "$p" "tune${1:+-bf16}" 300 "$python" "$root/bench/gpu/tune.py" --out "$out/tune$p" \
+    step "$p" "$name" 300 "$python" "$root/bench/gpu/tune.py" --out "$out/tune$p" \
         --ember "$ember" --device "${devices[0]}" --workloads "$workloads" --data-dir "$data" \
         -- "${profile_flags[@]}" "$@"
 }
@@ -274,7 +279,7 @@ if runs 2; then
 fi
 
 if runs 3; then
-    tune 3 chapter-barrier,resnet
+    tune 3 tune chapter-barrier,resnet
     # cuda's experiments and comparison first, then the peers.
     d="${devices[0]}"
     step 3 "chapter-$d" 180 "$ember" bench --report "$out/chapter-$d" --gpu "$d" --device "$d" \
@@ -293,7 +298,7 @@ if runs 3; then
 fi
 
 if runs 4; then
-    tune 4 mlp,lenet
+    tune 4 tune mlp,lenet
     # cuda's comparison with the peers first: in one call (--part all), --budget cuts the end.
     if [ "$dry" = 1 ]; then
         skip 4 peers-cuda "dry run: CI does not install PyTorch and JAX"
@@ -329,7 +334,7 @@ if runs 5; then
         # small networks only: the chapter's epoch in bf16 was timed on 2026-11-26 (0.655 s
         # against PyTorch's autocast 1.698 s), and tuning it too would not leave the call time
         # for the rounds.
-        tune 5 mlp,lenet --precision bf16
+        tune 5 tune-bf16 mlp,lenet --precision bf16
         step 5 peers-bf16 400 "$python" "$root/bench/peers.py" --device cuda --precision bf16 \
             --ember "$ember" --data-dir "$data" --rounds "$rounds" --epochs 2 \
             --workloads mlp,lenet
@@ -342,6 +347,25 @@ if runs 6; then
     else
         step 6 peers-char-lstm 400 "$python" "$root/bench/peers.py" --device cuda --ember "$ember" \
             --fortunes "$fortunes" --rounds "$rounds" --epochs 3 --workloads char-lstm
+    fi
+fi
+
+if runs 7; then
+    # The recorded step's numbers first, then its speed.
+    if [ "$dry" = 1 ]; then
+        step 7 hybrid-check 240 "$python" "$root/bench/gpu/hybrid_check.py" --ember "$ember" \
+            --device flex --expect again --out "$out/hybrid" --data-dir "$data" --train 600 \
+            --test 256
+        skip 7 peers-hybridize "dry run: CI does not install PyTorch and JAX"
+    else
+        # Tuned first, so that the check's six runs time nothing and tune nothing.
+        tune 7 tune-hybridize mlp,lenet,resnet,chapter-barrier --hybridize
+        step 7 hybrid-check 200 "$python" "$root/bench/gpu/hybrid_check.py" --ember "$ember" \
+            --device cuda --expect graph --out "$out/hybrid" --data-dir "$data"
+        step 7 peers-hybridize 400 "$python" "$root/bench/peers.py" --device cuda \
+            --ember "$ember" --ember-args=--hybridize --before "$ember --device cuda" --graphs \
+            --data-dir "$data" --rounds "$rounds" --epochs 2 \
+            --workloads chapter-barrier,mlp,lenet,resnet
     fi
 fi
 

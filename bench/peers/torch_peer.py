@@ -3,10 +3,16 @@ d2l writes them.
 
 Run: python3 bench/peers/torch_peer.py chapter|mlp|lenet|lenet-recipe|resnet
          [--sync barrier|none] [--epochs N] [--device cpu|cuda] [--precision f32|bf16]
+         [--graphs]
 
 `--precision bf16` runs every training step's forward pass and loss under
 `torch.autocast(device, dtype=torch.bfloat16)`, PyTorch's mixed precision (f32 master weights);
 the test accuracy is measured in f32, as ember measures it.
+
+`--graphs` (cuda) captures the whole training step as one CUDA graph and replays it for every
+batch, PyTorch's own answer to launch-bound small networks (`torch.cuda.graphs`' "whole-network
+capture"): the peer of ember's `--hybridize`. A batch of another shape runs eagerly, as ember's
+does.
 """
 import copy
 import time
@@ -82,6 +88,73 @@ def warm_up(net, loss_fn, x, y, args):
     finish(x.device)
 
 
+class Captured:
+    """`step(x, y)` (zero_grad, forward, loss, backward, the optimizer's step; it returns the
+    tensors to read) captured once as a CUDA graph on copies of `x` and `y`, as PyTorch's
+    documentation writes a whole-network capture: three warm-up steps on a side stream, then the
+    capture. Those four steps train, so `tensors` (the parameters and buffers) are put back
+    afterwards, in place, where the graph reads them. A call copies its batch into the graph's
+    inputs and replays it, or runs `step` eagerly for a batch of another shape. What a call
+    returns is overwritten by the next replay: read or clone it first."""
+
+    def __init__(self, step, tensors, optimizer, x, y):
+        self.step, self.x, self.y = step, x.clone(), y.clone()
+        saved = [t.detach().clone() for t in tensors]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step(self.x, self.y)
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.out = step(self.x, self.y)
+        if optimizer.state:
+            # A momentum or Adam state the warm-up started could not be put back as it was.
+            raise SystemExit("--graphs: the optimizer holds a state; the peers' workloads use "
+                             "plain SGD")
+        with torch.no_grad():
+            for t, s in zip(tensors, saved):
+                t.copy_(s)
+
+    def __call__(self, x, y):
+        if x.shape != self.x.shape or y.shape != self.y.shape:
+            return self.step(x, y)
+        self.x.copy_(x)
+        self.y.copy_(y)
+        self.graph.replay()
+        return self.out
+
+
+def stepper(args, net, opt, loss_fn, x, y, metric=None):
+    """The training step: eager, or captured (`--graphs`). It returns the loss and, with
+    `metric`, `metric(y_hat, y)`, computed on the card inside the step."""
+    def step(x, y):
+        opt.zero_grad(set_to_none=True)
+        with autocast(args):
+            y_hat = net(x)
+            l = loss_fn(y_hat, y)
+        l.backward()
+        opt.step()
+        return (l.detach(), metric(y_hat.detach(), y) if metric else None)
+    if not args.graphs:
+        return step
+    if args.device != "cuda":
+        raise SystemExit(f"invalid --graphs on --device {args.device}: CUDA graphs need cuda")
+    if args.precision != "f32":
+        raise SystemExit(f"invalid --graphs with --precision {args.precision}: autocast's cache "
+                         "inside a capture is not set up here (f32 only)")
+    return Captured(step, list(net.parameters()) + list(net.buffers()), opt, x, y)
+
+
+def kept(l, args):
+    """The loss as the epoch keeps it: read now under a barrier, or left on the device (a copy
+    where a replay would overwrite it)."""
+    if args.sync == "barrier":
+        return l.item()
+    return l.clone() if args.graphs else l
+
+
 def finish(device):
     """Waits for the work queued on `device` (a CUDA card runs it asynchronously)."""
     if device.type == "cuda":
@@ -100,19 +173,16 @@ def chapter(args):
     net = chapter_net().to(dev)
     opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = lambda y_hat, y: 0.5 * ((y_hat - y) ** 2).mean()
-    x, y = data.batch()
-    warm_up(net, loss_fn, torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev), args)
+    x, y = (torch.from_numpy(t).to(dev) for t in data.batch())
+    warm_up(net, loss_fn, x, y, args)
+    step = stepper(args, net, opt, loss_fn, x, y)
     for epoch in range(args.epochs):
         start = time.perf_counter()
         losses = []
         for _ in range(args.batches):
             x, y = data.batch()
-            with autocast(args):
-                l = loss_fn(net(torch.from_numpy(x).to(dev)), torch.from_numpy(y).to(dev))
-            opt.zero_grad()
-            l.backward()
-            opt.step()
-            losses.append(l.item() if args.sync == "barrier" else l.detach())
+            l, _ = step(torch.from_numpy(x).to(dev), torch.from_numpy(y).to(dev))
+            losses.append(kept(l, args))
         total = read(losses)
         finish(dev)
         w.report(epoch, time.perf_counter() - start, total / args.batches)
@@ -148,7 +218,14 @@ def classify(args, images):
     else:
         opt = torch.optim.SGD(net.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
-    warm_up(net, loss_fn, train_x[:batch_size].to(dev), train_y[:batch_size].to(dev), args)
+    first = train_x[:batch_size].to(dev), train_y[:batch_size].to(dev)
+    warm_up(net, loss_fn, *first, args)
+    if recipe and args.graphs:
+        raise SystemExit("invalid --graphs with lenet-recipe: its clipping and schedule step "
+                         "outside a graph (ember's --hybridize runs it eagerly too)")
+    net.train()
+    hits = lambda y_hat, y: (y_hat.argmax(1) == y).sum()
+    step = None if recipe else stepper(args, net, opt, loss_fn, *first, hits)
     for epoch in range(args.epochs):
         start = time.perf_counter()
         order = torch.randperm(len(train_x))
@@ -157,18 +234,20 @@ def classify(args, images):
         for i in range(0, len(order), batch_size):
             idx = order[i:i + batch_size]
             x, y = train_x[idx].to(dev), train_y[idx].to(dev)
-            with autocast(args):
-                y_hat = net(x)
-                l = loss_fn(y_hat, y)
-            opt.zero_grad()
-            l.backward()
-            if recipe:
+            if step:
+                l, hit = step(x, y)
+            else:
+                with autocast(args):
+                    y_hat = net(x)
+                    l = loss_fn(y_hat, y)
+                opt.zero_grad()
+                l.backward()
                 nn.utils.clip_grad_norm_(net.parameters(), w.RECIPE["clip_norm"])
-            opt.step()
-            if recipe:
+                opt.step()
                 schedule.step()
-            losses.append(l.item() if args.sync == "barrier" else l.detach())
-            correct += (y_hat.argmax(1) == y).sum()
+                l, hit = l.detach(), hits(y_hat, y)
+            losses.append(kept(l, args))
+            correct += hit
             batches += 1
         total, correct = read(losses), int(correct)
         finish(dev)
@@ -191,8 +270,9 @@ def banner(args):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     where = torch.cuda.get_device_name(0) if args.device == "cuda" else f"{torch.get_num_threads()} threads"
-    return f"torch {torch.__version__}, {args.device}: {where}, {args.precision}"
+    graphs = ", the step as one CUDA graph" if args.graphs else ""
+    return f"torch {torch.__version__}, {args.device}: {where}, {args.precision}{graphs}"
 
 
 if __name__ == "__main__":
-    w.main("PyTorch", banner, chapter, classify)
+    w.main("PyTorch", banner, chapter, classify, graphs=True)

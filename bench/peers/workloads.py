@@ -39,10 +39,10 @@ from pathlib import Path
 FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 
 
-def main(name, banner, chapter, classify):
+def main(name, banner, chapter, classify, graphs=False):
     """A peer's command line: parses the arguments, prints `banner()`, runs the workload with
-    `chapter(args)` or `classify(args, images)`."""
-    args = arguments(name)
+    `chapter(args)` or `classify(args, images)`. `graphs`: the peer takes `--graphs`."""
+    args = arguments(name, graphs)
     print(banner(args), flush=True)
     if args.workload == "chapter":
         chapter(args)
@@ -50,8 +50,11 @@ def main(name, banner, chapter, classify):
         classify(args, images=args.workload in ("lenet", "lenet-recipe", "resnet"))
 
 
-def arguments(name):
+def arguments(name, graphs=False):
     p = argparse.ArgumentParser(description=f"{name}: the peers' workloads (bench/peers/workloads.py)")
+    if graphs:
+        p.add_argument("--graphs", action="store_true",
+                       help="cuda: the training step captured once as a CUDA graph and replayed")
     p.add_argument("workload", choices=["chapter", "mlp", "lenet", "lenet-recipe", "resnet"])
     p.add_argument("--sync", default="barrier", choices=["barrier", "none"])
     p.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -61,7 +64,9 @@ def arguments(name):
     p.add_argument("--batches", type=int, default=150, help="chapter: batches per epoch")
     p.add_argument("--dir", default=FASHION_MNIST)
     p.add_argument("--seed", type=int, default=0)
-    return p.parse_args()
+    args = p.parse_args()
+    args.graphs = getattr(args, "graphs", False)
+    return args
 
 
 def settings(workload):

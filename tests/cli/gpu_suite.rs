@@ -67,6 +67,7 @@ fn the_dry_run_writes_every_section_of_the_report() {
         "chapter-flex",
         "compare-flex",
         "profile",
+        "hybrid-check",
     ] {
         assert!(
             steps.contains(&format!("| {step} | ok |")),
@@ -82,6 +83,7 @@ fn the_dry_run_writes_every_section_of_the_report() {
         "tune-bf16",
         "peers-bf16",
         "peers-char-lstm",
+        "peers-hybridize",
     ] {
         assert!(
             steps.contains(&format!("| {peers} | skipped: dry run")),
@@ -112,6 +114,14 @@ fn the_dry_run_writes_every_section_of_the_report() {
         correctness.contains("largest difference over")
             && correctness
                 .contains("verdict: one rank through host against one plain process: held"),
+        "{correctness}"
+    );
+    // The hybridize check: one epoch of the MLP, LeNet and the ResNet each, recorded and eager,
+    // the saved tensors compared (on flex the recorded code runs again: bit for bit).
+    assert!(
+        correctness.contains("| resnet | 0 |")
+            && correctness
+                .contains("verdict: a recorded step against the eager step on flex: held"),
         "{correctness}"
     );
     let verdicts = section(&report, "## Verdicts");
