@@ -35,7 +35,26 @@ fn train_says_how_the_step_runs_and_trains_what_the_eager_run_trains() {
             .collect();
         let eager = succeeds(&base);
         assert!(hybridize_line(&eager).is_empty(), "{eager}");
-        let recorded = succeeds(&args(&base, &["--hybridize"]));
+        let dir = tempfile::tempdir().unwrap();
+        let metrics = dir.path().join("m.csv");
+        let recorded = succeeds(&args(
+            &base,
+            &["--hybridize", "--metrics", metrics.to_str().unwrap()],
+        ));
+        // The epochs' file carries what the recording holds, the same every epoch.
+        let epochs = std::fs::read_to_string(dir.path().join("m.epochs.csv")).unwrap();
+        let header: Vec<&str> = epochs.lines().next().unwrap().split(',').collect();
+        let column = header.iter().position(|c| *c == "recording_mb");
+        let column = column.unwrap_or_else(|| panic!("{device}: no recording_mb: {epochs}"));
+        let held: Vec<f64> = epochs
+            .lines()
+            .skip(1)
+            .map(|l| l.split(',').nth(column).unwrap().parse().unwrap())
+            .collect();
+        assert!(
+            held.len() == 2 && held[0] > 0.0 && held[1] == held[0],
+            "{device}: {epochs}"
+        );
         let how = match device {
             "wgpu" => "hybridize: the step is recorded once and replayed",
             _ => "hybridize: the step is recorded once; this device replays no graph",

@@ -167,6 +167,7 @@ mod tests {
             device_time: Vec::new(),
             allreduce_time: None,
             allreduce_mb: None,
+            recording_mb: None,
             lr_scale: None,
             metrics: Default::default(),
         }

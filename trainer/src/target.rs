@@ -53,6 +53,9 @@ pub trait Target: Sized + Clone + Send {
 
     /// The targets `slot` holds, for a step to read (sharing its buffer).
     fn read_slot(slot: &Self::Slot) -> Self;
+
+    /// The bytes `slot` holds.
+    fn slot_bytes(slot: &Self::Slot) -> usize;
 }
 
 /// A target's slot is a [`Slot`] of its rank and kind.
@@ -70,6 +73,10 @@ macro_rules! slotted {
 
         fn read_slot(slot: &Self::Slot) -> Self {
             slot.read()
+        }
+
+        fn slot_bytes(slot: &Self::Slot) -> usize {
+            slot.bytes()
         }
     };
 }

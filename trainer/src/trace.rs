@@ -156,6 +156,7 @@ pub(crate) mod examples {
             device_time: Vec::new(),
             allreduce_time: None,
             allreduce_mb: None,
+            recording_mb: None,
             lr_scale: Some(1.0),
             metrics: BTreeMap::new(),
         }

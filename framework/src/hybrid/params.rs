@@ -58,6 +58,15 @@ impl ParamSlots {
         self.params.is_empty()
     }
 
+    /// The bytes the slots hold: the parameters' and the running statistics'.
+    pub fn bytes(&self) -> usize {
+        self.params
+            .iter()
+            .chain(&self.running)
+            .map(|held| held.slot.bytes())
+            .sum()
+    }
+
     /// Each parameter's number of values.
     pub fn sizes(&self) -> Vec<usize> {
         self.params

@@ -63,6 +63,11 @@ impl<const D: usize, K: SlotKind> Slot<D, K> {
         self.held().dims()
     }
 
+    /// The bytes the slot's buffer holds.
+    pub fn bytes(&self) -> usize {
+        self.dims().iter().product::<usize>() * self.held().dtype().size()
+    }
+
     /// Writes `values` into the slot's buffer, in place.
     ///
     /// # Errors

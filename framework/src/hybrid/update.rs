@@ -150,6 +150,13 @@ impl Update {
         })
     }
 
+    /// The bytes the update's slots hold: its state (a velocity, Adam's moments) and its
+    /// per-step numbers.
+    pub fn bytes(&self) -> usize {
+        let state: usize = self.state.iter().flatten().map(Slot::bytes).sum();
+        state + self.numbers.bytes()
+    }
+
     /// Before a run, on the host: the next step's numbers at learning rate `rate`, as burn
     /// computes them.
     ///

@@ -20,6 +20,7 @@ use crate::checkpoint::SavedState;
 use crate::metric::Metric;
 use crate::target::Target;
 use passes::{Pass, Streams, gradients};
+pub(super) use recorded::Holds;
 use recorded::Recorded;
 pub(super) use step_losses::StepLosses;
 
@@ -392,20 +393,18 @@ where
     L::Target: Target,
 {
     /// Records the training step on `batch`'s shape ([`Recorded::record`]); returns why the
-    /// steps run eagerly where it cannot, and whether the device replays a graph.
+    /// steps run eagerly where it cannot, or whether the device replays a graph and what the
+    /// recording holds.
     pub(in crate::fit) fn record(
         &mut self,
         batch: &Batch,
         device: &Device,
-    ) -> (Option<String>, bool) {
-        match Recorded::record(&self.net, &self.optimizer, self.loss.clone(), batch, device) {
-            Ok(recorded) => {
-                let graph = recorded.is_graph();
-                self.recorded = Some(recorded);
-                (None, graph)
-            }
-            Err(reason) => (Some(reason), false),
-        }
+    ) -> std::result::Result<(bool, Holds), String> {
+        let recorded =
+            Recorded::record(&self.net, &self.optimizer, self.loss.clone(), batch, device)?;
+        let made = (recorded.is_graph(), recorded.holds);
+        self.recorded = Some(recorded);
+        Ok(made)
     }
 
     /// The network as the last step left it.

@@ -145,6 +145,7 @@ impl Epoch {
             device_time: device_times(records),
             allreduce_time: None,
             allreduce_mb: None,
+            recording_mb: None,
             // The callbacks' cuts come at the epoch's end, after this record.
             lr_scale: None,
             metrics,

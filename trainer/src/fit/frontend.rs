@@ -74,6 +74,8 @@ where
     pub(super) halted: bool,
     /// How the optimizer's updates are formed from batches.
     pub(super) groups: Groups,
+    /// The MB the recorded step holds ([`crate::trace::EpochRecord::recording_mb`]).
+    pub(super) recording_mb: Option<f64>,
 }
 
 impl<B, L> Frontend<'_, B, L>
@@ -158,6 +160,7 @@ where
             None => None,
         };
         let mut record = current.record(&self.kind, end, rss_after, metrics);
+        record.recording_mb = self.recording_mb;
         if let Some(exchanged) = exchanged {
             record.allreduce_time = Some(exchanged.seconds);
             record.allreduce_mb = Some(exchanged.values as f64 * 4.0 / 1e6);

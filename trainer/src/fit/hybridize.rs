@@ -8,6 +8,7 @@
 //! cannot hold, every step runs eagerly, and the run says why once.
 
 use super::Fit;
+use super::backend::Holds;
 use crate::fit::progress::Progress;
 
 impl<B, L> Fit<'_, B, L> {
@@ -56,16 +57,38 @@ impl<B, L> Fit<'_, B, L> {
     }
 }
 
-/// Says once how the run's steps run: recorded, or eagerly and why.
-pub(super) fn tell(progress: &mut dyn Progress, eager_because: Option<&str>, graph: bool) {
-    let how = match eager_because {
-        Some(reason) => format!("hybridize: every step runs eagerly: {reason}"),
-        None if graph => "hybridize: the step is recorded once and replayed".to_string(),
-        None => "hybridize: the step is recorded once; this device replays no graph (flex has \
-                 none, or its capture failed), so the recorded code runs again for each batch"
-            .to_string(),
+/// Says once how the run's steps run: recorded (replayed as a graph or not, and what the
+/// recording holds), or eagerly and why.
+pub(super) fn tell(progress: &mut dyn Progress, recorded: Result<(bool, Holds), String>) {
+    let how = match recorded {
+        Err(reason) => format!("hybridize: every step runs eagerly: {reason}"),
+        Ok((true, holds)) => format!(
+            "hybridize: the step is recorded once and replayed; {}",
+            held(&holds)
+        ),
+        Ok((false, holds)) => format!(
+            "hybridize: the step is recorded once; this device replays no graph (flex has \
+             none, or its capture failed), so the recorded code runs again for each batch; {}",
+            held(&holds)
+        ),
     };
     progress.acted(&how);
+}
+
+/// What the recording holds, in words.
+fn held(holds: &Holds) -> String {
+    let slots = format!(
+        "its slots (parameters, optimizer state, the batch) hold {:.2} MB for the run",
+        holds.mb()
+    );
+    match holds.pool {
+        Some(pool) => format!(
+            "{slots}; the device's memory pool grew by {:.2} MB while it was recorded (a \
+             graph's own buffers, and whatever else ran on the device meanwhile)",
+            pool as f64 / (1024.0 * 1024.0)
+        ),
+        None => slots,
+    }
 }
 
 /// Says how many steps ran the recording, and how many ran outside it, at the run's end.

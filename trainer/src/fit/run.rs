@@ -256,6 +256,7 @@ where
             ended_early,
             halted: false,
             groups,
+            recording_mb: None,
         };
         if self.warmup
             && let Some(batch) = first
@@ -263,8 +264,8 @@ where
             frontend.warmup(batch)?;
         }
         if let Some((because, Some(first))) = hybridize {
-            let (because, graph) = match because {
-                Some(because) => (Some(because), false),
+            let recorded = match because {
+                Some(because) => Err(because),
                 None => frontend
                     .engine
                     .issue(move |b: &mut Backend<B, L>| {
@@ -272,7 +273,8 @@ where
                     })
                     .wait()?,
             };
-            super::hybridize::tell(&mut *frontend.progress, because.as_deref(), graph);
+            frontend.recording_mb = recorded.as_ref().ok().map(|(_, holds)| holds.mb());
+            super::hybridize::tell(&mut *frontend.progress, recorded);
         }
         for callback in &mut frontend.callbacks {
             callback.train_begin(&frontend.trace)?;

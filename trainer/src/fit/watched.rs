@@ -277,6 +277,7 @@ mod tests {
             device_time: Vec::new(),
             allreduce_time: None,
             allreduce_mb: None,
+            recording_mb: None,
             lr_scale: None,
             metrics: BTreeMap::from([("test_acc".to_string(), acc)]),
         }

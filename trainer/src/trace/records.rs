@@ -116,6 +116,14 @@ pub struct EpochRecord {
     /// In a job: the MB of gradients this rank sent to its all-reduces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allreduce_mb: Option<f64>,
+    /// With [`crate::fit::Fit::hybridize`], the MB of device memory the recorded step's slots
+    /// hold for the run: the parameters, running statistics, the optimizer's state and
+    /// per-step numbers, the batch. A graph's own buffers come on top on a card (the run says
+    /// what the device's pool grew by while it recorded). Made before the first epoch, the
+    /// slots are in every epoch's baseline, not in its growth (which the memory policies
+    /// bound).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording_mb: Option<f64>,
     /// The product of the callbacks' cuts of the learning rate made in the epoch, 1 where
     /// none was (a cut that would make the rate vanish is not made). A resume replays these,
     /// not the callbacks' asks, so that a resume with another rate makes the same cuts.
@@ -146,6 +154,7 @@ impl EpochRecord {
             device_time: Vec::new(),
             allreduce_time: None,
             allreduce_mb: None,
+            recording_mb: None,
             lr_scale: Some(1.0),
             metrics: BTreeMap::new(),
         }

@@ -40,6 +40,26 @@ struct Slots<T: Target> {
     error: Option<Error>,
 }
 
+/// What a recording holds on its device for the run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(in crate::fit) struct Holds {
+    /// Its slots' bytes: the parameters, the running statistics, the update's state and
+    /// numbers, the batch's features and targets.
+    pub slots: usize,
+    /// What the device's memory pool grew by while the step was recorded and its slots set
+    /// (wgpu, cuda; `None` on flex, which has no pool): the slots, the buffers a graph keeps
+    /// for its replays, and whatever else the process allocated or freed on the device
+    /// meanwhile (the pool is the device's, shared by every thread), so a bound, not a count.
+    pub pool: Option<u64>,
+}
+
+impl Holds {
+    /// The MB the recording's slots hold.
+    pub fn mb(&self) -> f64 {
+        self.slots as f64 / (1024.0 * 1024.0)
+    }
+}
+
 /// The recorded step and what it runs on.
 pub(super) struct Recorded<B, L: Loss>
 where
@@ -55,6 +75,8 @@ where
     shapes: (Vec<usize>, [usize; 2]),
     /// The steps that ran the recording, and those of batches of another shape.
     pub(super) counts: (usize, usize),
+    /// What the recording holds on the device.
+    pub(super) holds: Holds,
     /// The network's outputs per example, for [`Target::check`].
     outputs: usize,
     /// The worker thread: slots and recordings belong to the thread that made them (its
@@ -88,6 +110,7 @@ where
             Error::InvalidValue { value, reason, .. } => format!("{value}: {reason}"),
             other => other.to_string(),
         };
+        let pool_before = pool_in_use(device);
         let params = ParamSlots::new(net).map_err(text)?;
         let mut update = Update::new(optimizer, &params, device).map_err(text)?;
         update.prepare(optimizer.learning_rate()).map_err(text)?;
@@ -116,7 +139,7 @@ where
         if ember::random::masks_drawn() != masks {
             return Err("Dropout: a replay would repeat the mask it drew while recording".into());
         }
-        let outputs = {
+        let (outputs, slot_bytes) = {
             let s = &mut *slots.borrow_mut();
             if let Some(error) = s.error.take() {
                 return Err(text(error));
@@ -124,10 +147,20 @@ where
             // The recording's runs trained: start again from the network.
             s.params.load(net).map_err(text)?;
             s.update.restart().map_err(text)?;
-            recording
+            let outputs = recording
                 .output()
                 .as_ref()
-                .map_or(0, |(_, out)| out.dims()[1])
+                .map_or(0, |(_, out)| out.dims()[1]);
+            let bytes =
+                s.params.bytes() + s.update.bytes() + s.x.bytes() + L::Target::slot_bytes(&s.y);
+            (outputs, bytes)
+        };
+        let pool_after = pool_in_use(device);
+        let holds = Holds {
+            slots: slot_bytes,
+            pool: pool_after
+                .zip(pool_before)
+                .map(|(after, before)| after.saturating_sub(before)),
         };
         Ok(Recorded {
             slots,
@@ -137,6 +170,7 @@ where
             device: device.clone(),
             shapes: (x_shape, batch.y_shape),
             counts: (0, 0),
+            holds,
             outputs,
             thread: std::thread::current().id(),
         })
@@ -217,6 +251,16 @@ where
     /// that a rescue gets the network the last step left.
     pub(super) fn trained(&self, net: B) -> Result<B> {
         self.slots.borrow().params.copied_net(net)
+    }
+}
+
+/// The bytes in use in `device`'s memory pool (`None` without one), once its queued work, frees
+/// included, is done.
+fn pool_in_use(device: &Device) -> Option<u64> {
+    let usage = device.memory_pool_usage()?;
+    match device.sync() {
+        Ok(()) => device.memory_pool_usage().map(|u| u.bytes_in_use),
+        Err(_) => Some(usage.bytes_in_use),
     }
 }
 
