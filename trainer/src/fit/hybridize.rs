@@ -85,7 +85,7 @@ fn held(holds: &Holds) -> String {
         Some(pool) => format!(
             "{slots}; the device's memory pool grew by {:.2} MB while it was recorded (a \
              graph's own buffers, and whatever else ran on the device meanwhile)",
-            pool as f64 / (1024.0 * 1024.0)
+            crate::memory::mb(pool as f64)
         ),
         None => slots,
     }

@@ -56,7 +56,7 @@ pub(in crate::fit) struct Holds {
 impl Holds {
     /// The MB the recording's slots hold.
     pub fn mb(&self) -> f64 {
-        self.slots as f64 / (1024.0 * 1024.0)
+        crate::memory::mb(self.slots as f64)
     }
 }
 
