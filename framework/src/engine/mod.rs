@@ -100,9 +100,19 @@ impl<S: Send + 'static> Engine<S> {
             progress.on_remote();
         }
         let watched = progress.clone();
+        // burn-flex's work and oneDNN's team share the CPU's cores (`kernels::one_pool`).
+        let on_flex = device
+            .as_ref()
+            .is_some_and(|d| *d == Device::flex() || *d == Device::flex().autodiff());
         let worker = thread::Builder::new()
             .name("ember-backend".into())
-            .spawn(move || backend_worker(state, job_rx, watch_tx))
+            .spawn(move || {
+                let work = move || backend_worker(state, job_rx, watch_tx);
+                match on_flex {
+                    true => crate::kernels::one_pool(work),
+                    false => work(),
+                }
+            })
             .expect("spawning the backend worker thread");
         let watcher = thread::Builder::new()
             .name("ember-watcher".into())

@@ -180,3 +180,46 @@ fn a_panicking_unit_is_an_error_not_a_crash() {
     );
     assert!(engine.finish().is_err());
 }
+
+/// What a unit on the backend sees of rayon: how many threads its parallel work may use,
+/// whether a parallel loop in it ran on any other thread, and its thread's name.
+#[cfg(feature = "onednn")]
+fn rayon_seen(engine: &Engine<()>) -> (usize, bool, Option<String>) {
+    use rayon::prelude::*;
+    let handle = engine.issue(|_| {
+        let me = thread::current().id();
+        let elsewhere = (0..64).into_par_iter().any(|_| {
+            thread::sleep(std::time::Duration::from_millis(1));
+            thread::current().id() != me
+        });
+        let name = thread::current().name().map(str::to_string);
+        Ok(Host((rayon::current_num_threads(), elsewhere, name)))
+    });
+    handle.wait().unwrap()
+}
+
+#[cfg(feature = "onednn")]
+#[test]
+fn a_backend_on_flex_keeps_burn_flexs_parallel_work_on_its_own_thread_beside_onednns_team() {
+    use crate::kernels::{Kernels, openmp_width, status};
+    assert_eq!(
+        status().kernels,
+        Kernels::OneDnn,
+        "oneDNN must open: the backend shares the cores with its team"
+    );
+    let global = rayon::current_num_threads();
+    assert!(
+        global > 1 && openmp_width() > 1,
+        "needs 2 cores or more (rayon {global}, OpenMP {})",
+        openmp_width()
+    );
+    for device in [Device::flex(), Device::flex().autodiff()] {
+        let (threads, elsewhere, name) = rayon_seen(&Engine::new((), Some(device.clone())));
+        assert_eq!((threads, elsewhere), (1, false), "{device:?}");
+        // The panic hook of the `ember` binary knows the backend by this name.
+        assert_eq!(name.as_deref(), Some("ember-backend"), "{device:?}");
+    }
+    // An engine of no device leaves burn-flex's work to rayon's global pool.
+    let (threads, elsewhere, _) = rayon_seen(&Engine::new((), None));
+    assert_eq!((threads, elsewhere), (global, true));
+}

@@ -63,6 +63,20 @@ pub fn release_threads() {
     onednn::threads::release_team();
 }
 
+/// Runs `f`, a loop of burn-flex work (a training loop's backend), so that oneDNN's OpenMP
+/// team and burn-flex's parallel work do not take each other's cores: where oneDNN's kernels
+/// run on a team of more than one thread, `f` runs on a thread of its own that is also its own
+/// rayon pool, and burn-flex's parallel operations in `f` stay on it. Elsewhere (burn-flex's
+/// kernels, no oneDNN, one core) `f` just runs, burn-flex's work on rayon's global pool.
+/// `ember::engine::Engine` does this for a backend on flex.
+pub fn one_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    #[cfg(feature = "onednn")]
+    if status().kernels == Kernels::OneDnn && onednn::threads::width() > 1 {
+        return onednn::threads::one_pool(f);
+    }
+    f()
+}
+
 /// The widest OpenMP team oneDNN's primitives on the calling thread would run on now.
 #[cfg(all(test, feature = "onednn"))]
 pub(crate) fn openmp_width() -> usize {
