@@ -87,11 +87,11 @@ pub struct Engine<S: Send + 'static> {
 
 impl<S: Send + 'static> Engine<S> {
     /// Starts the backend worker and the completion watcher. `device`, when given, is sampled
-    /// for its memory pool at each completion.
+    /// for its memory pool at each completion, on a thread of its own; flex keeps no pool
+    /// (burn's `memory_pool_usage` is `None`) and is not sampled.
     pub fn new(state: S, device: Option<Device>) -> Self {
         let (jobs, job_rx) = mpsc::channel::<Job<S>>();
         let (watch_tx, watch_rx) = mpsc::channel::<Watch>();
-        let (sample_tx, sample_rx) = mpsc::channel::<Arc<dyn Waitable>>();
         let progress = Arc::new(Progress::new());
         if device
             .as_ref()
@@ -101,9 +101,8 @@ impl<S: Send + 'static> Engine<S> {
         }
         let watched = progress.clone();
         // burn-flex's work and oneDNN's team share the CPU's cores (`kernels::one_pool`).
-        let on_flex = device
-            .as_ref()
-            .is_some_and(|d| *d == Device::flex() || *d == Device::flex().autodiff());
+        // burn's devices compare equal with and without autodiff.
+        let on_flex = device.as_ref().is_some_and(|d| *d == Device::flex());
         let worker = thread::Builder::new()
             .name("ember-backend".into())
             .spawn(move || {
@@ -114,19 +113,28 @@ impl<S: Send + 'static> Engine<S> {
                 }
             })
             .expect("spawning the backend worker thread");
+        // A sampler woken at every completion to find no pool would only take a core from
+        // the backend's team.
+        let (sample_tx, sampler) = match device.filter(|_| !on_flex) {
+            Some(device) => {
+                let (sample_tx, sample_rx) = mpsc::channel::<Arc<dyn Waitable>>();
+                let sampler = thread::Builder::new()
+                    .name("ember-pool-sampler".into())
+                    .spawn(move || pool_sampler(sample_rx, device))
+                    .expect("spawning the pool sampler thread");
+                (Some(sample_tx), Some(sampler))
+            }
+            None => (None, None),
+        };
         let watcher = thread::Builder::new()
             .name("ember-watcher".into())
             .spawn(move || completion_watcher(watch_rx, sample_tx, watched))
             .expect("spawning the completion watcher thread");
-        let sampler = thread::Builder::new()
-            .name("ember-pool-sampler".into())
-            .spawn(move || pool_sampler(sample_rx, device))
-            .expect("spawning the pool sampler thread");
         Self {
             jobs: Some(jobs),
             worker: Some(worker),
             watcher: Some(watcher),
-            sampler: Some(sampler),
+            sampler,
             next_index: std::cell::Cell::new(0),
             last: std::cell::RefCell::new(None),
             progress,

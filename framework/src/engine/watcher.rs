@@ -76,10 +76,10 @@ impl Watch {
 }
 
 /// Publishes completions in issue order, blocking on each device readback in turn, then asks
-/// the sampler for the device pool.
+/// the sampler for the device pool (none without a sampler).
 pub(super) fn completion_watcher(
     items: Receiver<Watch>,
-    sampler: Sender<Arc<dyn Waitable>>,
+    sampler: Option<Sender<Arc<dyn Waitable>>>,
     progress: Arc<Progress>,
 ) {
     // The remote devices that were silent for the whole bound.
@@ -109,10 +109,15 @@ pub(super) fn completion_watcher(
             1 => Err(failures.remove(0)),
             _ => Err(Error::Several(failures)),
         };
-        if let Some(completion) = deliver(result)
-            && let Err(unsent) = sampler.send(completion)
-        {
-            unsent.0.set_pool(None);
+        if let Some(completion) = deliver(result) {
+            match &sampler {
+                Some(sampler) => {
+                    if let Err(unsent) = sampler.send(completion) {
+                        unsent.0.set_pool(None);
+                    }
+                }
+                None => completion.set_pool(None),
+            }
         }
     }
 }
@@ -134,17 +139,14 @@ fn first_value(data: TensorData) -> Result<f32> {
 
 /// Samples the device pool for completed units. Requests that queue up while a sample is
 /// taken share the next one.
-pub(super) fn pool_sampler(requests: Receiver<Arc<dyn Waitable>>, device: Option<Device>) {
+pub(super) fn pool_sampler(requests: Receiver<Arc<dyn Waitable>>, device: Device) {
     while let Ok(first) = requests.recv() {
         let mut waiting = vec![first];
         waiting.extend(requests.try_iter());
-        let sample = device
-            .as_ref()
-            .and_then(Device::memory_pool_usage)
-            .map(|usage| PoolSample {
-                in_use: usage.bytes_in_use,
-                reserved: usage.bytes_reserved,
-            });
+        let sample = device.memory_pool_usage().map(|usage| PoolSample {
+            in_use: usage.bytes_in_use,
+            reserved: usage.bytes_reserved,
+        });
         for completion in waiting {
             completion.set_pool(sample);
         }

@@ -23,7 +23,7 @@ fn fast_in(precision: Precision) -> bool {
 
 /// Whether this thread's f32 layers (activations, pooling, BatchNorm) go to oneDNN.
 #[cfg(feature = "onednn")]
-fn fast() -> bool {
+pub(super) fn fast() -> bool {
     fast_in(Precision::F32)
 }
 

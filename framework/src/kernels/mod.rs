@@ -46,6 +46,8 @@ pub(crate) use dispatch::{
     matmul_heads, pool, recurrent, softmax,
 };
 pub use eltwise::Eltwise;
+#[cfg(feature = "onednn")]
+pub use onednn::threads::ONE_POOL_UP_TO_WIDTH;
 pub(crate) use window::Window;
 
 /// Ends the OpenMP team that oneDNN ran the calling thread's primitives on, if it has one.
@@ -65,13 +67,15 @@ pub fn release_threads() {
 
 /// Runs `f`, a loop of burn-flex work (a training loop's backend), so that oneDNN's OpenMP
 /// team and burn-flex's parallel work do not take each other's cores: where oneDNN's kernels
-/// run on a team of more than one thread, `f` runs on a thread of its own that is also its own
-/// rayon pool, and burn-flex's parallel operations in `f` stay on it. Elsewhere (burn-flex's
-/// kernels, no oneDNN, one core) `f` just runs, burn-flex's work on rayon's global pool.
-/// `ember::engine::Engine` does this for a backend on flex.
+/// run (it opens the library) on a team of 2 threads, `f` runs on a thread that is its own
+/// rayon pool, and burn-flex's parallel operations in `f` run on it serially. Elsewhere
+/// (burn-flex's kernels, no oneDNN, one core, more than 2) `f` just runs, burn-flex's work on
+/// rayon's global pool. `ember::engine::Engine` does this for a backend on flex.
 pub fn one_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     #[cfg(feature = "onednn")]
-    if status().kernels == Kernels::OneDnn && onednn::threads::width() > 1 {
+    if dispatch::fast()
+        && (2..=onednn::threads::ONE_POOL_UP_TO_WIDTH).contains(&onednn::threads::width())
+    {
         return onednn::threads::one_pool(f);
     }
     f()

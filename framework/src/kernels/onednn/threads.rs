@@ -96,17 +96,16 @@ pub fn at_most<T>(width: usize, f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The widest OpenMP team beside which [`one_pool`] keeps burn-flex's work on one thread: the
+/// machines it was measured on (2 cores). On a wider one, burn-flex's products, reductions
+/// and element-wise work that oneDNN does not take would lose more cores than the team's
+/// waits cost, unmeasured.
+pub const ONE_POOL_UP_TO_WIDTH: usize = 2;
+
 /// Runs `f` on a thread that is a rayon pool of its own, named as the calling thread, which
-/// waits for it: burn-flex's parallel work in `f` (its large element-wise operations) then runs
-/// on that thread, and oneDNN's team is the only other thread working for `f`.
-///
-/// oneDNN's team and rayon's pool each have a thread per core, so beside each other they
-/// outnumber the cores. The team's threads spin between two primitives, as they should, and
-/// rayon's wake for each parallel operation of burn-flex's: on 2 cores they took each other's
-/// cores 3,100 times in 2 epochs of the character LSTM, and a thread of the team taken off
-/// its core mid-primitive stalls the other at oneDNN's next barrier. On one pool they did so
-/// 900 to 1,400 times (the engine's other threads), and the epoch was 7 to 15 % shorter.
-/// PyTorch runs its own operations and oneDNN's on one OpenMP pool for the same reason.
+/// waits for it: burn-flex's parallel work in `f` runs on that thread, serially, rather than
+/// on rayon's global pool beside oneDNN's team, whose threads it took off their cores
+/// (docs/allocator-and-threads.md). The thread's team ends with `f`, as the thread does.
 pub fn one_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     let name = std::thread::current().name().map(str::to_string);
     let mut builder = rayon::ThreadPoolBuilder::new().num_threads(1);
@@ -114,7 +113,11 @@ pub fn one_pool<T: Send>(f: impl FnOnce() -> T + Send) -> T {
         builder = builder.thread_name(move |_| name.clone());
     }
     match builder.build() {
-        Ok(pool) => pool.install(f),
+        Ok(pool) => pool.install(|| {
+            let out = f();
+            release_team();
+            out
+        }),
         // No thread to be had: burn-flex's work goes to rayon's global pool, as elsewhere.
         Err(_) => f(),
     }
