@@ -98,8 +98,8 @@ pub fn at_most<T>(width: usize, f: impl FnOnce() -> T) -> T {
 
 /// The widest OpenMP team beside which [`one_pool`] keeps burn-flex's work on one thread: the
 /// machines it was measured on (2 cores). On a wider one, burn-flex's products, reductions
-/// and element-wise work that oneDNN does not take would lose more cores than the team's
-/// waits cost, unmeasured.
+/// and element-wise work that oneDNN does not take would give up more threads, which may cost
+/// more than the team's waits: unmeasured, so they keep rayon's pool.
 pub const ONE_POOL_UP_TO_WIDTH: usize = 2;
 
 /// Runs `f` on a thread that is a rayon pool of its own, named as the calling thread, which
