@@ -4,6 +4,7 @@
 
 mod build;
 pub mod clip;
+mod fused;
 pub mod kind;
 pub mod optimizer;
 mod positive;

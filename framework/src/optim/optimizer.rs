@@ -4,7 +4,8 @@
 //! `step` rescales every gradient by `1 / batch_size` before the update (Gluon's
 //! `rescale_grad`), so the per-example loss vector is simply `backward`-ed, as in the book.
 //! Then gradients are clipped where [`Optimizer::clip`] says ([`Clipping`]). The optimizers
-//! are burn's (`burn::optim`), not re-implemented here ([`OptimizerKind`]).
+//! are burn's (`burn::optim`), not re-implemented here ([`OptimizerKind`]); Adam's and AdamW's
+//! update of a burn-flex parameter runs burn's arithmetic as one pass over its elements.
 //!
 //! ```
 //! use burn::prelude::*;
