@@ -206,6 +206,18 @@ pub(crate) fn softmax<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     burn::tensor::activation::softmax(x, D - 1)
 }
 
+/// `x` row-major: a permuted view copied by oneDNN's reorder, its gradient handed back in the
+/// view's order, where it runs; else as it is (burn copies a view where an operation needs it).
+pub(crate) fn contiguous<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    #[cfg(feature = "onednn")]
+    if fast()
+        && let Some(y) = counted(onednn::permuted::contiguous(&x))
+    {
+        return y;
+    }
+    x
+}
+
 /// A recurrence that the kernels run over a whole sequence at once, with PyTorch's equations
 /// and gate orders: Elman's with tanh or relu, the LSTM (gates i, f, g, o), the GRU (gates r,
 /// z, n, the reset applied after the hidden product).

@@ -42,8 +42,8 @@ pub use allocator::keep_freed_memory;
 pub use choice::{ENV, Kernels, Status, chosen, set_kernels, status, with_kernels};
 pub use counters::counts;
 pub(crate) use dispatch::{
-    Gates, Recurrence, Reference, activation, affine, batch_norm, conv, dense, layer_norm,
-    matmul_heads, pool, recurrent, softmax,
+    Gates, Recurrence, Reference, activation, affine, batch_norm, contiguous, conv, dense,
+    layer_norm, matmul_heads, pool, recurrent, softmax,
 };
 pub use eltwise::Eltwise;
 #[cfg(feature = "onednn")]

@@ -14,6 +14,7 @@ pub(super) mod layer_norm;
 mod layout;
 pub(super) mod library;
 pub(super) mod matmul;
+pub(super) mod permuted;
 pub(super) mod pool;
 mod primitive;
 mod reorder;

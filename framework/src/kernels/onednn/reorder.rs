@@ -46,6 +46,33 @@ pub fn to_bf16(t: &FlexTensor) -> Result<FlexTensor> {
     Ok(out)
 }
 
+/// The view `t` of `dims` and `strides` (from its first element) copied into row-major order.
+pub fn strided_to_plain(t: &FlexTensor, dims: &[usize], strides: &[usize]) -> Result<FlexTensor> {
+    let reorder = Reorder::cached(format!("strided {dims:?} {strides:?} to plain"), || {
+        Ok((Md::strided_of(dnnl_f32, dims, strides)?, Md::plain(dims)?))
+    })?;
+    let mut out = bridge::Out::new(dims);
+    // SAFETY: the view's first element is within its storage.
+    let from = unsafe { bridge::read(t).add(t.layout().start_offset()) };
+    reorder.run(from, out.ptr())?;
+    // SAFETY: the reorder wrote every element.
+    Ok(unsafe { out.written() })
+}
+
+/// The row-major array `t` of `dims` written into a new array of as many elements, in the
+/// order `strides` gives (a permutation of row-major order's).
+pub fn plain_to_strided(t: &FlexTensor, dims: &[usize], strides: &[usize]) -> Result<Vec<f32>> {
+    let reorder = Reorder::cached(format!("plain to strided {dims:?} {strides:?}"), || {
+        Ok((Md::plain(dims)?, Md::strided_of(dnnl_f32, dims, strides)?))
+    })?;
+    let n = dims.iter().product();
+    let mut out = Vec::with_capacity(n);
+    reorder.run(bridge::read(t), out.as_mut_ptr())?;
+    // SAFETY: the strides are a permutation of row-major order's: the reorder wrote all `n`.
+    unsafe { out.set_len(n) };
+    Ok(out)
+}
+
 /// A reorder from row-major order into another, with its two layouts.
 struct Reorder {
     from: Md,

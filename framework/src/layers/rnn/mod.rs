@@ -165,7 +165,9 @@ impl Recurrent {
         }
         let y = match self.layout {
             Layout::Tnc => input,
-            Layout::Ntc => input.swap_dims(0, 1),
+            // Row-major, as the next layer's reshape or product wants it (on oneDNN, a copy
+            // on its threads, and a gradient that needs none backward).
+            Layout::Ntc => crate::kernels::contiguous(input.swap_dims(0, 1)),
         };
         (y, ends.into_iter().map(|end| Tensor::cat(end, 0)).collect())
     }
