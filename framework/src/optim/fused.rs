@@ -1,14 +1,14 @@
 //! Adam and AdamW whose update of a burn-flex f32 parameter is one pass over its elements.
 //!
 //! burn's update (`burn::optim::Adam`, `AdamW`) is a chain of about a dozen tensor operations
-//! per parameter, each a pass over the parameter's size and most of them a new array: on d2l's
+//! per parameter, each a pass over the parameter's size and several of them a new array: on d2l's
 //! character LSTM (300 k parameters), a twentieth of the epoch. Here each element is read and
 //! written once, with burn's arithmetic in burn's order, in f32 as burn-flex computes it (a
 //! scalar `f64` rounded to `f32` first), so the result is burn's to the bit. The state is
 //! burn's own (`AdamState`, `AdamWState`), so saved optimizer states load either way.
 //!
 //! burn's update runs where the pass does not apply: another device, another precision, a
-//! strided array, AMSGrad.
+//! strided array, a gradient or moment of another shape than the parameter's, AMSGrad.
 
 use burn::backend::Flex;
 use burn::backend::flex::FlexTensor;
@@ -114,14 +114,14 @@ struct Pass<const D: usize> {
     shape: [usize; D],
 }
 
-/// `t` as a contiguous burn-flex f32 array of `n` elements (sharing its storage).
-fn flex<const D: usize>(t: &Tensor<D>, n: usize) -> Option<FlexTensor> {
-    if t.dtype() != DType::F32 {
+/// `t` as a contiguous burn-flex f32 array of the dimensions `shape` (sharing its storage).
+fn flex<const D: usize>(t: &Tensor<D>, shape: [usize; D]) -> Option<FlexTensor> {
+    if t.dtype() != DType::F32 || t.dims() != shape {
         return None;
     }
     let f = t.clone().try_into_primitive::<Flex>().ok()?;
     let (start, end) = f.layout().contiguous_offsets()?;
-    (end - start == n).then_some(f)
+    (end - start == shape.iter().product::<usize>()).then_some(f)
 }
 
 impl<const D: usize> Pass<D> {
@@ -134,15 +134,14 @@ impl<const D: usize> Pass<D> {
         state: Option<&AdaptiveMomentumState<D>>,
     ) -> Option<Self> {
         let shape = param.dims();
-        let n = shape.iter().product();
         let moments = match state {
             None => None,
             Some(s) if s.max_moment_2.is_some() => return None,
-            Some(s) => Some((flex(&s.moment_1, n)?, flex(&s.moment_2, n)?, s.time)),
+            Some(s) => Some((flex(&s.moment_1, shape)?, flex(&s.moment_2, shape)?, s.time)),
         };
         Some(Self {
-            param: flex(param, n)?,
-            grad: flex(grad, n)?,
+            param: flex(param, shape)?,
+            grad: flex(grad, shape)?,
             moments,
             shape,
         })

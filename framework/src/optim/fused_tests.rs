@@ -181,6 +181,16 @@ fn where_one_pass_does_not_apply_burns_update_runs() {
     let (a, _) = ours.step(0.1, param.clone(), grad.clone(), None);
     let (b, _) = theirs.step(0.1, param, grad, None);
     same_bits(&a, &b, "the transposed gradient's update");
+    // Moments of as many elements in another shape (a state that is not this parameter's).
+    let param = tensor(64, 1, &device);
+    let other = tensor(64, 3, &device).reshape([4, 16]);
+    let state = AdaptiveMomentumState {
+        time: 1,
+        moment_1: other.clone(),
+        moment_2: other,
+        max_moment_2: None,
+    };
+    assert!(Pass::of(&param, &tensor(64, 2, &device), Some(&state)).is_none());
     // Another device.
     #[allow(deprecated)]
     let other = Device::ndarray();

@@ -26,6 +26,10 @@ pub enum Error {
     /// burn's autodiff tracked an operation whose forward pass kept nothing for its backward pass.
     #[error("a tracked operation ran without its backward pass")]
     NoBackwardState,
+    /// A backward pass was handed a gradient of another element type or shape than its
+    /// forward pass made.
+    #[error("the gradient of {0} is not the f32 array of its output's dimensions")]
+    UnexpectedGradient(&'static str),
     /// The activation's gradient needs its input, which a fused post-op does not keep.
     #[error("{0} needs its input to be differentiated")]
     NeedsInput(Eltwise),

@@ -6,8 +6,8 @@
 //! the backend's one thread, `kernels::one_pool`); oneDNN's reorder copies whole rows on
 //! OpenMP's team. Backward, burn would hand
 //! the gradient back through the swap as a view again, which the layer's own backward pass
-//! copies once more; here it is written in the view's memory order instead, so that the swap's
-//! backward gives the layer a row-major gradient.
+//! copies once more; here it is written in the view's memory order instead (a view again, of a
+//! new array), so that the swap's backward gives the layer a row-major gradient.
 
 use burn::backend::Flex;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
@@ -49,10 +49,16 @@ impl Order {
     /// The strides of a permuted row-major array, from its first element; `None` for a
     /// row-major one (nothing to copy) or any other.
     fn of(layout: &Layout) -> Option<Order> {
-        if layout.is_contiguous() {
+        let dims = layout.shape().to_vec();
+        // Row-major already, but for the strides of axes of one element: nothing to copy.
+        let long: Vec<usize> = (0..dims.len()).filter(|&a| dims[a] > 1).collect();
+        let row_major = long.windows(2).all(|w| {
+            let inner: usize = dims[w[0] + 1..].iter().product();
+            layout.strides()[w[0]] == inner as isize
+        }) && long.last().is_none_or(|&a| layout.strides()[a] == 1);
+        if layout.is_contiguous() || row_major {
             return None;
         }
-        let dims = layout.shape().to_vec();
         let strides: Vec<usize> = layout
             .strides()
             .iter()
@@ -87,6 +93,12 @@ impl Backward<Flex, 1> for PermutedBackward {
         let order = ops.state;
         let dx = fallback::or_flex(
             || {
+                // The reorder reads f32: anything else goes on as it came.
+                if grad.dtype() != DType::F32 || bridge::dims(&grad) != order.dims {
+                    return Err(super::primitive::Error::UnexpectedGradient(
+                        "a permuted copy",
+                    ));
+                }
                 let grad = bridge::dense(&grad);
                 let written = reorder::plain_to_strided(&grad, &order.dims, &order.strides)?;
                 let strides = order.strides.iter().map(|&s| s as isize).collect();
@@ -154,6 +166,21 @@ mod tests {
             base.grad(&grads).unwrap().to_data(),
             expected.inner().to_data()
         );
+    }
+
+    #[test]
+    fn a_view_that_starts_inside_its_array_is_copied_from_its_first_element() {
+        let device = Device::flex().autodiff();
+        let base = ramp([4, 5, 6], &device).require_grad();
+        let view = base.clone().narrow(0, 1, 2).swap_dims(0, 1);
+        let y = contiguous(&view).expect("a swapped view from row 1");
+        assert_eq!(y.to_data(), view.to_data());
+        let grads = y.sum().backward();
+        let expected: Vec<f32> = (0..120)
+            .map(|i| f32::from((6..18).contains(&(i / 5))))
+            .collect();
+        let grad = base.grad(&grads).unwrap();
+        assert_eq!(grad.to_data(), TensorData::new(expected, [4, 5, 6]));
     }
 
     #[test]
