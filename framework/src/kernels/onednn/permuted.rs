@@ -4,10 +4,10 @@
 //! A recurrent layer in `NTC` runs in `TNC` and swaps its output's first two axes: a view, which
 //! the next layer's reshape copies. burn-flex copies it element by element in 16 × 16 tiles (on
 //! the backend's one thread, `kernels::one_pool`); oneDNN's reorder copies whole rows on
-//! OpenMP's team. Backward, burn would hand
-//! the gradient back through the swap as a view again, which the layer's own backward pass
-//! copies once more; here it is written in the view's memory order instead (a view again, of a
-//! new array), so that the swap's backward gives the layer a row-major gradient.
+//! OpenMP's team. Backward, burn would hand the gradient back through the swap as a view again,
+//! which the layer's own backward pass copies once more; here it is written in the view's
+//! memory order instead (a view again, of a new array), so that the swap's backward gives the
+//! layer a row-major gradient.
 
 use burn::backend::Flex;
 use burn::backend::autodiff::checkpoint::base::Checkpointer;
